@@ -1,0 +1,157 @@
+"""Cases: the inputs one exercise function is called with, and how they are drawn.
+
+A case is plain data (named numpy arrays and small static parameters such as a target
+shape), so the same case can be shown to a learner, passed to a sandboxed child process as
+`.npz` + JSON, and keyed for caching. Drawing goes through Hypothesis so that notebook
+checks are deterministic and classroom grading can reseed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+Params = tuple[tuple[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How many and how large cases are: small and seeded in notebooks, larger when grading."""
+
+    name: str
+    max_examples: int
+    max_side: int
+    max_dims: int
+    seed: int | None = None  # None: derandomized (the same cases on every run)
+
+
+NOTEBOOK = Profile("notebook", max_examples=30, max_side=4, max_dims=4)
+
+
+def grading_profile(grading_seed: int) -> Profile:
+    """The classroom profile: more and larger cases than the notebook shows, reseeded."""
+    return Profile("grading", max_examples=120, max_side=6, max_dims=5, seed=grading_seed)
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """One call of a learner's function: positional arguments by name, in order.
+
+    `args` holds (name, value) pairs; values are numpy arrays or static parameters
+    (shapes, ints). `label` names a hand-picked case ("the Q&A case") so feedback can say so.
+    """
+
+    args: Params
+    label: str = ""
+
+    def values(self) -> tuple[Any, ...]:
+        return tuple(value for _, value in self.args)
+
+    def fresh_values(self) -> tuple[Any, ...]:
+        """Copies, so a function that writes into its inputs cannot corrupt the case."""
+        return tuple(np.copy(v) if isinstance(v, np.ndarray) else v for _, v in self.args)
+
+    def arg(self, name: str) -> Any:
+        return dict(self.args)[name]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: v for k, v in self.args if isinstance(v, np.ndarray)}
+
+    def params(self) -> dict[str, Any]:
+        return {k: v for k, v in self.args if not isinstance(v, np.ndarray)}
+
+    def size(self) -> int:
+        """Total number of array elements: smaller cases are easier to read in feedback."""
+        return sum(v.size for v in self.arrays().values())
+
+    def key(self) -> str:
+        """A content hash, so references can be cached and duplicate draws dropped."""
+        digest = hashlib.sha256()
+        for name, value in self.args:
+            digest.update(name.encode())
+            if isinstance(value, np.ndarray):
+                digest.update(f"{value.dtype}{value.shape}".encode())
+                digest.update(np.ascontiguousarray(value).tobytes())
+            else:
+                digest.update(repr(value).encode())
+        return digest.hexdigest()
+
+    def describe(self) -> str:
+        """One line per argument, with dtype and shape for arrays."""
+        lines = []
+        for name, value in self.args:
+            if isinstance(value, np.ndarray):
+                lines.append(f"{name}: {value.dtype} array of shape {value.shape}")
+            else:
+                lines.append(f"{name} = {value!r}")
+        return "\n".join(lines)
+
+
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def dtypes() -> st.SearchStrategy[np.dtype]:
+    return st.sampled_from(FLOAT_DTYPES)
+
+
+def float_arrays(dtype: np.dtype, shape: tuple[int, ...], bound: float = 10.0) -> st.SearchStrategy:
+    """Arrays whose every element is drawn on its own (fill=nothing), never a constant array.
+
+    A constant cotangent hides a rule that ignores its upstream gradient's structure, so
+    each element is drawn independently.
+    """
+    elements = st.floats(
+        -bound, bound, width=dtype.itemsize * 8, allow_nan=False, allow_infinity=False,
+        allow_subnormal=False,
+    )
+    return hnp.arrays(dtype, shape, elements=elements, fill=st.nothing())
+
+
+def _hypothesis_settings(profile: Profile, phases: tuple[Phase, ...]) -> settings:
+    return settings(
+        max_examples=profile.max_examples,
+        derandomize=profile.seed is None,
+        database=None,
+        deadline=None,
+        phases=phases,
+        verbosity=Verbosity.quiet,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
+def run_property(
+    strategy: st.SearchStrategy[Case],
+    body: Callable[[Case], None],
+    profile: Profile,
+    phases: tuple[Phase, ...],
+) -> None:
+    """Run `body` on cases Hypothesis draws from `strategy`; failures propagate, shrunk."""
+
+    @_hypothesis_settings(profile, phases)
+    @given(strategy)
+    def property_body(case: Case) -> None:
+        body(case)
+
+    if profile.seed is not None:
+        property_body = seed(profile.seed)(property_body)
+    property_body()
+
+
+def draw_cases(strategy: st.SearchStrategy[Case], profile: Profile) -> list[Case]:
+    """The cases Hypothesis generates for this profile, duplicates dropped, in draw order."""
+    drawn: dict[str, Case] = {}
+
+    def collect(case: Case) -> None:
+        drawn.setdefault(case.key(), case)
+
+    run_property(strategy, collect, profile, phases=(Phase.generate,))
+    return list(drawn.values())

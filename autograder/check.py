@@ -1,0 +1,42 @@
+"""`check.<exercise>(fn)`: the check cell under each exercise.
+
+    from autograder import check
+    check.unbroadcast(unbroadcast)
+
+Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhere). A wrong
+answer or an exception inside the learner's function is reported, never raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .engine import check_function
+from .exercises import EXERCISES
+from .report import Report
+
+
+def _checker(name: str) -> Callable[[Any], Report]:
+    exercise = EXERCISES[name]
+
+    def check_exercise(fn: Any) -> Report:
+        return check_function(exercise, fn)
+
+    check_exercise.__name__ = name
+    check_exercise.__qualname__ = name
+    check_exercise.__doc__ = (
+        f"Check your `{exercise.signature}` against {exercise.references_text}."
+    )
+    return check_exercise
+
+
+def __getattr__(name: str) -> Callable[[Any], Report]:
+    if name in EXERCISES:
+        return _checker(name)
+    known = ", ".join(sorted(EXERCISES))
+    raise AttributeError(f"There is no exercise called {name!r}. Exercises: {known}.")
+
+
+def __dir__() -> list[str]:
+    return sorted(EXERCISES)

@@ -1,0 +1,64 @@
+"""`python -m autograder ...`: argument parsing only; each command forwards to a function."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import coursemap, notebooks
+
+ROOT = Path.cwd()
+
+
+def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> int:
+    """Execute solutions/ and regenerate course/ from it."""
+    for pair in notebooks.pairs(solutions, course):
+        if only and not any(pair.solution.name.startswith(prefix) for prefix in only):
+            continue
+        print(f"building {pair.learner} from {pair.solution}", flush=True)
+        notebooks.build(pair)
+    return 0
+
+
+def check_sync(*, solutions: Path, course: Path) -> int:
+    """Exit 1, listing the notebooks, when course/ is not what solutions/ generates."""
+    problems = [p for pair in notebooks.pairs(solutions, course) for p in notebooks.sync_problems(pair)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print("Run `make course` to regenerate course/ from solutions/.", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def course_map(*, root: Path) -> int:
+    """Rewrite the README's course map from course/ and the repository setting."""
+    changed = coursemap.update_readme(root)
+    print("README course map " + ("updated" if changed else "already up to date"))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
+    commands = top.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("build-course", "execute solutions/ and regenerate course/ from it"),
+        ("check-sync", "fail when course/ is out of sync with solutions/"),
+    ):
+        sub = commands.add_parser(name, help=help_text)
+        sub.add_argument("--solutions", type=Path, default=ROOT / "solutions")
+        sub.add_argument("--course", type=Path, default=ROOT / "course")
+        if name == "build-course":
+            sub.add_argument("--only", nargs="*", default=(), help="chapter prefixes, e.g. 03")
+    commands.add_parser("course-map", help="rewrite the README's course map").add_argument(
+        "--root", type=Path, default=ROOT
+    )
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = vars(parser().parse_args(argv))
+    command = args.pop("command")
+    commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}
+    return commands[command](**args)

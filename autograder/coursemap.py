@@ -1,0 +1,76 @@
+"""The README's course map: chapters, notebook links, Binder and Colab links.
+
+Links are built from one setting, `[tool.course] repository` in pyproject.toml, so moving
+the repository means changing one line and running `python -m autograder course-map`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from urllib.parse import quote
+
+import nbformat
+
+START, END = "<!-- course-map:start -->", "<!-- course-map:end -->"
+
+PLANNED = {
+    "00": "Start here",
+    "01": "The chain rule, and why `tf.gradients` sums its ys",
+    "02": "Build your own reverse-mode tape",
+    "03": "Unbroadcasting and batched matmul",
+    "04": "Custom gradients in TensorFlow",
+    "05": "Custom derivatives in JAX",
+    "06": "Jacobians, JVP vs VJP",
+    "07": "Capstone: train a network with your own tape",
+}
+
+
+def settings(root: Path) -> dict[str, str]:
+    with (root / "pyproject.toml").open("rb") as file:
+        return tomllib.load(file)["tool"]["course"]
+
+
+def binder_url(repository: str, branch: str, notebook: str) -> str:
+    owner_repo = repository.removeprefix("https://github.com/").rstrip("/")
+    return f"https://mybinder.org/v2/gh/{owner_repo}/{branch}?labpath={quote(notebook, safe='')}"
+
+
+def colab_url(repository: str, branch: str, notebook: str) -> str:
+    owner_repo = repository.removeprefix("https://github.com/").rstrip("/")
+    return f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/{notebook}"
+
+
+def course_map(root: Path) -> str:
+    """The markdown table, one row per chapter; chapters not written yet say so."""
+    config = settings(root)
+    written = {path.name[:2]: path for path in sorted((root / "course").glob("[0-9][0-9]_*.ipynb"))}
+    rows = ["| # | Chapter | Open | Binder | Colab |", "|---|---|---|---|---|"]
+    for number, planned_title in PLANNED.items():
+        path = written.get(number)
+        if path is None:
+            rows.append(f"| {number} | {planned_title} | not written yet | | |")
+            continue
+        meta = nbformat.read(path, as_version=4).metadata.get("course", {})
+        notebook = f"course/{path.name}"
+        rows.append(
+            f"| {number} | {meta.get('title', planned_title)} | [{path.name}]({notebook}) "
+            f"| [launch]({binder_url(config['repository'], config['branch'], notebook)}) "
+            f"| [open]({colab_url(config['repository'], config['branch'], notebook)}) |"
+        )
+    return "\n".join(rows)
+
+
+def readme_with_map(readme: str, table: str) -> str:
+    before, rest = readme.split(START, 1)
+    _, after = rest.split(END, 1)
+    return f"{before}{START}\n{table}\n{END}{after}"
+
+
+def update_readme(root: Path) -> bool:
+    """Rewrite the README's map in place; True when it changed."""
+    path = root / "README.md"
+    old = path.read_text()
+    new = readme_with_map(old, course_map(root))
+    path.write_text(new)
+    return new != old

@@ -1,0 +1,168 @@
+"""Running a learner's function on every case and judging it against the references.
+
+The in-notebook flow: draw the cases, compute both references (cached), call the learner's
+function on each, and for the first failure among generated cases let Hypothesis shrink it
+to the smallest failing case, which is then confirmed against both frameworks again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+from hypothesis import Phase
+
+from . import references
+from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
+from .compare import compare_outputs
+from .exercise import Exercise, Outputs
+from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
+
+PRINTED_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one call of the learner's function did."""
+
+    value: Any = None
+    error: BaseException | None = None
+    traceback: str = ""
+    printed: str = ""
+
+
+def call_learner(fn: Callable[..., Any], case: Case) -> Attempt:
+    """Call `fn` on fresh copies of the case's inputs, capturing prints and exceptions."""
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            value = fn(*case.fresh_values())
+    except Exception as error:
+        return Attempt(error=error, traceback=_learner_traceback(error), printed=_cut(printed))
+    return Attempt(value=value, printed=_cut(printed))
+
+
+def _cut(buffer: io.StringIO) -> str:
+    text = buffer.getvalue()
+    return text if len(text) <= PRINTED_LIMIT else text[:PRINTED_LIMIT] + "\n... (cut)"
+
+
+def _learner_traceback(error: BaseException) -> str:
+    """The traceback without this module's own frame: the learner's code is what matters."""
+    frames = traceback.extract_tb(error.__traceback__)[1:]
+    lines = traceback.format_list(frames) + traceback.format_exception_only(error)
+    return "".join(lines).rstrip()
+
+
+def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:
+    """None when the attempt matches the reference; otherwise a Failure with a hint."""
+    if attempt.error is not None:
+        return Failure(
+            case=case,
+            message=f"raised {type(attempt.error).__name__}: {attempt.error}",
+            hint=exercise.hints_by_kind.get("exception", ""),
+            traceback=attempt.traceback,
+            printed=attempt.printed,
+        )
+    mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
+    if mismatch is None:
+        return None
+    return Failure(
+        case=case,
+        message=mismatch.message,
+        hint=exercise.diagnose(case, attempt.value, mismatch),
+        expected=expected,
+        got=attempt.value,
+        output_names=exercise.outputs,
+        printed=attempt.printed,
+    )
+
+
+def reference_outputs(exercise: Exercise, cases: Sequence[Case]) -> list[Outputs]:
+    """Both frameworks' answers for every case, checked to agree; TensorFlow's are returned."""
+    tf_outputs = references.tensorflow_references(exercise.tf_reference, cases)
+    jax_outputs = references.jax_references(exercise.jax_reference, cases)
+    references.ensure_agreement(exercise.outputs, cases, tf_outputs, jax_outputs)
+    return tf_outputs
+
+
+@cache
+def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], list[Outputs], int]:
+    """Cases and references for a profile, computed once per process (they never change)."""
+    edge = exercise.edge_cases()
+    generated = draw_cases(exercise.strategy(profile), profile)
+    cases = edge + generated
+    return cases, reference_outputs(exercise, cases), len(edge)
+
+
+def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
+    """Check a learner's function on every case of the profile; never raises for a wrong answer."""
+    name = getattr(fn, "__name__", exercise.name)
+    base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
+    if not callable(fn):
+        note = (
+            f"pass the function itself, e.g. check.{exercise.name}({exercise.name}), "
+            f"not the result of calling it (got a {type(fn).__name__})."
+        )
+        return replace(base, status=ERROR, note=note)
+    cases, outputs, edge_count = _notebook_table(exercise, profile)
+    first_generated: Failure | None = None
+    first_edge: Failure | None = None
+    for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
+        attempt = call_learner(fn, case)
+        if isinstance(attempt.error, NotImplementedError):
+            return replace(base, status=NOT_ANSWERED)
+        failure = judge(exercise, case, attempt, expected)
+        if failure is None:
+            continue
+        if index < edge_count:
+            first_edge = first_edge or failure
+        else:
+            first_generated = failure
+            break
+    if first_generated is not None:
+        failure = shrink(exercise, fn, profile) or first_generated
+    else:
+        failure = first_edge
+    if failure is None:
+        return replace(base, cases_checked=len(cases))
+    return replace(base, status=FAILED, cases_checked=len(cases), failure=failure)
+
+
+class _Failed(Exception):
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Failure | None:
+    """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
+
+    Candidates are judged against TensorFlow alone (fast, no compilation); the final case
+    is judged again once JAX agrees. Returns None if shrinking could not reproduce a failure
+    (a function that is not deterministic), so the caller keeps the failure it found.
+    """
+
+    def body(case: Case) -> None:
+        expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
+        failure = judge(exercise, case, call_learner(fn, case), expected)
+        if failure is not None:
+            raise _Failed(failure)
+
+    try:
+        run_property(
+            exercise.strategy(profile), body, profile, phases=(Phase.generate, Phase.shrink)
+        )
+    except _Failed as found:
+        case = found.failure.case
+        expected = reference_outputs(exercise, [case])[0]
+        confirmed = judge(exercise, case, call_learner(fn, case), expected)
+        return replace(confirmed, shrunk=True) if confirmed else None
+    except Exception:  # Hypothesis reports flakiness and similar as its own errors
+        return None
+    return None

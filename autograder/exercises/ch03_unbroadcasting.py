@@ -1,0 +1,310 @@
+"""Chapter 03 exercises: `unbroadcast(grad, shape)` and `matmul_vjp(g, a, b)`.
+
+The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`.
+The private `_sum_to` below only builds the known wrong answers (a right answer with one
+piece broken); verdicts always come from TensorFlow and JAX.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ..cases import Case, Profile, dtypes, float_arrays
+from ..exercise import Exercise, Mistake
+
+CHAPTER = "03"
+
+
+def _sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    leading = grad.ndim - len(shape)
+    summed = grad.sum(axis=tuple(range(leading)))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
+    return summed.sum(axis=stretched, keepdims=True)
+
+
+def _swap(x: np.ndarray) -> np.ndarray:
+    return np.swapaxes(x, -1, -2)
+
+
+def _rng_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return rng.uniform(-3, 3, size=shape).round(1).astype(dtype)
+
+
+# ---------------------------------------------------------------- unbroadcast
+
+
+@st.composite
+def _unbroadcast_case(draw: st.DrawFn, profile: Profile) -> Case:
+    shapes = draw(
+        hnp.mutually_broadcastable_shapes(
+            num_shapes=2, min_dims=0, max_dims=profile.max_dims, max_side=profile.max_side
+        )
+    )
+    grad = draw(float_arrays(draw(dtypes()), shapes.result_shape))
+    return Case((("grad", grad), ("shape", shapes.input_shapes[0])))
+
+
+def _unbroadcast_edges() -> list[Case]:
+    rng = np.random.default_rng(3)
+    pairs = [
+        ((4, 8, 8), (8, 8), np.float32, "a weight shared by a batch"),
+        ((5, 4, 3, 2), (4, 1, 2), np.float32, "missing and size-1 axes together"),
+        ((2, 3), (), np.float64, "a scalar"),
+        ((2, 3), (1, 1), np.float32, "only size-1 axes"),
+        ((3,), (3,), np.float32, "nothing was broadcast"),
+    ]
+    return [
+        Case((("grad", _rng_array(rng, g, dt)), ("shape", s)), label=label)
+        for g, s, dt, label in pairs
+    ]
+
+
+def _unbroadcast_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    grad, shape = case.values()
+    x = tf.zeros(shape, dtype=grad.dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.broadcast_to(x, grad.shape)
+    return (tape.gradient(y, x, output_gradients=tf.constant(grad)).numpy(),)
+
+
+def _unbroadcast_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    grad, shape = arrays["grad"], params["shape"]
+    x = jax.numpy.zeros(shape, grad.dtype)
+    _, vjp = jax.vjp(lambda x: jax.numpy.broadcast_to(x, grad.shape), x)
+    return vjp(grad)
+
+
+def _leading_only(case: Case) -> np.ndarray:
+    grad, shape = case.values()
+    return grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+
+
+def _no_keepdims(case: Case) -> np.ndarray:
+    grad, shape = case.values()
+    leading = grad.ndim - len(shape)
+    ones = tuple(leading + i for i, n in enumerate(shape) if n == 1)
+    return grad.sum(axis=tuple(range(leading)) + ones)
+
+
+def _mean_instead_of_sum(case: Case) -> np.ndarray:
+    grad, shape = case.values()
+    leading = grad.ndim - len(shape)
+    averaged = grad.mean(axis=tuple(range(leading)))
+    ones = tuple(i for i, n in enumerate(shape) if n == 1)
+    return averaged.mean(axis=ones, keepdims=True).astype(grad.dtype)
+
+
+def _left_aligned(case: Case) -> np.ndarray:
+    grad, shape = case.values()
+    summed = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
+    ones = tuple(i for i, n in enumerate(shape) if n == 1)
+    return summed.sum(axis=ones, keepdims=True)
+
+
+def _ignores_cotangent(case: Case) -> np.ndarray:
+    grad, shape = case.values()
+    return _sum_to(np.ones_like(grad), shape)
+
+
+UNBROADCAST = Exercise(
+    name="unbroadcast",
+    signature="unbroadcast(grad, shape) -> ndarray",
+    chapter=CHAPTER,
+    outputs=("result",),
+    strategy=_unbroadcast_case,
+    edge_cases=_unbroadcast_edges,
+    tf_reference=_unbroadcast_tf,
+    jax_reference=_unbroadcast_jax,
+    references_text="jax.vjp and tf.GradientTape of broadcast_to(x, grad.shape)",
+    mistakes=(
+        Mistake(
+            "leading_only",
+            "You summed away the missing leading axes but not the size-1 axes. Where `shape` "
+            "has 1 and grad has n > 1, that input was stretched too: sum over that axis with "
+            "keepdims=True.",
+            _leading_only,
+        ),
+        Mistake(
+            "no_keepdims",
+            "You summed over the right axes but dropped the size-1 ones. Sum those with "
+            "keepdims=True so the result has exactly `shape`.",
+            _no_keepdims,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your result does not depend on the values in grad (it equals unbroadcasting a "
+            "cotangent of ones). Sum the incoming cotangent itself.",
+            _ignores_cotangent,
+        ),
+        Mistake(
+            "mean",
+            "You averaged instead of summing. Each copy made by broadcasting contributes its "
+            "own cotangent, and the VJP adds them up.",
+            _mean_instead_of_sum,
+        ),
+        Mistake(
+            "left_aligned",
+            "You lined the shapes up from the left. Broadcasting aligns shapes from the "
+            "right: the axes grad has in addition are its leading ones.",
+            _left_aligned,
+        ),
+    ),
+    hints_by_kind={
+        "exception": (
+            "grad cannot simply be reshaped or indexed to `shape`: its extra axes hold "
+            "contributions that must be added up (summed)."
+        ),
+        "shape": (
+            "The result must have exactly `shape`: sum away grad's extra leading axes, then "
+            "sum with keepdims=True every axis where `shape` has 1 and grad does not."
+        ),
+        "value": (
+            "The shape is right but the values are not: sum (do not average, do not pick) "
+            "over exactly the broadcast axes."
+        ),
+    },
+)
+
+
+# ---------------------------------------------------------------- matmul_vjp
+
+
+@st.composite
+def _matmul_case(draw: st.DrawFn, profile: Profile) -> Case:
+    shapes = draw(
+        hnp.mutually_broadcastable_shapes(
+            signature="(m,n),(n,p)->(m,p)",
+            min_dims=0,
+            max_dims=profile.max_dims - 2,
+            max_side=profile.max_side,
+        )
+    )
+    dtype = draw(dtypes())
+    a_shape, b_shape = shapes.input_shapes
+    g = draw(float_arrays(dtype, shapes.result_shape))
+    a = draw(float_arrays(dtype, a_shape))
+    b = draw(float_arrays(dtype, b_shape))
+    return Case((("g", g), ("a", a), ("b", b)))
+
+
+def _matmul_edges() -> list[Case]:
+    rng = np.random.default_rng(4)
+    qa_x = np.array([[[1, 1], [2, 3]], [[4, 5], [6, 7]]], dtype=np.float32)
+    qa_y = np.array([[3, -7], [-1, 5]], dtype=np.float32)
+    cases = [
+        Case(
+            (("g", _rng_array(rng, (2, 2, 2), np.float32)), ("a", qa_x), ("b", qa_y)),
+            label="the Q&A case, (2,2,2) @ (2,2)",
+        )
+    ]
+    shapes = [
+        ((4, 4, 8), (8, 8), np.float32, "a batch times a shared weight"),
+        ((6, 6, 5, 4), (4, 3), np.float32, "two batch axes"),
+        ((3, 1, 2, 4), (5, 4, 2), np.float64, "batch axes broadcast on both sides"),
+        ((2, 3), (3, 2), np.float32, "plain 2-D"),
+    ]
+    for a_shape, b_shape, dtype, label in shapes:
+        a = _rng_array(rng, a_shape, dtype)
+        b = _rng_array(rng, b_shape, dtype)
+        g = _rng_array(rng, np.matmul(a, b).shape, dtype)
+        cases.append(Case((("g", g), ("a", a), ("b", b)), label=label))
+    return cases
+
+
+def _matmul_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
+    g, a, b = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch([a, b])
+        y = tf.linalg.matmul(a, b)
+    grad_a, grad_b = tape.gradient(y, [a, b], output_gradients=g)
+    return grad_a.numpy(), grad_b.numpy()
+
+
+def _matmul_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    _, vjp = jax.vjp(jax.numpy.matmul, arrays["a"], arrays["b"])
+    return vjp(arrays["g"])
+
+
+def _batch_not_summed(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    g, a, b = case.values()
+    return g @ _swap(b), _swap(a) @ g
+
+
+def _all_axes_transposed(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    g, a, b = case.values()
+    return _sum_to(g @ np.transpose(b), a.shape), _sum_to(np.transpose(a) @ g, b.shape)
+
+
+def _matmul_ignores_cotangent(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    g, a, b = case.values()
+    ones = np.ones_like(g)
+    return _sum_to(ones @ _swap(b), a.shape), _sum_to(_swap(a) @ ones, b.shape)
+
+
+def _swapped_outputs(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    g, a, b = case.values()
+    return _sum_to(_swap(a) @ g, b.shape), _sum_to(g @ _swap(b), a.shape)
+
+
+MATMUL_VJP = Exercise(
+    name="matmul_vjp",
+    signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
+    chapter=CHAPTER,
+    outputs=("grad_a", "grad_b"),
+    strategy=_matmul_case,
+    edge_cases=_matmul_edges,
+    tf_reference=_matmul_tf,
+    jax_reference=_matmul_jax,
+    references_text="jax.vjp(jnp.matmul) and tf.GradientTape(tf.linalg.matmul)",
+    mistakes=(
+        Mistake(
+            "batch_not_summed",
+            "The gradient of an operand whose batch axes were broadcast still has the batch "
+            "axes: a framework would stop here with \"the gradient of input 'b' has shape "
+            "... which does not match the shape of the input\". Reduce each gradient to its "
+            "operand's shape with your unbroadcast.",
+            _batch_not_summed,
+        ),
+        Mistake(
+            "all_axes_transposed",
+            "np.transpose(x) and x.T reverse ALL axes; a batch of matrices must transpose "
+            "only the last two. Use np.swapaxes(x, -1, -2) (or x.mT).",
+            _all_axes_transposed,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your gradients do not depend on the values in g (they equal what a cotangent of "
+            "ones gives). Multiply by the incoming cotangent g.",
+            _matmul_ignores_cotangent,
+        ),
+        Mistake(
+            "swapped_outputs",
+            "You returned (grad_b, grad_a). Return the gradient of a first.",
+            _swapped_outputs,
+        ),
+    ),
+    hints_by_kind={
+        "exception": (
+            "A matmul shape error inside the rule usually means one of two things: "
+            "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must swap "
+            "only the last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the wrong "
+            "order (grad_a = g @ b^T, grad_b = a^T @ g)."
+        ),
+        "shape": (
+            "grad_a must have a's shape and grad_b b's shape. For y = a @ b: "
+            "grad_a = g @ b^T and grad_b = a^T @ g with ^T swapping the last two axes, then "
+            "each reduced to its operand's shape (unbroadcast) over broadcast batch axes."
+        ),
+        "value": (
+            "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ g) "
+            "and that ^T swaps only the last two axes."
+        ),
+    },
+)
+
+EXERCISES = (UNBROADCAST, MATMUL_VJP)

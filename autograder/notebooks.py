@@ -1,0 +1,130 @@
+"""The notebook pipeline: solutions/ is the source, course/ is generated from it.
+
+A learner copy is the solution notebook with every `### BEGIN SOLUTION` ... `### END
+SOLUTION` block replaced by a stub that raises NotImplementedError naming the exercise.
+Both copies are executed here, so their stored outputs are what nbval compares against:
+the learner copy's check cells show "not answered yet", the solutions' show "passed".
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbformat import NotebookNode
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+DEF_LINE = re.compile(r"^\s*def\s+(\w+)\s*\(")
+EXECUTION_TIMEOUT = 600  # seconds per cell
+
+
+class SolutionMarkerError(ValueError):
+    """A solution block that is not closed, or not inside a function."""
+
+
+def stub_line(indent: str, exercise: str) -> str:
+    return (
+        f'{indent}raise NotImplementedError("Exercise {exercise}: replace this line with '
+        'your code.")'
+    )
+
+
+def strip_solutions(source: str, where: str = "cell") -> str:
+    """Replace each solution block by a stub raising NotImplementedError(exercise name)."""
+    out: list[str] = []
+    exercise = None
+    inside = False
+    for number, line in enumerate(source.splitlines(), start=1):
+        stripped = line.strip()
+        if match := DEF_LINE.match(line):
+            exercise = exercise if inside else match.group(1)
+        if stripped == BEGIN:
+            if inside:
+                raise SolutionMarkerError(f"{where}, line {number}: {BEGIN} inside a block.")
+            if exercise is None:
+                raise SolutionMarkerError(
+                    f"{where}, line {number}: {BEGIN} must be inside a `def` (the exercise)."
+                )
+            inside = True
+            out.append(stub_line(line[: len(line) - len(line.lstrip())], exercise))
+        elif stripped == END:
+            if not inside:
+                raise SolutionMarkerError(f"{where}, line {number}: {END} without {BEGIN}.")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise SolutionMarkerError(f"{where}: {BEGIN} is never closed by {END}.")
+    return "\n".join(out)
+
+
+def learner_copy(solution: NotebookNode, name: str = "notebook") -> NotebookNode:
+    """The learner's notebook: solutions stubbed out, outputs cleared (to be re-executed)."""
+    notebook = copy.deepcopy(solution)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        cell.source = strip_solutions(cell.source, where=f"{name} cell {index}")
+        cell.outputs = []
+        cell.execution_count = None
+    return notebook
+
+
+def execute(notebook: NotebookNode, directory: Path) -> NotebookNode:
+    """Run every cell top to bottom in a fresh kernel; a cell that raises stops the build."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    client = NotebookClient(
+        notebook,
+        timeout=EXECUTION_TIMEOUT,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(directory)}},
+    )
+    client.execute()
+    return notebook
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A solution notebook and the learner copy generated from it."""
+
+    solution: Path
+    learner: Path
+
+
+def pairs(solutions: Path, course: Path) -> list[Pair]:
+    return [Pair(path, course / path.name) for path in sorted(solutions.glob("[0-9]*.ipynb"))]
+
+
+def build(pair: Pair) -> None:
+    """Execute the solution (storing its outputs), then generate and execute the learner copy."""
+    solution = nbformat.read(pair.solution, as_version=4)
+    execute(solution, pair.solution.parent)
+    nbformat.write(solution, pair.solution)
+    learner = learner_copy(solution, pair.solution.name)
+    pair.learner.parent.mkdir(parents=True, exist_ok=True)
+    execute(learner, pair.learner.parent)
+    nbformat.write(learner, pair.learner)
+
+
+def _sources(notebook: NotebookNode) -> list[tuple[str, str]]:
+    return [(cell.cell_type, cell.source) for cell in notebook.cells]
+
+
+def sync_problems(pair: Pair) -> list[str]:
+    """What differs between course/ and a fresh learner copy of solutions/ (sources only)."""
+    if not pair.learner.exists():
+        return [f"{pair.learner} is missing"]
+    solution = nbformat.read(pair.solution, as_version=4)
+    expected = learner_copy(solution, pair.solution.name)
+    actual = nbformat.read(pair.learner, as_version=4)
+    problems = []
+    if _sources(expected) != _sources(actual):
+        problems.append(f"{pair.learner}: cells differ from the learner copy of {pair.solution}")
+    if expected.metadata.get("course") != actual.metadata.get("course"):
+        problems.append(f"{pair.learner}: course metadata differs from {pair.solution}")
+    return problems

@@ -1,0 +1,93 @@
+"""The references: what TensorFlow and JAX compute for the same function and cotangent.
+
+Both frameworks are asked, and they must agree before any learner is judged: a reference
+that only one framework vouches for could be a bug of ours. TensorFlow runs eagerly, one
+case at a time (milliseconds each, no compilation). JAX compiles once per batch of cases:
+one `jax.jit` over the whole batch instead of one compilation per new shape, and the
+compiled program is kept in a persistent cache so that a notebook's second run is fast.
+
+TensorFlow and JAX are imported on first use, so `from autograder import check` is instant.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cases import Case
+from .compare import compare_outputs
+
+Outputs = tuple[np.ndarray, ...]
+
+
+class ReferenceDisagreement(RuntimeError):
+    """TensorFlow and JAX disagree on a case: a bug in the course, never the learner's."""
+
+
+@cache
+def tensorflow() -> Any:
+    """TensorFlow, imported quietly (its C++ start-up logging would pollute notebook output)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+
+    return tf
+
+
+def _cache_dir() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "autodiff-course" / "jax"
+
+
+@cache
+def jax_module() -> Any:
+    """JAX, with a persistent compilation cache unless the user configured one already."""
+    import jax
+
+    if not jax.config.jax_compilation_cache_dir:
+        try:
+            _cache_dir().mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return jax  # read-only home (e.g. a sandbox): compile without a cache
+        jax.config.update("jax_compilation_cache_dir", str(_cache_dir()))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return jax
+
+
+def tensorflow_references(
+    reference: Callable[[Any, Case], Outputs], cases: Sequence[Case]
+) -> list[Outputs]:
+    tf = tensorflow()
+    return [tuple(np.asarray(o) for o in reference(tf, case)) for case in cases]
+
+
+def jax_references(
+    reference: Callable[[Any, dict[str, Any], dict[str, Any]], Outputs], cases: Sequence[Case]
+) -> list[Outputs]:
+    """All cases in one compiled program: static parameters are closed over, arrays traced."""
+    jax = jax_module()
+    params = [case.params() for case in cases]
+
+    def batch(arrays: list[dict[str, Any]]) -> list[Outputs]:
+        return [reference(jax, p, a) for p, a in zip(params, arrays, strict=True)]
+
+    with jax.enable_x64(True):
+        results = jax.jit(batch)([case.arrays() for case in cases])
+        return [tuple(np.asarray(o) for o in outputs) for outputs in results]
+
+
+def ensure_agreement(
+    names: tuple[str, ...], cases: Sequence[Case], first: list[Outputs], second: list[Outputs]
+) -> None:
+    """Raise ReferenceDisagreement, naming the case, when the two frameworks differ."""
+    for case, a, b in zip(cases, first, second, strict=True):
+        mismatch = compare_outputs(names, b if len(names) > 1 else b[0], a)
+        if mismatch is not None:
+            raise ReferenceDisagreement(
+                "TensorFlow and JAX disagree, so no verdict is given. Please report this "
+                f"to the course maintainers.\nCase:\n{case.describe()}\n{mismatch.message}"
+            )

@@ -1,0 +1,128 @@
+"""The report a check returns: `.passed`, and feedback as text or as HTML in Jupyter.
+
+Feedback names the learner's function, the case (smallest found), expected vs got, the
+largest error and a hint. Nothing in it depends on timing, so stored notebook outputs stay
+comparable by nbval.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .cases import Case
+
+PASSED, FAILED, NOT_ANSWERED, ERROR = "passed", "failed", "not answered", "error"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The smallest case found where the learner's function is wrong, and why."""
+
+    case: Case
+    message: str
+    hint: str = ""
+    expected: tuple[np.ndarray, ...] | None = None
+    got: Any = None
+    output_names: tuple[str, ...] = ()
+    traceback: str = ""
+    printed: str = ""
+    shrunk: bool = False
+
+
+@dataclass(frozen=True)
+class Report:
+    """The verdict on one learner function; `passed` is what scripts and graders read."""
+
+    exercise: str
+    function: str
+    status: str
+    cases_checked: int
+    references: str
+    failure: Failure | None = None
+    note: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def headline(self) -> str:
+        if self.status == PASSED:
+            return (
+                f"PASSED {self.function}: matches {self.references} "
+                f"on all {self.cases_checked} cases."
+            )
+        if self.status == NOT_ANSWERED:
+            return (
+                f"NOT ANSWERED YET {self.function}: replace the "
+                "`raise NotImplementedError(...)` line with your code, then run this cell again."
+            )
+        if self.status == ERROR:
+            return f"CANNOT CHECK {self.function}: {self.note}"
+        return f"FAILED {self.function}: {self.failure.message if self.failure else ''}"
+
+    def sections(self) -> list[tuple[str, str]]:
+        """(title, body) pairs shared by the text and HTML renderings."""
+        failure = self.failure
+        if failure is None or self.status != FAILED:
+            return []
+        title = "Smallest failing case" if failure.shrunk else "Failing case"
+        if failure.case.label:
+            title += f" ({failure.case.label})"
+        parts = [(title, failure.case.describe())]
+        parts += [(f"input {name}", _show(value)) for name, value in failure.case.arrays().items()]
+        parts += [(f"input {k}", repr(v)) for k, v in failure.case.params().items()]
+        parts += _comparison(failure)
+        if failure.traceback:
+            parts.append(("Your function raised", failure.traceback))
+        if failure.printed:
+            parts.append(("Your function printed", failure.printed))
+        if failure.hint:
+            parts.append(("Hint", failure.hint))
+        return parts
+
+    def __str__(self) -> str:
+        lines = [self.headline()]
+        for title, body in self.sections():
+            lines.append(f"{title}:")
+            lines.extend("  " + line for line in body.splitlines())
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        colour = {PASSED: "#1a7f37", NOT_ANSWERED: "#9a6700"}.get(self.status, "#cf222e")
+        rows = "".join(
+            f"<dt style='font-weight:bold;margin-top:.4em'>{html.escape(title)}</dt>"
+            f"<dd style='margin-left:1em'><pre style='margin:0'>{html.escape(body)}</pre></dd>"
+            for title, body in self.sections()
+        )
+        return (
+            f"<div class='autograder-report' style='border-left:4px solid {colour};"
+            "padding:.3em .8em'>"
+            f"<div style='color:{colour};font-weight:bold'>{html.escape(self.headline())}</div>"
+            f"<dl style='margin:.2em 0'>{rows}</dl></div>"
+        )
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, np.ndarray | np.generic):
+        return np.array2string(np.asarray(value), precision=4, threshold=200, suppress_small=True)
+    return repr(value)
+
+
+def _comparison(failure: Failure) -> list[tuple[str, str]]:
+    if failure.expected is None:
+        return []
+    names = failure.output_names
+    got = failure.got if len(names) > 1 else (failure.got,)
+    parts = []
+    for index, (name, expected) in enumerate(zip(names, failure.expected, strict=True)):
+        parts.append((f"expected {name}", _show(expected)))
+        if isinstance(got, tuple | list) and index < len(got):
+            parts.append((f"got {name}", _show(got[index])))
+    return parts
