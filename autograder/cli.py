@@ -24,7 +24,8 @@ def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> 
 
 def check_sync(*, solutions: Path, course: Path) -> int:
     """Exit 1, listing the notebooks, when course/ is not what solutions/ generates."""
-    problems = [p for pair in notebooks.pairs(solutions, course) for p in notebooks.sync_problems(pair)]
+    pairs = notebooks.pairs(solutions, course)
+    problems = [p for pair in pairs for p in notebooks.sync_problems(pair)]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -54,11 +55,22 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("course-map", help="rewrite the README's course map").add_argument(
         "--root", type=Path, default=ROOT
     )
+    grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
+    grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
+    grade.add_argument("--out", type=Path, required=True, help="folder for the results")
+    grade.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
+    grade.add_argument("--seed", type=int, default=None, help="hidden cases' seed (recorded)")
+    grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
+    grade.add_argument("--assignment", default=None, help="chapter, e.g. 03 (else metadata)")
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
+    if command == "grade":
+        from .batch import grade
+
+        return grade(**args)
     commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}
     return commands[command](**args)

@@ -76,7 +76,9 @@ def compare_array(name: str, got: object, expected: np.ndarray) -> Mismatch | No
             f"{name} contains {what} at {int(bad.sum())} of {array.size} entries "
             "where the reference is finite.",
         )
-    error = relative_error(np.where(expected_finite, array, 0), np.where(expected_finite, expected, 0))
+    error = relative_error(
+        np.where(expected_finite, array, 0), np.where(expected_finite, expected, 0)
+    )
     if error > tolerance(expected.dtype):
         return Mismatch(
             "value", name,

@@ -120,7 +120,9 @@ UNBROADCAST_BUGS = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), UNBROADCAST_BUGS, ids=[f.__name__ for f, _ in UNBROADCAST_BUGS])
+@pytest.mark.parametrize(
+    ("fn", "hint"), UNBROADCAST_BUGS, ids=[f.__name__ for f, _ in UNBROADCAST_BUGS]
+)
 def test_wrong_unbroadcast_fails_with_its_hint(fn, hint):
     report = check.unbroadcast(fn)
     assert not report.passed

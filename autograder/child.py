@@ -1,0 +1,250 @@
+"""The sandboxed side of grading: runs ONE submission's code, then its exercise functions.
+
+This file is copied into the submission's own empty directory and run there by a fresh
+Python (under bubblewrap where present). It imports only the standard library and numpy,
+never the grader: the child sees the case inputs and nothing else (no references, no
+seed). It writes plain data only: `out_<exercise>.npz` (arrays) and `out_<exercise>.json`
+(per-case status), which the parent reads with allow_pickle=False and judges itself.
+
+Layout of the directory, written by the parent before the child starts:
+  program.json          {"cells": [source, ...], "exercises": [name, ...], "time_limit": s}
+  inputs_<name>.npz     the arrays of every case, keys "c<case>_<argument>"
+  inputs_<name>.json    {"arguments": [...], "params": [{name: value}, ...]}
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import io
+import json
+import re
+import resource
+import signal
+import sys
+import traceback
+import types
+from pathlib import Path
+
+import numpy as np
+
+FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "torch", "autograd")
+OUTPUT_LIMIT = 20_000  # characters of printing kept per cell or exercise
+MAX_OUTPUT_BYTES = 50_000_000
+
+
+class FrameworkUsed(RuntimeError):
+    """A numpy exercise reached for a framework: the rule must be the learner's own."""
+
+
+class ExerciseTimeout(BaseException):
+    """Raised by the alarm; a BaseException so a bare `except Exception` cannot swallow it."""
+
+
+class BoundedWriter(io.TextIOBase):
+    """Keeps the first OUTPUT_LIMIT characters; a flood of printing costs nothing more."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+
+    def write(self, text: str) -> int:
+        if self.size < OUTPUT_LIMIT:
+            self.parts.append(text[: OUTPUT_LIMIT - self.size])
+        self.size += len(text)
+        return len(text)
+
+    def text(self) -> str:
+        tail = "\n... (output cut)" if self.size > OUTPUT_LIMIT else ""
+        return "".join(self.parts) + tail
+
+
+class _GuardModule(types.ModuleType):
+    def __getattr__(self, attribute: str):
+        if attribute.startswith("__"):
+            raise AttributeError(attribute)
+        raise FrameworkUsed(
+            f"{self.__name__}.{attribute} was used. In the classroom grader a numpy exercise "
+            "must be your own rule: TensorFlow and JAX are not available to it."
+        )
+
+
+class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """`import tensorflow` succeeds, but any use of it raises FrameworkUsed."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in FRAMEWORKS:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        module = _GuardModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module) -> None:
+        return None
+
+
+def _install_guards() -> None:
+    for name in list(sys.modules):
+        if name.split(".")[0] in FRAMEWORKS:
+            del sys.modules[name]
+    sys.meta_path.insert(0, _FrameworkGuard())
+    # Check cells become no-ops: the real checker is not here, so it cannot be patched.
+    check = _NoCheck("autograder.check")
+    package = types.ModuleType("autograder")
+    package.__path__ = []
+    package.check = check
+    sys.modules["autograder"] = package
+    sys.modules["autograder.check"] = check
+
+
+class _NoCheck(types.ModuleType):
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: None
+
+
+MAGIC = re.compile(r"^(\s*)[%!].*$", re.MULTILINE)
+
+
+def _without_magics(source: str) -> str:
+    return MAGIC.sub(lambda m: f"{m.group(1)}pass", source)
+
+
+def run_cells(cells: list[str], namespace: dict) -> list[dict]:
+    """Run each cell; a cell that fails is recorded and the next one still runs."""
+    problems = []
+    for index, source in enumerate(cells):
+        writer = BoundedWriter()
+        sys.stdout = sys.stderr = writer
+        try:
+            exec(compile(_without_magics(source), f"<cell {index + 1}>", "exec"), namespace)
+        except BaseException as error:  # SystemExit and KeyboardInterrupt included
+            problems.append({
+                "cell": index + 1,
+                "type": type(error).__name__,
+                "message": str(error)[:500],
+            })
+        finally:
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    return problems
+
+
+def _on_alarm(signum, frame):
+    raise ExerciseTimeout()
+
+
+def _record_value(value, index: int, arrays: dict) -> dict:
+    items = value if isinstance(value, tuple | list) else None
+    if items is None:
+        return _record_item(value, f"c{index}_0", arrays)
+    return {
+        "kind": "sequence",
+        "type": type(value).__name__,
+        "items": [_record_item(item, f"c{index}_{j}", arrays) for j, item in enumerate(items)],
+    }
+
+
+def _record_item(item, key: str, arrays: dict) -> dict:
+    if isinstance(item, np.ndarray | np.generic) and np.asarray(item).dtype.kind in "fiub":
+        array = np.asarray(item)
+        if array.nbytes > MAX_OUTPUT_BYTES:
+            return {"kind": "other", "module": "numpy", "type": "ndarray (too large)"}
+        arrays[key] = array
+        return {"kind": "array", "key": key, "generic": isinstance(item, np.generic)}
+    return {"kind": "other", "module": type(item).__module__, "type": type(item).__name__}
+
+
+def _load_cases(directory: Path, name: str) -> tuple[list[str], list[dict], dict]:
+    meta = json.loads((directory / f"inputs_{name}.json").read_text())
+    with np.load(directory / f"inputs_{name}.npz", allow_pickle=False) as data:
+        arrays = {key: data[key] for key in data.files}
+    return meta["arguments"], meta["params"], arrays
+
+
+def _case_args(index: int, arguments: list[str], params: dict, arrays: dict) -> list:
+    return [
+        np.array(arrays[f"c{index}_{arg}"]) if f"c{index}_{arg}" in arrays
+        else _as_static(params[arg])
+        for arg in arguments
+    ]
+
+
+def _as_static(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def run_exercise(directory: Path, name: str, namespace: dict, time_limit: float) -> None:
+    """Call the learner's function on every case; write out_<name>.npz and .json."""
+    (directory / f"started_{name}").write_text("")
+    fn = namespace.get(name)
+    report: dict = {"cases": []}
+    arrays: dict = {}
+    if not callable(fn):
+        report["missing"] = True
+        report["defined"] = sorted(k for k, v in namespace.items()
+                                   if callable(v) and not k.startswith("_"))[:30]
+    else:
+        arguments, params, inputs = _load_cases(directory, name)
+        writer = BoundedWriter()
+        signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, time_limit)
+        sys.stdout = sys.stderr = writer
+        try:
+            for index, case_params in enumerate(params):
+                args = _case_args(index, arguments, case_params, inputs)
+                try:
+                    value = fn(*args)
+                    report["cases"].append(_record_value(value, index, arrays))
+                except ExerciseTimeout:
+                    raise
+                except BaseException as error:
+                    report["cases"].append({
+                        "kind": "error",
+                        "type": type(error).__name__,
+                        "message": str(error)[:1000],
+                        "traceback": "".join(
+                            traceback.format_exception(error)[-6:])[-3000:],
+                    })
+        except ExerciseTimeout:
+            report["timeout"] = True
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        report["printed"] = writer.text()[:2000]
+    np.savez(directory / f"out_{name}.npz", **arrays)
+    (directory / f"out_{name}.json").write_text(json.dumps(report))
+
+
+def apply_limits(limits: dict) -> None:
+    """Memory, CPU time and file size limits, set before any submitted code runs."""
+    memory, cpu, size = limits["memory"], limits["cpu_seconds"], limits["file_size"]
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large write fails instead of killing
+
+
+def main() -> None:
+    directory = Path.cwd()
+    program = json.loads((directory / "program.json").read_text())
+    apply_limits(program["limits"])
+    _install_guards()
+    namespace: dict = {"__name__": "__main__"}
+    problems = run_cells(program["cells"], namespace)
+    (directory / "cells.json").write_text(json.dumps(problems))
+    for name in program["exercises"]:
+        run_exercise(directory, name, namespace, float(program["time_limit"]))
+    sys.stdout.flush()
+    # Leave at once: the learner's atexit handlers and threads have no say in the result.
+    import os
+
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""The README tells the truth: its course map is current and every link points at a notebook."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autograder import coursemap
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def test_readme_opens_with_the_two_commands():
+    first_block = readme().split("```bash", 1)[1].split("```", 1)[0]
+    assert "make lab" in first_block and "make test" in first_block
+
+
+def test_course_map_is_up_to_date():
+    expected = coursemap.readme_with_map(readme(), coursemap.course_map(ROOT))
+    assert readme() == expected, "Run `.venv/bin/python -m autograder course-map`."
+
+
+def test_every_notebook_link_points_at_an_existing_notebook():
+    links = re.findall(r"\((course/[^)]+\.ipynb)\)", readme())
+    binder = re.findall(r"labpath=([^)\s]+)", readme())
+    colab = re.findall(r"/blob/[^/]+/(course/[^)\s]+\.ipynb)", readme())
+    assert links and len(links) == len(binder) == len(colab)
+    for path in links + colab + [b.replace("%2F", "/") for b in binder]:
+        assert (ROOT / path).is_file(), path
+
+
+def test_every_course_notebook_is_on_the_map():
+    for notebook in (ROOT / "course").glob("[0-9][0-9]_*.ipynb"):
+        assert f"(course/{notebook.name})" in readme()
+
+
+def test_links_follow_the_repository_setting():
+    setting = coursemap.settings(ROOT)["repository"].removeprefix("https://github.com/")
+    assert f"mybinder.org/v2/gh/{setting}/" in readme()
+    assert f"colab.research.google.com/github/{setting}/" in readme()
