@@ -133,6 +133,13 @@ def run_cells(cells: list[str], namespace: dict) -> list[dict]:
     return problems
 
 
+def _learner_traceback(error: BaseException) -> str:
+    """The traceback from the learner's own frames on (this runner's frame dropped)."""
+    frames = traceback.extract_tb(error.__traceback__)[1:]
+    text = "".join(traceback.format_list(frames) + traceback.format_exception_only(error))
+    return text[-3000:].rstrip()
+
+
 def _on_alarm(signum, frame):
     raise ExerciseTimeout()
 
@@ -206,8 +213,7 @@ def run_exercise(directory: Path, name: str, namespace: dict, time_limit: float)
                         "kind": "error",
                         "type": type(error).__name__,
                         "message": str(error)[:1000],
-                        "traceback": "".join(
-                            traceback.format_exception(error)[-6:])[-3000:],
+                        "traceback": _learner_traceback(error),
                     })
         except ExerciseTimeout:
             report["timeout"] = True

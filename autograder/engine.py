@@ -24,6 +24,7 @@ from .exercise import Exercise, Outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
+SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError"}
 
 
 @dataclass(frozen=True)
@@ -62,10 +63,13 @@ def _learner_traceback(error: BaseException) -> str:
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint."""
     if attempt.error is not None:
+        # Errors from a grading child arrive as RemoteError carrying the original type name.
+        type_name = getattr(attempt.error, "type_name", type(attempt.error).__name__)
+        shape_error = type_name in SHAPE_ERRORS
         return Failure(
             case=case,
-            message=f"raised {type(attempt.error).__name__}: {attempt.error}",
-            hint=exercise.hints_by_kind.get("exception", ""),
+            message=f"raised {type_name}: {attempt.error}".rstrip(": "),
+            hint=exercise.hints_by_kind.get("exception", "") if shape_error else "",
             traceback=attempt.traceback,
             printed=attempt.printed,
         )

@@ -1,0 +1,123 @@
+"""Fixture submissions for the grader: good, buggy and hostile chapter-03 notebooks.
+
+Each is the learner copy from course/ with its exercise cells filled in (and sometimes extra
+cells), so the fixtures follow the course as it changes. `write_all(folder)` writes them.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+LEARNER_COPY = ROOT / "course" / "03_unbroadcasting.ipynb"
+
+GOOD_UNBROADCAST = '''
+def unbroadcast(grad, shape):
+    leading = grad.ndim - len(shape)
+    summed = grad.sum(axis=tuple(range(leading)))
+    ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
+    return summed.sum(axis=ones, keepdims=True)
+'''
+
+# Self-contained (does not call unbroadcast), so one broken exercise cannot sink the other.
+GOOD_MATMUL = '''
+def matmul_vjp(g, a, b):
+    def reduce_to(t, shape):
+        t = t.sum(axis=tuple(range(t.ndim - len(shape))))
+        ones = tuple(i for i, n in enumerate(shape) if n == 1 and t.shape[i] != 1)
+        return t.sum(axis=ones, keepdims=True)
+    return (reduce_to(g @ np.swapaxes(b, -1, -2), a.shape),
+            reduce_to(np.swapaxes(a, -1, -2) @ g, b.shape))
+'''
+
+
+def bad_unbroadcast(body: str) -> str:
+    return f"def unbroadcast(grad, shape):\n{body}\n"
+
+
+# name -> (unbroadcast cell, matmul cell, extra cells put before the exercises, expected scores)
+VARIANTS: dict[str, tuple[str, str, list[str], tuple[float, float]]] = {
+    "good": (GOOD_UNBROADCAST, GOOD_MATMUL, [], (1, 1)),
+    "forgets_keepdims": (bad_unbroadcast(
+        "    lead = grad.ndim - len(shape)\n"
+        "    ones = tuple(lead + i for i, n in enumerate(shape) if n == 1)\n"
+        "    return grad.sum(axis=tuple(range(lead)) + ones)"), GOOD_MATMUL, [], (0, 1)),
+    "infinite_loop": (bad_unbroadcast("    while True:\n        pass"), GOOD_MATMUL, [], (0, 1)),
+    "exit_at_import": (GOOD_UNBROADCAST, GOOD_MATMUL, ["import sys\nsys.exit(1)"], (1, 1)),
+    "os_exit_in_function": (bad_unbroadcast("    import os\n    os._exit(3)"), GOOD_MATMUL, [],
+                            (0, 1)),
+    "keyboard_interrupt": (bad_unbroadcast("    raise KeyboardInterrupt"), GOOD_MATMUL, [],
+                           (0, 1)),
+    "memory_grab": (bad_unbroadcast("    hoard = np.ones(10**10)\n    return hoard"),
+                    GOOD_MATMUL, [], (0, 1)),
+    "print_flood": (GOOD_UNBROADCAST.replace(
+        "    leading =", "    print('x' * 1_000_000)\n    leading ="), GOOD_MATMUL, [], (1, 1)),
+    "patched_numpy": (bad_unbroadcast("    return grad"), GOOD_MATMUL, [
+        "np.allclose = lambda *a, **k: True\n"
+        "np.testing.assert_allclose = lambda *a, **k: None\n"
+        "np.array_equal = lambda *a, **k: True\n"
+        "np.isclose = lambda *a, **k: True"], (0, 1)),
+    "syntax_error": ("def unbroadcast(grad, shape)\n    return grad\n", GOOD_MATMUL, [], (0, 1)),
+    "renamed_function": (GOOD_UNBROADCAST.replace("def unbroadcast", "def unbroadcast_v2"),
+                         GOOD_MATMUL, [], (0, 1)),
+    "returns_none": (bad_unbroadcast("    return None"), GOOD_MATMUL, [], (0, 1)),
+    "returns_nan": (bad_unbroadcast(
+        "    out = np.full(shape, np.nan, dtype=grad.dtype)\n    return out"),
+        GOOD_MATMUL, [], (0, 1)),
+    "uses_tensorflow": (bad_unbroadcast(
+        "    import tensorflow as tf\n    return tf.reduce_sum(grad).numpy()"),
+        GOOD_MATMUL, [], (0, 1)),
+}
+
+
+def hostile_write_cell(targets: list[Path]) -> str:
+    """A cell that tries to forge files outside its own directory."""
+    lines = ["import os", "for target in %r:" % [str(t) for t in targets],
+             "    try:",
+             "        with open(target, 'w') as f:",
+             "            f.write('{\"score\": 100}')",
+             "    except OSError:",
+             "        pass",
+             "with open('out_unbroadcast.json', 'w') as f:",
+             "    f.write('{\"cases\": []}')"]
+    return "\n".join(lines)
+
+
+def fill(notebook: nbformat.NotebookNode, unbroadcast_src: str, matmul_src: str,
+         extra: list[str]) -> nbformat.NotebookNode:
+    filled = copy.deepcopy(notebook)
+    sources = {"unbroadcast": unbroadcast_src, "matmul_vjp": matmul_src}
+    for cell in filled.cells:
+        if "exercise" not in cell.metadata.get("tags", []):
+            continue
+        for name, source in sources.items():
+            if f"def {name}(" in cell.source:
+                cell.source = source
+    exercise_index = next(i for i, c in enumerate(filled.cells)
+                          if "exercise" in c.metadata.get("tags", []))
+    for offset, source in enumerate(extra):
+        filled.cells.insert(exercise_index + offset, nbformat.v4.new_code_cell(source))
+    return filled
+
+
+def write_all(folder: Path, forge_targets: list[Path]) -> dict[str, tuple[float, float]]:
+    """Write every fixture; return the expected (unbroadcast, matmul_vjp) scores by stem."""
+    learner = nbformat.read(LEARNER_COPY, as_version=4)
+    expected = {}
+    for name, (ub, mm, extra, scores) in VARIANTS.items():
+        nbformat.write(fill(learner, ub, mm, extra), folder / f"{name}.ipynb")
+        expected[name] = scores
+    forged = fill(learner, GOOD_UNBROADCAST.replace("return summed", "return 2 * summed"),
+                  GOOD_MATMUL, [hostile_write_cell(forge_targets)])
+    nbformat.write(forged, folder / "forges_files.ipynb")
+    expected["forges_files"] = (0, 1)
+    (folder / "invalid_json.ipynb").write_text('{"cells": [ this is not json')
+    expected["invalid_json"] = (0, 0)
+    other = fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, [])
+    other.metadata["course"] = {**other.metadata["course"], "chapter": "01"}
+    nbformat.write(other, folder / "other_chapter.ipynb")
+    expected["other_chapter"] = (0, 0)
+    return expected

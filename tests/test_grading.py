@@ -1,0 +1,150 @@
+"""`python -m autograder grade` end to end on good, buggy and hostile submissions."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import grading, sandbox
+
+from .submissions import ROOT, write_all
+
+SEED = "5"
+
+
+def grade(paths: list[Path], out: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+               "--jobs", "2", "--seed", SEED, "--timeout", "10", "--assignment", "03"]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def package_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("submissions")
+    out = tmp_path_factory.mktemp("graded")
+    targets = [out / "good" / "results.json", out / "forged.json",
+               ROOT / "autograder" / "forged.py", folder / "good.ipynb.forged"]
+    expected = write_all(folder, targets)
+    before = package_digest()
+    run = grade(sorted(folder.glob("*.ipynb")), out)
+    return {"folder": folder, "out": out, "expected": expected, "run": run,
+            "targets": targets, "package_before": before}
+
+
+def results(batch, stem: str) -> dict:
+    return json.loads((batch["out"] / stem / "results.json").read_text())
+
+
+def scores(batch, stem: str) -> tuple[float, float]:
+    tests = {t["name"].split()[0]: t["score"] for t in results(batch, stem)["tests"]}
+    return tests.get("unbroadcast", 0), tests.get("matmul_vjp", 0)
+
+
+def test_batch_is_graded_and_exits_zero(batch):
+    assert batch["run"].returncode == 0, batch["run"].stderr[-3000:]
+    assert "Graded" in batch["run"].stderr and "[1/" in batch["run"].stderr
+
+
+@pytest.mark.parametrize("stem", [
+    "good", "forgets_keepdims", "infinite_loop", "exit_at_import", "os_exit_in_function",
+    "keyboard_interrupt", "memory_grab", "print_flood", "patched_numpy", "syntax_error",
+    "renamed_function", "returns_none", "returns_nan", "uses_tensorflow", "forges_files",
+    "invalid_json", "other_chapter",
+])
+def test_each_submission_costs_only_its_own_points(batch, stem):
+    assert scores(batch, stem) == batch["expected"][stem], results(batch, stem)
+
+
+@pytest.mark.parametrize(("stem", "message"), [
+    ("forgets_keepdims", "keepdims=True"),
+    ("infinite_loop", "time limit"),
+    ("os_exit_in_function", "process ended while `unbroadcast` ran"),
+    ("keyboard_interrupt", "raised KeyboardInterrupt"),
+    ("memory_grab", "MemoryError"),
+    ("syntax_error", "No function named `unbroadcast`"),
+    ("renamed_function", "unbroadcast_v2"),
+    ("returns_none", "should be a numpy array, got builtins.NoneType"),
+    ("returns_nan", "contains NaN"),
+    ("uses_tensorflow", "calls TensorFlow or JAX"),
+    ("invalid_json", "not a valid Jupyter notebook"),
+    ("other_chapter", "notebook of chapter 01"),
+])
+def test_each_problem_gets_a_clear_message(batch, stem, message):
+    text = json.dumps(results(batch, stem))
+    assert message in text, text[:3000]
+    assert message in (batch["out"] / stem / "feedback.txt").read_text()
+
+
+def test_syntax_error_is_pointed_at(batch):
+    assert "SyntaxError" in (batch["out"] / "syntax_error" / "feedback.txt").read_text()
+
+
+def test_results_json_has_gradescope_fields_seed_and_protections(batch):
+    payload = results(batch, "good")
+    assert {"score", "execution_time", "output", "tests"} <= set(payload)
+    for test in payload["tests"]:
+        assert {"name", "score", "max_score", "status", "output", "visibility"} <= set(test)
+    assert payload["score"] == 2
+    assert payload["extra_data"]["seed"] == int(SEED)
+    assert payload["extra_data"]["protections"] == sandbox.protections(sandbox.bubblewrap())
+
+
+def test_gradebook_has_a_row_per_submission_and_a_total(batch):
+    with (batch["out"] / "grades.csv").open() as file:
+        rows = list(csv.DictReader(file))
+    assert {row["submission"] for row in rows} == set(batch["expected"])
+    for row in rows:
+        want = batch["expected"][row["submission"]]
+        assert float(row["total"]) == sum(want)
+        assert {"unbroadcast", "matmul_vjp", "total", "max"} <= set(row)
+
+
+def test_forged_files_land_nowhere_and_the_grader_is_untouched(batch):
+    assert package_digest() == batch["package_before"]
+    assert not (ROOT / "autograder" / "forged.py").exists()
+    assert "score\": 100" not in (batch["out"] / "good" / "results.json").read_text()
+    if sandbox.bubblewrap():
+        written_by_grader = batch["out"] / "good" / "results.json"
+        forged = [t for t in batch["targets"] if t != written_by_grader and t.exists()]
+        assert not forged, forged
+    else:  # without bubblewrap the weaker protection must at least be stated
+        assert "NOT isolated" in json.dumps(results(batch, "forges_files"))
+
+
+def test_good_result_does_not_depend_on_the_rest_of_the_batch(batch, tmp_path):
+    alone = grade([batch["folder"] / "good.ipynb"], tmp_path)
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    solo = json.loads((tmp_path / "good" / "results.json").read_text())
+    assert solo["tests"] == results(batch, "good")["tests"]
+
+
+def test_nothing_to_grade_is_an_error_exit(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "x.txt"),
+                          "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode != 0 and "No submissions" in run.stderr
+
+
+def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
+    """Where bubblewrap is missing, the child still dies alone and costs one exercise."""
+    assignment = grading.prepare("03", seed=int(SEED))
+    limits = sandbox.Limits(per_exercise=3, per_submission=8)
+    for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
+        result = grading.grade_submission(batch["folder"] / f"{stem}.ipynb", stem,
+                                          {"03": assignment}, "03", limits, None, int(SEED))
+        got = tuple(e.score for e in result.exercises)
+        assert got == batch["expected"][stem], (stem, [e.output for e in result.exercises])
