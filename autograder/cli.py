@@ -62,6 +62,10 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--seed", type=int, default=None, help="hidden cases' seed (recorded)")
     grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--assignment", default=None, help="chapter, e.g. 03 (else metadata)")
+    zipped = commands.add_parser("gradescope", help="build the Gradescope autograder zip")
+    zipped.add_argument("--assignment", required=True, help="chapter, e.g. 03")
+    zipped.add_argument("--out", type=Path, default=Path("autograder.zip"))
+    zipped.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     return top
 
 
@@ -72,5 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch import grade
 
         return grade(**args)
+    if command == "gradescope":
+        from .gradescope import build_zip
+
+        return build_zip(**args)
     commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}
     return commands[command](**args)
