@@ -33,8 +33,9 @@ shopt -s nullglob
 notebooks=("$base"/submission/*.ipynb)
 mkdir -p "$base/results"
 if [ ${{#notebooks[@]}} -ne 1 ]; then
-  printf '{{"score": 0, "output": "Submit exactly one .ipynb notebook (found %d).", "tests": []}}\\n' \\
-    "${{#notebooks[@]}}" > "$base/results/results.json"
+  message="Submit exactly one .ipynb notebook (found ${{#notebooks[@]}})."
+  printf '{{"score": 0, "output": "%s", "tests": []}}\\n' "$message" \\
+    > "$base/results/results.json"
   exit 0
 fi
 cp "${{notebooks[0]}}" "$work/submission.ipynb"
