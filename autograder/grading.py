@@ -275,10 +275,18 @@ def _run_rounds(
             progressed = True
             (workdir / f"out_{name}.json").unlink(missing_ok=True)
         if not progressed:
+            message = _cells_died_message(outcome, workdir)
             for name in remaining:
-                results[name] = _result(by_name[name], False, _cells_died_message(outcome))
+                results[name] = _result(by_name[name], False, message)
             break
     return results, cell_problems
+
+
+def _child_started(workdir: Path) -> bool:
+    """The child writes cells.json after running the cells, or dies while running them."""
+    log = workdir / "child.log"
+    started_python = not log.exists() or "bwrap:" not in log.read_text(errors="replace")
+    return (workdir / "cells.json").exists() or started_python
 
 
 def _read_cell_problems(workdir: Path) -> list[dict]:
@@ -298,7 +306,10 @@ def _death_message(name: str, outcome: sandbox.ChildResult) -> str:
     )
 
 
-def _cells_died_message(outcome: sandbox.ChildResult) -> str:
+def _cells_died_message(outcome: sandbox.ChildResult, workdir: Path) -> str:
+    if not (workdir / "program.json").exists() or not _child_started(workdir):
+        log = (workdir / "child.log").read_text(errors="replace")[-800:]
+        return f"The grader could not start the sandbox (a grader problem, not yours): {log}"
     if outcome.timed_out:
         return "The notebook's cells did not finish within the time limit (an endless loop?)."
     return (

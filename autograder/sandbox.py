@@ -86,14 +86,15 @@ def _readable_roots() -> list[str]:
 
 
 def _bwrap_command(bwrap: str, workdir: Path, argv: list[str]) -> list[str]:
-    command = [bwrap]
+    # /tmp first: a tmpfs mounted later would hide anything bound below it (a venv in /tmp).
+    command = [bwrap, "--tmpfs", "/tmp"]
     for root in _readable_roots():
         command += ["--ro-bind", root, root]
     for link in ("/bin", "/lib", "/lib64", "/sbin"):
         if os.path.islink(link):
             command += ["--symlink", os.readlink(link), link]
     command += [
-        "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+        "--dev", "/dev", "--proc", "/proc",
         "--bind", str(workdir), str(workdir), "--chdir", str(workdir),
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
         "--die-with-parent", "--new-session", "--cap-drop", "ALL",
