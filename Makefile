@@ -19,6 +19,7 @@ $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 install: $(STAMP)
 
 lab: $(STAMP)
+	$(PY) -m autograder warm-up
 	$(VENV)/bin/jupyter lab course/
 
 lint: $(STAMP)

@@ -55,6 +55,7 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("course-map", help="rewrite the README's course map").add_argument(
         "--root", type=Path, default=ROOT
     )
+    commands.add_parser("warm-up", help="compile the notebook checks' references once")
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -76,6 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch import grade
 
         return grade(**args)
+    if command == "warm-up":
+        from .engine import warm_up
+
+        print(f"prepared the references of {warm_up()} notebook cases")
+        return 0
     if command == "gradescope":
         from .gradescope import build_zip
 

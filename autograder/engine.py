@@ -138,6 +138,18 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     return replace(base, status=FAILED, cases_checked=len(cases), failure=failure)
 
 
+def warm_up(profile: Profile = NOTEBOOK) -> int:
+    """Draw every exercise's notebook cases and compile their references once.
+
+    The notebook cases are the same on every machine, so `make lab` (and Binder's postBuild)
+    run this to fill JAX's persistent compilation cache: a learner's first check then loads
+    compiled references instead of compiling them. Returns the number of cases prepared.
+    """
+    from .exercises import EXERCISES
+
+    return sum(len(_notebook_table(exercise, profile)[0]) for exercise in EXERCISES.values())
+
+
 class _Failed(Exception):
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.message)

@@ -202,11 +202,15 @@ def latency(first_unbroadcast: float, first_matmul: float) -> dict:
             "matmul_vjp": {"first": first_matmul, "median": 0.001}}
 
 
-def test_latency_verdict_judges_every_cold_first_call():
-    line, passed = bench.latency_verdict(latency(0.8, 0.7))
+def test_latency_verdict_judges_every_first_call_after_warm_up():
+    cold = latency(1.1, 3.6)
+    line, passed = bench.latency_verdict(cold, latency(0.8, 0.7))
     assert passed
-    assert line.endswith("unbroadcast 0.80 s, matmul_vjp 0.70 s -> PASS")
-    line, passed = bench.latency_verdict(latency(0.8, 2.9))
+    assert line.endswith(
+        "unbroadcast 0.80 s (without warm-up 1.10 s), matmul_vjp 0.70 s (without warm-up 3.60 s)"
+        " -> PASS"
+    )
+    line, passed = bench.latency_verdict(cold, latency(0.8, 2.9))
     assert not passed
     assert line.endswith("-> FAIL")
 
