@@ -136,7 +136,7 @@ def grade(
     except ValueError as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
-    limits = sandbox.Limits(per_exercise=min(20.0, timeout / 2), per_submission=timeout)
+    limits = sandbox.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
     results = run_all(paths, unique_stems(paths), assignments, assignment, limits, bwrap, seed,
                       out, protections, jobs)
     write_gradebook(out, results)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "torch", "autograd")
+FRAMEWORK_FAMILY = ("tensorflow", "jax", "jaxlib", "keras")
 OUTPUT_LIMIT = 20_000  # characters of printing kept per cell or exercise
 MAX_OUTPUT_BYTES = 50_000_000
 
@@ -72,8 +73,11 @@ class _GuardModule(types.ModuleType):
 class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """`import tensorflow` succeeds, but any use of it raises FrameworkUsed."""
 
+    def __init__(self, guarded: tuple[str, ...]) -> None:
+        self.guarded = guarded
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.split(".")[0] in FRAMEWORKS:
+        if fullname.split(".")[0] in self.guarded:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
@@ -86,11 +90,16 @@ class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def _install_guards() -> None:
+def _install_guards(allowed: list[str]) -> None:
+    """Guard every framework this round's exercises may not use."""
+    # TensorFlow imports JAX when present (and JAX's tools may import TF): once either is
+    # allowed, the whole family is, or the allowed one could not even be imported.
+    permitted = set(FRAMEWORK_FAMILY) if set(allowed) & set(FRAMEWORK_FAMILY) else set(allowed)
+    guarded = tuple(name for name in FRAMEWORKS if name not in permitted)
     for name in list(sys.modules):
-        if name.split(".")[0] in FRAMEWORKS:
+        if name.split(".")[0] in guarded:
             del sys.modules[name]
-    sys.meta_path.insert(0, _FrameworkGuard())
+    sys.meta_path.insert(0, _FrameworkGuard(guarded))
     # Check cells become no-ops: the real checker is not here, so it cannot be patched.
     check = _NoCheck("autograder.check")
     package = types.ModuleType("autograder")
@@ -184,7 +193,30 @@ def _as_static(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def run_exercise(directory: Path, name: str, namespace: dict, time_limit: float) -> None:
+def _invoker(source: str):
+    """The exercise's way of calling the learner's function (source sent by the grader).
+
+    If it cannot even be set up (say the learner's cells broke an import), every case
+    reports that error instead of the child dying.
+    """
+    if not source.strip():
+        return lambda fn, *args: fn(*args)
+    scope: dict = {}
+    try:
+        exec(compile(source, "<exercise invoke>", "exec"), scope)
+        return scope["invoke"]
+    except Exception as error:
+        failure = error
+
+        def broken(fn, *args):
+            raise failure
+
+        return broken
+
+
+def run_exercise(
+    directory: Path, name: str, namespace: dict, time_limit: float, invoke_source: str = ""
+) -> None:
     """Call the learner's function on every case; write out_<name>.npz and .json."""
     (directory / f"started_{name}").write_text("")
     fn = namespace.get(name)
@@ -201,10 +233,11 @@ def run_exercise(directory: Path, name: str, namespace: dict, time_limit: float)
         signal.setitimer(signal.ITIMER_REAL, time_limit)
         sys.stdout = sys.stderr = writer
         try:
+            invoke = _invoker(invoke_source)
             for index, case_params in enumerate(params):
                 args = _case_args(index, arguments, case_params, inputs)
                 try:
-                    value = fn(*args)
+                    value = invoke(fn, *args)
                     report["cases"].append(_record_value(value, index, arrays))
                 except ExerciseTimeout:
                     raise
@@ -239,12 +272,13 @@ def main() -> None:
     directory = Path.cwd()
     program = json.loads((directory / "program.json").read_text())
     apply_limits(program["limits"])
-    _install_guards()
+    _install_guards(program.get("allowed", []))
     namespace: dict = {"__name__": "__main__"}
     problems = run_cells(program["cells"], namespace)
     (directory / "cells.json").write_text(json.dumps(problems))
     for name in program["exercises"]:
-        run_exercise(directory, name, namespace, float(program["time_limit"]))
+        source = program.get("invoke", {}).get(name, "")
+        run_exercise(directory, name, namespace, float(program["time_limit"]), source)
     sys.stdout.flush()
     # Leave at once: the learner's atexit handlers and threads have no say in the result.
     import os

@@ -20,7 +20,7 @@ from hypothesis import Phase
 from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
-from .exercise import Exercise, Outputs
+from .exercise import Exercise, Outputs, plain_call
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
@@ -37,12 +37,16 @@ class Attempt:
     printed: str = ""
 
 
-def call_learner(fn: Callable[..., Any], case: Case) -> Attempt:
-    """Call `fn` on fresh copies of the case's inputs, capturing prints and exceptions."""
+def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None = None) -> Attempt:
+    """Call `fn` on fresh copies of the case's inputs, capturing prints and exceptions.
+
+    The exercise's invoker decides how (a plain call, or e.g. under a GradientTape).
+    """
+    invoke = exercise.invoker() if exercise is not None else plain_call
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
-            value = fn(*case.fresh_values())
+            value = invoke(fn, *case.fresh_values())
     except Exception as error:
         return Attempt(error=error, traceback=_learner_traceback(error), printed=_cut(printed))
     return Attempt(value=value, printed=_cut(printed))
@@ -118,7 +122,7 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     first_generated: Failure | None = None
     first_edge: Failure | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
-        attempt = call_learner(fn, case)
+        attempt = call_learner(fn, case, exercise)
         if isinstance(attempt.error, NotImplementedError):
             return replace(base, status=NOT_ANSWERED)
         failure = judge(exercise, case, attempt, expected)
@@ -166,7 +170,7 @@ def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Fail
 
     def body(case: Case) -> None:
         expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
-        failure = judge(exercise, case, call_learner(fn, case), expected)
+        failure = judge(exercise, case, call_learner(fn, case, exercise), expected)
         if failure is not None:
             raise _Failed(failure)
 
@@ -177,7 +181,7 @@ def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Fail
     except _Failed as found:
         case = found.failure.case
         expected = reference_outputs(exercise, [case])[0]
-        confirmed = judge(exercise, case, call_learner(fn, case), expected)
+        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected)
         return replace(confirmed, shrunk=True) if confirmed else None
     except Exception:  # Hypothesis reports flakiness and similar as its own errors
         return None

@@ -232,6 +232,11 @@ def judge_outputs(
         ))
     if not failures:
         return _result(exercise, True, f"Passed all {checked} cases (hidden cases included).")
+    if all("NotImplementedError" in f.message for f in failures):
+        return _result(exercise, False, (
+            f"Not answered: `{exercise.name}` still raises NotImplementedError. Replace that "
+            "line with your code."
+        ))
     smallest = min(failures, key=lambda f: f.case.size())
     feedback = Report(exercise.name, exercise.name, FAILED, checked, exercise.references_text,
                       failure=smallest)
@@ -247,16 +252,40 @@ def _run_rounds(
     workdir: Path, assignment: Assignment, cells: list[str], limits: sandbox.Limits,
     bwrap: str | None,
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
-    """Run the child until every exercise has a verdict; a crash costs one exercise only."""
+    """Run children until every exercise has a verdict; a crash costs one exercise only.
+
+    Exercises that allow different frameworks run in different children, so a numpy
+    exercise never shares a process where TensorFlow or JAX is permitted.
+    """
     results: dict[str, ExerciseResult] = {}
-    by_name = {e.name: e for e in assignment.exercises}
-    remaining = [e.name for e in assignment.exercises]
+    cell_problems: list[dict] = []
+    groups: dict[tuple[str, ...], list[Exercise]] = {}
+    for exercise in assignment.exercises:
+        groups.setdefault(tuple(sorted(exercise.frameworks)), []).append(exercise)
+    for allowed, exercises in groups.items():
+        group_results, problems = _run_group(
+            workdir, assignment, exercises, allowed, cells, limits, bwrap
+        )
+        results.update(group_results)
+        cell_problems = cell_problems or problems
+    return results, cell_problems
+
+
+def _run_group(
+    workdir: Path, assignment: Assignment, exercises: list[Exercise], allowed: tuple[str, ...],
+    cells: list[str], limits: sandbox.Limits, bwrap: str | None,
+) -> tuple[dict[str, ExerciseResult], list[dict]]:
+    results: dict[str, ExerciseResult] = {}
+    by_name = {e.name: e for e in exercises}
+    remaining = [e.name for e in exercises]
     cell_problems: list[dict] = []
     while remaining:
-        for stale in workdir.glob("started_*"):
-            stale.unlink()
+        for stale in [*workdir.glob("started_*"), workdir / "cells.json"]:
+            stale.unlink(missing_ok=True)
         program = {"cells": cells, "exercises": remaining, "time_limit": limits.per_exercise,
-                   "limits": sandbox.child_limits(limits)}
+                   "limits": sandbox.child_limits(limits, frameworks=bool(allowed)),
+                   "allowed": list(allowed),
+                   "invoke": {name: by_name[name].invoke for name in remaining}}
         (workdir / "program.json").write_text(json.dumps(program))
         outcome = sandbox.run_child(workdir / "child.py", workdir, limits, bwrap)
         cell_problems = _read_cell_problems(workdir) or cell_problems

@@ -21,13 +21,14 @@ from pathlib import Path
 
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
 FILE_SIZE_LIMIT = 256 * 1024**2
+FRAMEWORK_MEMORY_LIMIT = 8 * 1024**3  # address space when TensorFlow or JAX may be imported
 
 
 @dataclass(frozen=True)
 class Limits:
     """Time limits in seconds: per exercise (enforced in the child) and per submission."""
 
-    per_exercise: float = 20.0
+    per_exercise: float = 30.0
     per_submission: float = 120.0
     memory: int = MEMORY_LIMIT
 
@@ -55,7 +56,8 @@ def protections(bwrap: str | None) -> list[str]:
         "separate process per submission",
         "own empty working directory",
         "scrubbed environment",
-        f"memory limit {MEMORY_LIMIT // 1024**2} MiB",
+        f"memory limit {MEMORY_LIMIT // 1024**2} MiB "
+        f"({FRAMEWORK_MEMORY_LIMIT // 1024**2} MiB where TensorFlow or JAX is allowed)",
         "time limits per exercise and per submission",
         "process group killed on timeout",
         "inputs only: no references, no seed in the child",
@@ -115,10 +117,12 @@ def scrubbed_environment(workdir: Path) -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
     }
 
 
-def child_limits(limits: Limits) -> dict[str, int]:
+def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
     """The rlimits the child applies to itself before running any submitted code.
 
     They are set in the child rather than between fork and exec (preexec_fn), which is not
@@ -126,7 +130,8 @@ def child_limits(limits: Limits) -> dict[str, int]:
     capabilities are dropped, so the submitted code cannot raise them again.
     """
     return {
-        "memory": limits.memory,
+        # TensorFlow and JAX reserve far more address space than they use.
+        "memory": max(limits.memory, FRAMEWORK_MEMORY_LIMIT) if frameworks else limits.memory,
         "cpu_seconds": int(limits.per_submission) + 5,
         "file_size": FILE_SIZE_LIMIT,
     }

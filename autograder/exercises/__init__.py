@@ -1,11 +1,26 @@
-"""Every exercise of the course, by the name of the function the learner writes."""
+"""Every exercise of the course, by the name of the function the learner writes.
+
+Each chapter's module (`ch<NN>_<topic>.py`) defines `EXERCISES`; they are found here by
+name, so adding a chapter touches no shared file.
+"""
 
 from __future__ import annotations
 
-from ..exercise import Exercise
-from . import ch03_unbroadcasting
+import importlib
+import pkgutil
 
-_ALL: tuple[Exercise, ...] = ch03_unbroadcasting.EXERCISES
+from ..exercise import Exercise
+
+
+def _discover() -> tuple[Exercise, ...]:
+    found: list[Exercise] = []
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if module.name.startswith("ch"):
+            found += importlib.import_module(f"{__name__}.{module.name}").EXERCISES
+    return tuple(found)
+
+
+_ALL = _discover()
 
 EXERCISES: dict[str, Exercise] = {exercise.name: exercise for exercise in _ALL}
 
