@@ -96,7 +96,7 @@ def compare_outputs(
     if len(names) == 1:
         return compare_array(names[0], got, expected[0])
     if not isinstance(got, tuple | list) or len(got) != len(names):
-        shape = f"a {type(got).__name__}"
+        shape = f"a value of type {type(got).__name__}"
         if isinstance(got, tuple | list):
             shape += f" of length {len(got)}"
         return Mismatch(

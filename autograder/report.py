@@ -121,6 +121,8 @@ def _comparison(failure: Failure) -> list[tuple[str, str]]:
     names = failure.output_names
     got = failure.got if len(names) > 1 else (failure.got,)
     parts = []
+    if not isinstance(got, tuple | list):
+        parts.append(("got (the whole return value)", _show(got)))
     for index, (name, expected) in enumerate(zip(names, failure.expected, strict=True)):
         parts.append((f"expected {name}", _show(expected)))
         if isinstance(got, tuple | list) and index < len(got):
