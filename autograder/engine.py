@@ -69,11 +69,10 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
     if attempt.error is not None:
         # Errors from a grading child arrive as RemoteError carrying the original type name.
         type_name = getattr(attempt.error, "type_name", type(attempt.error).__name__)
-        shape_error = type_name in SHAPE_ERRORS
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
-            hint=exercise.hints_by_kind.get("exception", "") if shape_error else "",
+            hint=exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
         )
@@ -89,6 +88,14 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
         output_names=exercise.outputs,
         printed=attempt.printed,
     )
+
+
+def exception_hint(exercise: Exercise, type_name: str) -> str:
+    """A hint for this exception type (`exception:TypeError`), else the shape-error hint."""
+    specific = exercise.hints_by_kind.get(f"exception:{type_name}")
+    if specific:
+        return specific
+    return exercise.hints_by_kind.get("exception", "") if type_name in SHAPE_ERRORS else ""
 
 
 def reference_outputs(exercise: Exercise, cases: Sequence[Case]) -> list[Outputs]:

@@ -252,3 +252,11 @@ def test_frameworks_must_agree_before_judging():
     broken = dataclasses.replace(UNBROADCAST, jax_reference=perturbed_jax)
     with pytest.raises(ReferenceDisagreement, match="disagree"):
         check_function(broken, unbroadcast_loops)
+
+
+def test_two_chapters_cannot_share_an_exercise_name():
+    from autograder.exercises import _by_name
+
+    clash = dataclasses.replace(UNBROADCAST, chapter="99")
+    with pytest.raises(ValueError, match="used by chapters 03 and 99"):
+        _by_name((UNBROADCAST, clash))

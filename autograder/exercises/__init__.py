@@ -20,9 +20,22 @@ def _discover() -> tuple[Exercise, ...]:
     return tuple(found)
 
 
+def _by_name(exercises: tuple[Exercise, ...]) -> dict[str, Exercise]:
+    """`check.<name>` must mean one exercise: two chapters may not reuse a name."""
+    named: dict[str, Exercise] = {}
+    for exercise in exercises:
+        if exercise.name in named:
+            raise ValueError(
+                f"Exercise name {exercise.name!r} is used by chapters "
+                f"{named[exercise.name].chapter} and {exercise.chapter}; rename one."
+            )
+        named[exercise.name] = exercise
+    return named
+
+
 _ALL = _discover()
 
-EXERCISES: dict[str, Exercise] = {exercise.name: exercise for exercise in _ALL}
+EXERCISES: dict[str, Exercise] = _by_name(_ALL)
 
 
 def for_chapter(chapter: str) -> list[Exercise]:
