@@ -144,7 +144,8 @@ def run_cells(cells: list[str], namespace: dict) -> list[dict]:
 
 def _learner_traceback(error: BaseException) -> str:
     """The traceback from the learner's own frames on (this runner's frame dropped)."""
-    frames = traceback.extract_tb(error.__traceback__)[1:]
+    frames = [f for f in traceback.extract_tb(error.__traceback__)[1:]
+              if f.filename != "<exercise invoke>"]
     text = "".join(traceback.format_list(frames) + traceback.format_exception_only(error))
     return text[-3000:].rstrip()
 

@@ -24,7 +24,8 @@ from .exercise import Exercise, Outputs, plain_call
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
-SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError"}
+SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
+INVOKE_FILE = "<exercise invoke>"
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _cut(buffer: io.StringIO) -> str:
 
 def _learner_traceback(error: BaseException) -> str:
     """The traceback without this module's own frame: the learner's code is what matters."""
-    frames = traceback.extract_tb(error.__traceback__)[1:]
+    frames = [f for f in traceback.extract_tb(error.__traceback__)[1:] if f.filename != INVOKE_FILE]
     lines = traceback.format_list(frames) + traceback.format_exception_only(error)
     return "".join(lines).rstrip()
 

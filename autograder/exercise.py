@@ -92,7 +92,7 @@ def compile_invoker(source: str) -> Callable[..., Any]:
     if not source.strip():
         return plain_call
     namespace: dict[str, Any] = {}
-    exec(compile(source, "<exercise invoke>", "exec"), namespace)
+    exec(compile(source, "<exercise invoke>", "exec"), namespace)  # engine.INVOKE_FILE
     return namespace["invoke"]
 
 
