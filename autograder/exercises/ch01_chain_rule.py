@@ -1,0 +1,612 @@
+"""Chapter 01 exercises: what `tape.gradient` returns for a vector output, the Q&A gradient
+computed in two parts through a cotangent, and a Jacobian built row by row.
+
+`predict_tape_gradient` is a numpy exercise. `qa_gradients` and `jacobian_by_rows` are done
+with TensorFlow or JAX (either may be used), so their `invoke` turns returned tensors into
+numpy arrays. The private helpers below only build the known wrong answers; verdicts always
+come from TensorFlow and JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..cases import Case, Profile, dtypes
+from ..exercise import Exercise, Mistake
+
+CHAPTER = "01"
+F32 = np.dtype(np.float32)
+
+# The learner may return tf.Tensor or jax.Array: turn them (and only them) into numpy arrays,
+# so lists of numbers and other wrong types are still reported as such. A framework's shape
+# error (TF's InvalidArgumentError, JAX's TypeError) becomes a ValueError, as numpy's would
+# be, so the check recognises it as a shape error and can say why it happened.
+TO_NUMPY_INVOKE = '''
+import re
+
+import numpy as np
+
+
+def _to_numpy(value):
+    if isinstance(value, (np.ndarray, list, tuple, dict)) or not hasattr(value, "__array__"):
+        return value
+    return np.asarray(value)
+
+
+def _shape_error(error):
+    name = type(error).__name__
+    text = str(error)
+    return name == "InvalidArgumentError" or (name == "TypeError" and "shapes" in text)
+
+
+def invoke(fn, *args):
+    try:
+        result = fn(*args)
+    except Exception as error:
+        if not _shape_error(error):
+            raise
+        message = re.sub(r"\\{\\{.*?\\}\\}\\s*", "", str(error)).strip()
+        raise ValueError(f"{type(error).__name__}: {message}").with_traceback(
+            error.__traceback__
+        ) from None
+    if isinstance(result, (tuple, list)):
+        return type(result)(_to_numpy(item) for item in result)
+    return _to_numpy(result)
+'''
+
+
+def _rng_array(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, bound: float = 1.5
+) -> np.ndarray:
+    return np.asarray(rng.uniform(-bound, bound, size=shape).round(2), dtype=dtype)
+
+
+def _seeded_arrays(
+    draw: st.DrawFn, shapes: list[tuple[int, ...]], dtype: Any, bound: float = 1.5
+) -> list[np.ndarray]:
+    """Arrays of generic values from a drawn seed: Hypothesis draws (and shrinks) the shapes
+    and the seed, never the values themselves.
+
+    Shrinking values would end at zeros and ones, where many different mistakes give the same
+    output (tanh(0) = 0, a transpose of a constant matrix...), so the hint could not tell them
+    apart. Values from a seed stay generic on the smallest failing case too.
+    """
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return [_rng_array(rng, shape, dtype, bound) for shape in shapes]
+
+
+# ---------------------------------------------------------------- predict_tape_gradient
+
+
+@st.composite
+def _tape_case(draw: st.DrawFn, profile: Profile) -> Case:
+    y_ndim = draw(st.integers(0, min(2, profile.max_dims)))
+    x_ndim = draw(st.integers(0, min(2, profile.max_dims - y_ndim)))
+    side = st.integers(1, profile.max_side)
+    y_shape = tuple(draw(side) for _ in range(y_ndim))
+    x_shape = tuple(draw(side) for _ in range(x_ndim))
+    (jacobian,) = _seeded_arrays(draw, [y_shape + x_shape], draw(dtypes()), bound=3.0)
+    return Case((("jacobian", jacobian), ("x_shape", x_shape)))
+
+
+def _tape_edges() -> list[Case]:
+    rng = np.random.default_rng(1)
+    shapes = [
+        ((3,), (4,), np.float32, "a vector y of 3 entries, a vector x of 4"),
+        ((7, 5), (7, 6), np.float32, "tape.jacobian's (7, 5, 7, 6): y's axes first"),
+        ((2, 2), (2, 2), np.float64, "y and x of the same shape"),
+        ((), (2, 3), np.float64, "a scalar y: the plain gradient"),
+        ((2, 3), (), np.float32, "a scalar x"),
+    ]
+    return [
+        Case((("jacobian", _rng_array(rng, y + x, dt)), ("x_shape", x)), label=label)
+        for y, x, dt, label in shapes
+    ]
+
+
+def _y_axes(case: Case) -> tuple[int, ...]:
+    jacobian, x_shape = case.values()
+    return tuple(range(jacobian.ndim - len(x_shape)))
+
+
+def _flat_sizes(jacobian_shape: Any, x_shape: tuple[int, ...]) -> tuple[tuple[int, ...], int, int]:
+    """y's shape, and the Jacobian's shape as a matrix (entries of y, entries of x)."""
+    y_shape = tuple(jacobian_shape[: len(jacobian_shape) - len(x_shape)])
+    return y_shape, int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
+
+
+def _tape_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    jacobian, x_shape = case.values()
+    y_shape, rows, cols = _flat_sizes(jacobian.shape, x_shape)
+    matrix = tf.reshape(tf.constant(jacobian), (rows, cols))
+    x = tf.zeros(x_shape, dtype=jacobian.dtype)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.reshape(tf.linalg.matvec(matrix, tf.reshape(x, (cols,))), y_shape)  # y = J x
+    return (tape.gradient(y, x).numpy(),)
+
+
+def _tape_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp, jacobian, x_shape = jax.numpy, arrays["jacobian"], params["x_shape"]
+    y_shape, rows, cols = _flat_sizes(jacobian.shape, x_shape)
+    matrix = jacobian.reshape(rows, cols)
+
+    def linear(x: Any) -> Any:  # y = J x
+        return (matrix @ x.reshape(cols)).reshape(y_shape)
+
+    y, pullback = jax.vjp(linear, jnp.zeros(x_shape, jacobian.dtype))
+    return pullback(jnp.ones_like(y))
+
+
+def _needs_vector_x(case: Case) -> None:
+    """For a scalar x, summing over x's axes and returning J are one answer: _y_shaped."""
+    if not case.arg("x_shape"):
+        raise ValueError("x is a scalar: see _y_shaped")
+
+
+def _sums_x_axes(case: Case) -> np.ndarray:
+    _needs_vector_x(case)
+    jacobian, x_shape = case.values()
+    return jacobian.sum(axis=tuple(range(jacobian.ndim - len(x_shape), jacobian.ndim)))
+
+
+def _whole_jacobian(case: Case) -> np.ndarray:
+    _needs_vector_x(case)
+    return case.arg("jacobian")
+
+
+def _y_shaped(case: Case) -> np.ndarray:
+    if case.arg("x_shape"):
+        raise ValueError("only for a scalar x")
+    return case.arg("jacobian")
+
+
+def _first_output(case: Case) -> np.ndarray:
+    jacobian, x_shape = case.values()
+    return jacobian.reshape((-1, *x_shape))[0]
+
+
+def _averages(case: Case) -> np.ndarray:
+    return case.arg("jacobian").mean(axis=_y_axes(case)).astype(case.arg("jacobian").dtype)
+
+
+def _sums_everything(case: Case) -> np.ndarray:
+    if not _y_axes(case):
+        raise ValueError("y is a scalar: summing everything is _sums_x_axes")
+    return np.asarray(case.arg("jacobian").sum())
+
+
+PREDICT_TAPE_GRADIENT = Exercise(
+    name="predict_tape_gradient",
+    signature="predict_tape_gradient(jacobian, x_shape) -> ndarray",
+    chapter=CHAPTER,
+    outputs=("gradient",),
+    strategy=_tape_case,
+    edge_cases=_tape_edges,
+    tf_reference=_tape_tf,
+    jax_reference=_tape_jax,
+    references_text=(
+        "tf.GradientTape.gradient(y, x) without output_gradients, and jax.vjp with a ones "
+        "cotangent, for y = J x"
+    ),
+    mistakes=(
+        Mistake(
+            "sums_x_axes",
+            "You summed over x's axes, so your result has y's shape (for a scalar y, a single "
+            "number). That is J @ ones, a Jacobian-VECTOR product (a JVP with a tangent of "
+            "ones). tape.gradient is a VECTOR-Jacobian product: ones^T J, a sum over y's axes "
+            "(the leading ones), with x's shape.",
+            _sums_x_axes,
+        ),
+        Mistake(
+            "whole_jacobian",
+            "You returned the Jacobian itself. tape.gradient never returns a Jacobian: it "
+            "returns one array shaped like x, the gradient of reduce_sum(y).",
+            _whole_jacobian,
+        ),
+        Mistake(
+            "y_shaped",
+            "Your result has y's shape (x is a scalar here, so the Jacobian itself has y's "
+            "shape). tape.gradient never returns a Jacobian, nor anything shaped like y: it "
+            "returns one array shaped like x, the sum of the Jacobian over y's axes.",
+            _y_shaped,
+        ),
+        Mistake(
+            "first_output",
+            "That is the gradient of the first entry of y only. tape.gradient differentiates "
+            "reduce_sum(y): it adds the gradients of ALL entries of y.",
+            _first_output,
+        ),
+        Mistake(
+            "mean",
+            "You averaged over y's entries. The implicit cotangent is ones, so the gradients "
+            "of y's entries are added up, not averaged (averaging would be the gradient of "
+            "reduce_mean(y)).",
+            _averages,
+        ),
+        Mistake(
+            "sums_everything",
+            "You summed every axis and got a single number. Sum only y's axes (the leading "
+            "jacobian.ndim - len(x_shape) ones): the gradient has x's shape.",
+            _sums_everything,
+        ),
+    ),
+    hints_by_kind={
+        "shape": (
+            "The result has x's shape. jacobian.shape is y.shape + x_shape (y's axes first, as "
+            "in tape.jacobian), so sum over the first jacobian.ndim - len(x_shape) axes."
+        ),
+        "value": (
+            "Right shape, wrong values: tape.gradient(y, x) is ones^T J, the sum of J over y's "
+            "axes (the leading ones)."
+        ),
+    },
+)
+
+
+# ---------------------------------------------------------------- the Q&A network
+
+
+def _qa_forward(case: Case) -> tuple[np.ndarray, ...]:
+    """h, y and the cotangents g1 = dloss/dh and dloss/dy, in float64 then cast back."""
+    x, w, b, y0 = (v.astype(np.float64) for v in case.values())
+    h = x @ w + b
+    y = np.tanh(h)
+    dloss_dy = 2 * (y - y0) / y.size
+    return h, y, dloss_dy * (1 - y**2), dloss_dy
+
+
+@st.composite
+def _qa_case(draw: st.DrawFn, profile: Profile) -> Case:
+    side = st.integers(1, profile.max_side)
+    batch, n, m = draw(side), draw(side), draw(side)
+    x, w, b = _seeded_arrays(draw, [(batch, n), (n, m), (m,)], F32)
+    (y0,) = _seeded_arrays(draw, [(batch, m)], F32, bound=1.0)
+    return Case((("x", x), ("W", w), ("b", b), ("y0", y0)))
+
+
+def _qa_edges() -> list[Case]:
+    rng = np.random.default_rng(2)
+    sizes = [
+        (4, 3, 2, "the Q&A sizes: a batch of 4, 3 inputs, 2 outputs"),
+        (3, 3, 2, "batch = inputs: g1 * g2 has a shape, and wrong values"),
+        (2, 3, 3, "inputs = outputs: a transposed grad_W has W's shape"),
+        (1, 3, 2, "a single example"),
+        (5, 2, 1, "a single output unit"),
+    ]
+    cases = []
+    for batch, n, m, label in sizes:
+        arrays = [_rng_array(rng, s, F32) for s in ((batch, n), (n, m), (m,), (batch, m))]
+        cases.append(Case(tuple(zip(("x", "W", "b", "y0"), arrays, strict=True)), label=label))
+    return cases
+
+
+def _qa_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
+    x, w, b, y0 = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch([w, b])
+        loss = tf.reduce_mean(tf.square(tf.tanh(x @ w + b) - y0))
+    grad_w, grad_b = tape.gradient(loss, [w, b])
+    return grad_w.numpy(), grad_b.numpy()
+
+
+def _qa_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp, x, y0 = jax.numpy, arrays["x"], arrays["y0"]
+
+    def loss(w: Any, b: Any) -> Any:
+        return jnp.mean(jnp.square(jnp.tanh(x @ w + b) - y0))
+
+    return jax.grad(loss, argnums=(0, 1))(arrays["W"], arrays["b"])
+
+
+def _qa_right(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    x, _, _, _ = case.values()
+    g1 = _qa_forward(case)[2]
+    return x.T @ g1, g1.sum(axis=0)
+
+
+def _summed_w(case: Case) -> np.ndarray:
+    """tape.gradient(h, W) without a cotangent: every row j holds sum over the batch of x[:, j]."""
+    x, w, _, _ = case.values()
+    return np.broadcast_to(x.astype(np.float64).sum(axis=0)[:, None], w.shape)
+
+
+def _summed_b(case: Case) -> np.ndarray:
+    """tape.gradient(h, b) without a cotangent: the batch size, in every entry."""
+    x, _, b, _ = case.values()
+    return np.full(b.shape, float(x.shape[0]))
+
+
+Part = Callable[[Case], np.ndarray] | None  # one wrong gradient; None: the right one
+
+
+def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part]) -> tuple:
+    """One Mistake per combination of a grad_W and a grad_b of the same family of mistakes
+    (None standing for the right gradient), all but the combination that is right."""
+
+    def combination(w_part: Part, b_part: Part) -> Callable[[Case], tuple]:
+        def answer(case: Case) -> tuple[np.ndarray, np.ndarray]:
+            right_w, right_b = _qa_right(case)
+            grad_w = right_w if w_part is None else w_part(case)
+            grad_b = right_b if b_part is None else b_part(case)
+            return grad_w.astype(F32), grad_b.astype(F32)
+
+        return answer
+
+    return tuple(
+        Mistake(f"{name}_{i}_{j}", hint, combination(w_part, b_part))
+        for i, w_part in enumerate(w_parts)
+        for j, b_part in enumerate(b_parts)
+        if (w_part, b_part) != (None, None)
+    )
+
+
+def _g1(case: Case) -> np.ndarray:
+    return _qa_forward(case)[2]
+
+
+def _product_of_sums_w(case: Case) -> np.ndarray:
+    return _g1(case).sum(axis=0)[None, :] * _summed_w(case)
+
+
+def _product_of_sums_b(case: Case) -> np.ndarray:
+    return _g1(case).sum(axis=0) * _summed_b(case)
+
+
+def _elementwise_w(case: Case) -> np.ndarray:
+    return _g1(case) * _summed_w(case)  # broadcasts, or raises, as the learner's product does
+
+
+def _elementwise_b(case: Case) -> np.ndarray:
+    if case.arg("x").shape[0] == 1:
+        raise ValueError("with a batch of one this is g1 itself: see _g1")
+    return _g1(case) * _summed_b(case)
+
+
+def _cotangent_at_y_w(case: Case) -> np.ndarray:
+    return case.arg("x").T @ _qa_forward(case)[3]
+
+
+def _cotangent_at_y_b(case: Case) -> np.ndarray:
+    return _qa_forward(case)[3].sum(axis=0)
+
+
+def _sum_not_mean_w(case: Case) -> np.ndarray:
+    return _qa_right(case)[0] * case.arg("y0").size
+
+
+def _sum_not_mean_b(case: Case) -> np.ndarray:
+    return _qa_right(case)[1] * case.arg("y0").size
+
+
+def _transposed_w(case: Case) -> np.ndarray:
+    return _g1(case).T @ case.arg("x")
+
+
+SUMMED_HINT = (
+    "You multiplied gradients that had already been summed over h. tape.gradient(h, W) (like "
+    "tf.gradients(h, W)) is the gradient of reduce_sum(h): it no longer says which entry of h "
+    "each contribution came from, so no product of it with g1 = dloss/dh can give dloss/dW. "
+    "Pass g1 as the cotangent instead: tape.gradient(h, [W, b], output_gradients=g1), or "
+    "call the pullback of jax.vjp on g1."
+)
+
+QA_GRADIENTS = Exercise(
+    name="qa_gradients",
+    signature="qa_gradients(x, W, b, y0) -> (grad_W, grad_b)",
+    chapter=CHAPTER,
+    outputs=("grad_W", "grad_b"),
+    strategy=_qa_case,
+    edge_cases=_qa_edges,
+    tf_reference=_qa_tf,
+    jax_reference=_qa_jax,
+    references_text=(
+        "tf.GradientTape and jax.grad of loss = mean((tanh(x @ W + b) - y0)**2), each "
+        "differentiated in one piece"
+    ),
+    mistakes=(
+        *_qa_mistakes(
+            "product_of_summed_gradients", SUMMED_HINT,
+            [_product_of_sums_w, _elementwise_w, None], [_product_of_sums_b, _elementwise_b, None],
+        ),
+        *_qa_mistakes(
+            "b_not_summed",
+            "grad_b has h's shape (B, m) instead of b's (m,). b is broadcast over the batch, so "
+            "its cotangent is g1 summed over axis 0 (passing g1 as output_gradients for b does "
+            "that for you). Multiplying g1 by tape.gradient(h, b) cannot: that gradient was "
+            "already summed over h.",
+            [None, _product_of_sums_w, _elementwise_w], [_g1],
+        ),
+        *_qa_mistakes(
+            "no_cotangent",
+            "Your gradient does not depend on the loss at all: the second part was "
+            "differentiated without a cotangent, so it is the gradient of reduce_sum(h). "
+            "Pass g1 = dloss/dh as output_gradients (or to jax.vjp's pullback).",
+            [_summed_w, None], [_summed_b, None],
+        ),
+        *_qa_mistakes(
+            "cotangent_at_y",
+            "You passed dloss/dy, the cotangent at tanh's OUTPUT, through h = x @ W + b. The "
+            "cut is at h: g1 must be dloss/dh = dloss/dy * (1 - y**2), so take the first "
+            "gradient with respect to h (watch h, compute y = tanh(h) on the tape).",
+            [_cotangent_at_y_w, None], [_cotangent_at_y_b, None],
+        ),
+        *_qa_mistakes(
+            "sum_not_mean",
+            "Your gradients are too large by the number of entries of y: the loss is the MEAN "
+            "of the squared errors over all of them (tf.reduce_mean / jnp.mean), not their sum.",
+            [_sum_not_mean_w, None], [_sum_not_mean_b, None],
+        ),
+        *_qa_mistakes(
+            "transposed",
+            "grad_W is transposed: W has shape (n, m), so grad_W = x^T @ g1 (n by m), not "
+            "g1^T @ x (m by n).",
+            [_transposed_w], [None],
+        ),
+    ),
+    hints_by_kind={
+        "shape": (
+            "grad_W has W's shape (n, m) and grad_b has b's shape (m,). b was broadcast over "
+            "the batch, so its cotangent is g1 summed over axis 0; a framework does that for "
+            "you when you pass g1 as output_gradients for both W and b."
+        ),
+        "exception": (
+            "A shape error here is the Q&A's own trap: g1 = dloss/dh has h's shape (B, m), "
+            "while tape.gradient(h, W), already summed over h, has W's shape (n, m), so they "
+            "cannot be multiplied. Pass g1 as the cotangent of h instead (output_gradients=g1, "
+            "or jax.vjp's pullback)."
+        ),
+        "value": (
+            "Right shapes, wrong values. Check that the loss is mean((tanh(x @ W + b) - y0)**2) "
+            "and that g1 is the gradient with respect to h (before tanh)."
+        ),
+        "dtype": "Keep float32: create tensors from the inputs as they are (tf.constant(x)).",
+    },
+    invoke=TO_NUMPY_INVOKE,
+    frameworks=("jax", "tensorflow"),
+)
+
+
+# ---------------------------------------------------------------- jacobian_by_rows
+
+
+@st.composite
+def _rows_case(draw: st.DrawFn, profile: Profile) -> Case:
+    side = st.integers(1, profile.max_side)
+    n, m = draw(side), draw(side)
+    x, w, b = _seeded_arrays(draw, [(n,), (n, m), (m,)], F32)
+    return Case((("x", x), ("W", w), ("b", b)))
+
+
+def _rows_edges() -> list[Case]:
+    rng = np.random.default_rng(5)
+    sizes = [
+        (4, 3, "4 inputs, 3 outputs"),
+        (3, 3, "as many outputs as inputs: a transposed Jacobian has the right shape"),
+        (5, 1, "one output: the Jacobian is one row, the gradient"),
+        (1, 4, "one input: the Jacobian is one column"),
+    ]
+    return [
+        Case(
+            tuple(zip(("x", "W", "b"),
+                      [_rng_array(rng, s, F32) for s in ((n,), (n, m), (m,))], strict=True)),
+            label=label,
+        )
+        for n, m, label in sizes
+    ]
+
+
+def _rows_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    x, w, b = (tf.constant(v) for v in case.values())
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matvec(w, x, transpose_a=True) + b)
+    # A while-loop Jacobian: pfor would retrace a tf.function per case and warn about it.
+    return (tape.jacobian(y, x, experimental_use_pfor=False).numpy(),)
+
+
+def _rows_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp, w, b = jax.numpy, arrays["W"], arrays["b"]
+    return (jax.jacrev(lambda x: jnp.tanh(x @ w + b))(arrays["x"]),)
+
+
+def _rows_right(case: Case) -> np.ndarray:
+    x, w, b = (v.astype(np.float64) for v in case.values())
+    return (1 - np.tanh(x @ w + b) ** 2)[:, None] * w.T
+
+
+def _as_f32(fn: Callable[[Case], np.ndarray]) -> Callable[[Case], np.ndarray]:
+    def answer(case: Case) -> np.ndarray:
+        return np.asarray(fn(case)).astype(F32)
+
+    return answer
+
+
+def _ones_cotangent_rows(case: Case) -> np.ndarray:
+    jac = _rows_right(case)
+    return np.broadcast_to(jac.sum(axis=0), jac.shape)
+
+
+def _transposed_jacobian(case: Case) -> np.ndarray:
+    return _rows_right(case).T
+
+
+def _without_tanh(case: Case) -> np.ndarray:
+    return case.arg("W").T
+
+
+def _columns_scaled(case: Case) -> np.ndarray:
+    x, w, b = (v.astype(np.float64) for v in case.values())
+    return w.T * (1 - np.tanh(x @ w + b) ** 2)  # broadcasts, or raises, as the learner's does
+
+
+def _without_b(case: Case) -> np.ndarray:
+    x, w, _ = (v.astype(np.float64) for v in case.values())
+    return (1 - np.tanh(x @ w) ** 2)[:, None] * w.T
+
+
+JACOBIAN_BY_ROWS = Exercise(
+    name="jacobian_by_rows",
+    signature="jacobian_by_rows(x, W, b) -> ndarray",
+    chapter=CHAPTER,
+    outputs=("jacobian",),
+    strategy=_rows_case,
+    edge_cases=_rows_edges,
+    tf_reference=_rows_tf,
+    jax_reference=_rows_jax,
+    references_text="tf.GradientTape.jacobian and jax.jacrev of y = tanh(x @ W + b)",
+    mistakes=(
+        Mistake(
+            "ones_cotangent",
+            "Every row of your Jacobian is the same: each is the gradient of reduce_sum(y), "
+            "what a cotangent of ones (or no output_gradients at all) gives. Row i needs the "
+            "one-hot cotangent e_i: 1 at entry i of y, 0 elsewhere.",
+            _as_f32(_ones_cotangent_rows),
+        ),
+        Mistake(
+            "transposed",
+            "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the VJP with the "
+            "one-hot cotangent e_i and has x's shape; stack the rows along axis 0 "
+            "(the order tape.jacobian and jax.jacrev use: y's axes first).",
+            _as_f32(_transposed_jacobian),
+        ),
+        Mistake(
+            "without_tanh",
+            "That is W^T, the Jacobian of h = x @ W + b alone: the derivative of tanh is "
+            "missing. Differentiate y = tanh(x @ W + b) itself.",
+            _as_f32(_without_tanh),
+        ),
+        Mistake(
+            "columns_scaled",
+            "Row i of the Jacobian is (1 - y_i**2) times row i of W^T: scale the rows, "
+            "(1 - y**2)[:, None] * W.T, not the columns.",
+            _as_f32(_columns_scaled),
+        ),
+        Mistake(
+            "without_b",
+            "You left b out: y = tanh(x @ W + b), and the tanh derivative must be taken at "
+            "x @ W + b.",
+            _as_f32(_without_b),
+        ),
+    ),
+    hints_by_kind={
+        "shape": (
+            "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + x.shape "
+            "(the order tape.jacobian and jax.jacrev use): one row per entry of y, row i being "
+            "the VJP with the one-hot cotangent e_i."
+        ),
+        "value": (
+            "Right shape, wrong values. Row i must be the VJP of y = tanh(x @ W + b) with the "
+            "one-hot cotangent e_i (tf.one_hot(i, m) or jnp.eye(m)[i])."
+        ),
+        "dtype": "Keep float32: build one-hot cotangents with y's dtype (dtype=y.dtype).",
+    },
+    invoke=TO_NUMPY_INVOKE,
+    frameworks=("jax", "tensorflow"),
+)
+
+EXERCISES = (PREDICT_TAPE_GRADIENT, QA_GRADIENTS, JACOBIAN_BY_ROWS)

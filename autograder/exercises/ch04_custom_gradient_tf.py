@@ -1,0 +1,725 @@
+"""Chapter 04 exercises: custom gradients in TensorFlow (`tf.custom_gradient`).
+
+Each learner function takes tensors and returns a tensor; the `invoke` source calls it under a
+`tf.GradientTape` with a random cotangent, once eagerly and once inside `tf.function`, insists
+that the two agree, and returns the primal output and the cotangent of every input as numpy.
+The references are the analytic or numerically stable formulas differentiated by JAX
+(`jax.vjp`) and by TensorFlow's own tape; the tests cross-check them with
+`tf.test.compute_gradient`. The private helpers below only build the known wrong answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ..cases import Case, Profile, dtypes
+from ..exercise import Exercise, Mistake
+
+CHAPTER = "04"
+FRAMEWORKS = ("tensorflow",)
+EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
+
+# Exec'd in a fresh namespace (in the learner's kernel and in the grader's child): it must
+# import what it needs itself. `VARIABLES` lists the positions of arguments that are handed
+# to the learner as tf.Variable (the weights a layer reads) instead of tensors.
+INVOKE_TEMPLATE = '''
+VARIABLES = {variables}
+_GRAPHS = {{}}  # id(fn) -> (fn, its tf.function): traced once per input signature, not per call
+
+
+def invoke(fn, *args):
+    """(y, cotangent of each array argument), computed eagerly and inside tf.function.
+
+    The case's last array is the cotangent dy fed to tape.gradient(output_gradients=dy);
+    the other arrays become tensors (or tf.Variables, at the positions in VARIABLES) and are
+    passed to fn with the case's static parameters. The two runs must agree."""
+    import logging
+
+    import numpy as np
+    import tensorflow as tf
+
+    *values, dy = args
+    values = [
+        tf.Variable(v) if i in VARIABLES else tf.constant(v) if isinstance(v, np.ndarray) else v
+        for i, v in enumerate(values)
+    ]
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
+    try:
+        eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, dy)]
+        graph = [np.asarray(t) for t in _explained(_graph(fn), fn, values, dy)]
+    finally:
+        logger.setLevel(level)
+    for e, g in zip(eager, graph):
+        if e.shape != g.shape or not np.allclose(e, g, rtol=1e-4, atol=1e-5, equal_nan=True):
+            raise AssertionError(
+                "The result differs between the eager run and the run inside tf.function: "
+                "your function must not depend on Python state or on .numpy() values."
+            )
+    return tuple(eager)
+
+
+def _forward_backward(fn, values, dy):
+    import tensorflow as tf
+
+    sources = [v for v in values if isinstance(v, (tf.Tensor, tf.Variable))]
+    with tf.GradientTape() as tape:
+        tape.watch([v for v in sources if not isinstance(v, tf.Variable)])
+        y = fn(*values)
+    grads = tape.gradient(
+        y, sources, output_gradients=tf.convert_to_tensor(dy),
+        unconnected_gradients=tf.UnconnectedGradients.ZERO,
+    )
+    return (y, *grads)
+
+
+def _graph(fn):
+    import tensorflow as tf
+
+    entry = _GRAPHS.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        if len(_GRAPHS) > 64:
+            _GRAPHS.clear()
+        entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, dy: _forward_backward(
+            fn, values, dy)))
+    return lambda fn, values, dy: entry[1](values, dy)
+
+
+def _explained(run, fn, values, dy):
+    """Run; say plainly what TensorFlow's errors about grad's return value mean."""
+    try:
+        return run(fn, values, dy)
+    except Exception as error:
+        text = str(error)
+        for clue, meaning in _MEANINGS:
+            if clue in text:
+                kind = TypeError if isinstance(error, TypeError) else ValueError
+                raise kind(meaning + " (TensorFlow said: " + text[:300] + ")") from None
+        raise
+
+
+_MEANINGS = [
+    ("keyword argument 'variables'",
+     "Your grad function does not accept `variables`. The function reads a tf.Variable, "
+     "so TensorFlow calls grad(upstream, variables=[w]) and expects "
+     "(input_grads, variable_grads) back. Define it as `def grad(upstream, variables=None)`."),
+    ("gradient for each variable",
+     "grad must return (input_grads, variable_grads): the variable gradients in a list, "
+     "one per variable in `variables`, e.g. (grad_x, [grad_w])."),
+    ("too few gradients",
+     "grad must return (input_grads, variable_grads): the variable gradients in a list, "
+     "one per variable in `variables`, e.g. (grad_x, [grad_w])."),
+    ("expected to return",
+     "grad must return one gradient per input of the custom-gradient function, in order."),
+]
+'''
+
+
+def invoke_source(variables: tuple[int, ...] = ()) -> str:
+    return INVOKE_TEMPLATE.format(variables=repr(variables))
+
+
+def _plain(dtype: np.dtype, bound: float = 10.0) -> st.SearchStrategy[float]:
+    return st.floats(-bound, bound, width=dtype.itemsize * 8, allow_subnormal=False)
+
+
+def _arrays(draw: st.DrawFn, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """Values of order 1 to 10, or (one array in three) of order 100 to 1000: large enough
+    for exp() to overflow in float32 and in float64."""
+    base = draw(hnp.arrays(dtype, shape, elements=_plain(dtype), fill=st.nothing()))
+    return np.asarray(base * draw(st.sampled_from([1, 1, 100])), dtype=dtype)
+
+
+def _cotangent(draw: st.DrawFn, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """A random cotangent, its elements all different: never ones, never constant."""
+    return draw(hnp.arrays(dtype, shape, elements=_plain(dtype), unique=True))
+
+
+def _shapes(profile: Profile) -> st.SearchStrategy[tuple[int, ...]]:
+    return hnp.array_shapes(min_dims=0, max_dims=min(profile.max_dims, 2), min_side=1,
+                            max_side=profile.max_side)
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return rng.uniform(-3, 3, size=shape).round(2).astype(dtype)
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (1 / (1 + np.exp(-z))).astype(z.dtype)
+
+
+def _outputs(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(a) for a in arrays)
+
+
+# ---------------------------------------------------------------- logaddexp
+
+
+@st.composite
+def _logaddexp_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(dtypes()), draw(_shapes(profile))
+    a, b = _arrays(draw, dtype, shape), _arrays(draw, dtype, shape)
+    return Case((("a", a), ("b", b), ("dy", _cotangent(draw, dtype, shape))))
+
+
+def _logaddexp_edges() -> list[Case]:
+    rng = np.random.default_rng(40)
+    grid = np.array(EDGE_VALUES)
+    a, b = (v.ravel() for v in np.meshgrid(grid, grid))
+    cases = []
+    for dtype in (np.float32, np.float64):
+        cases.append(Case(
+            (("a", a.astype(dtype)), ("b", b.astype(dtype)),
+             ("dy", _random(rng, a.shape, dtype))),
+            label=f"every pair of 0, +-100, +-1000 ({np.dtype(dtype).name})",
+        ))
+    return cases
+
+
+def _logaddexp_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    a, b, dy = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch([a, b])
+        y = tf.reduce_logsumexp(tf.stack([a, b]), axis=0)
+    grad_a, grad_b = tape.gradient(y, [a, b], output_gradients=dy)
+    return _outputs(y, grad_a, grad_b)
+
+
+def _logaddexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    # The stable formula m + log(sum(exp(v - m))), m = max (held constant), as JAX writes it.
+    # (Differentiating max(a, b) + log1p(exp(-|a - b|)) instead is wrong at a == b: JAX
+    # sends the whole cotangent of a tie in max to one side and takes |0|' = 0.)
+    def stable(a, b):
+        return jax.nn.logsumexp(jax.numpy.stack([a, b]), axis=0)
+
+    y, vjp = jax.vjp(stable, arrays["a"], arrays["b"])
+    return (y, *vjp(arrays["dy"]))
+
+
+def _stable_logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))
+
+
+def _swapped_inputs(case: Case) -> tuple[np.ndarray, ...]:
+    a, b, dy = case.values()
+    return _stable_logaddexp(a, b), dy * _sigmoid(b - a), dy * _sigmoid(a - b)
+
+
+def _naive_gradient(case: Case) -> tuple[np.ndarray, ...]:
+    a, b, dy = case.values()
+    with np.errstate(over="ignore", invalid="ignore"):
+        ea, eb = np.exp(a), np.exp(b)
+        return _stable_logaddexp(a, b), dy * ea / (ea + eb), dy * eb / (ea + eb)
+
+
+def _naive_forward(case: Case) -> tuple[np.ndarray, ...]:
+    a, b, dy = case.values()
+    with np.errstate(over="ignore", divide="ignore"):
+        y = np.log(np.exp(a) + np.exp(b))
+    return y, dy * _sigmoid(a - b), dy * _sigmoid(b - a)
+
+
+def _logaddexp_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
+    a, b, _ = case.values()
+    return _stable_logaddexp(a, b), _sigmoid(a - b), _sigmoid(b - a)
+
+
+LOGADDEXP = Exercise(
+    name="logaddexp",
+    signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
+    chapter=CHAPTER,
+    outputs=("y", "grad_a", "grad_b"),
+    strategy=_logaddexp_case,
+    edge_cases=_logaddexp_edges,
+    tf_reference=_logaddexp_tf,
+    jax_reference=_logaddexp_jax,
+    references_text="jax.vjp(jax.nn.logsumexp) and tf.GradientTape(tf.reduce_logsumexp)",
+    invoke=invoke_source(),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "wrong_input",
+            "Your grad function returns the gradient of the wrong input: grad_a and grad_b "
+            "are swapped. grad_fn returns one gradient per input, in the order of the inputs "
+            "(a first): d/da = sigmoid(a - b), d/db = sigmoid(b - a).",
+            _swapped_inputs,
+        ),
+        Mistake(
+            "naive_gradient",
+            "NaN at the edges: exp(a) / (exp(a) + exp(b)) is inf / inf (or 0 / 0) once |a| or "
+            "|b| is large (float32 overflows past 88). Write the gradient without exp of a "
+            "large number: sigmoid(a - b) = 1 / (1 + exp(b - a)), e.g. tf.sigmoid(a - b).",
+            _naive_gradient,
+        ),
+        Mistake(
+            "naive_forward",
+            "NaN or Inf at the edges in the forward value: log(exp(a) + exp(b)) overflows for "
+            "a or b near 100 in float32 (and 1000 in float64). Use the stable form "
+            "max(a, b) + log1p(exp(-|a - b|)).",
+            _naive_forward,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your gradients do not depend on the upstream cotangent (they equal what a "
+            "cotangent of ones gives). Multiply by `upstream`, the argument of grad.",
+            _logaddexp_ignores_cotangent,
+        ),
+    ),
+    hints_by_kind={
+        "exception": (
+            "grad must return one gradient per input, in the order of the inputs: "
+            "(grad_a, grad_b), each with the shape of its input."
+        ),
+        "nonfinite": (
+            "NaN or Inf at the edges: somewhere exp() of a large number overflows. Keep every "
+            "exp argument <= 0: max(a, b) + log1p(exp(-|a - b|)), gradient sigmoid(a - b)."
+        ),
+        "value": (
+            "For y = log(exp(a) + exp(b)): dy/da = exp(a - y) = sigmoid(a - b) and dy/db = "
+            "sigmoid(b - a), each multiplied by the upstream cotangent."
+        ),
+    },
+)
+
+
+# ---------------------------------------------------------------- log_or_zero
+
+
+@st.composite
+def _log_or_zero_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(dtypes()), draw(_shapes(profile))
+    x = _arrays(draw, dtype, shape)
+    zeros = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))  # exact zeros: the trap
+    x = np.asarray(np.where(zeros, 0, x), dtype=dtype)
+    return Case((("x", x), ("dy", _cotangent(draw, dtype, shape))))
+
+
+def _log_or_zero_edges() -> list[Case]:
+    rng = np.random.default_rng(41)
+    x = np.array([0.0, 0.0, 1.0, 2.5, -1.0, 100.0, -100.0, 1000.0, -1000.0, 1e-3])
+    return [
+        Case((("x", x.astype(dt)), ("dy", _random(rng, x.shape, dt))),
+             label=f"zeros, negatives, +-100, +-1000 ({np.dtype(dt).name})")
+        for dt in (np.float32, np.float64)
+    ] + [Case((("x", np.zeros((), np.float32)), ("dy", np.full((), 1.5, np.float32))),
+              label="x = 0 alone")]
+
+
+def _log_or_zero_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, dy = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        positive = x > 0
+        safe = tf.where(positive, x, tf.ones_like(x))  # the double where
+        y = tf.where(positive, tf.math.log(safe), tf.zeros_like(x))
+    return _outputs(y, tape.gradient(y, x, output_gradients=dy))
+
+
+def _log_or_zero_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def f(x):
+        positive = x > 0
+        return jnp.where(positive, jnp.log(jnp.where(positive, x, 1)), 0)
+
+    y, vjp = jax.vjp(f, arrays["x"])
+    return (y, *vjp(arrays["dy"]))
+
+
+def _log_or_zero_value(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, np.log(np.where(x > 0, x, 1)), 0).astype(x.dtype)
+
+
+def _single_where(case: Case) -> tuple[np.ndarray, ...]:
+    x, dy = case.values()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        grad = np.where(x > 0, dy, 0) * (1 / x)  # the taken branch's 0 times log's 1/x
+    return _log_or_zero_value(x), grad.astype(x.dtype)
+
+
+def _unmasked_gradient(case: Case) -> tuple[np.ndarray, ...]:
+    x, dy = case.values()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _log_or_zero_value(x), (dy / x).astype(x.dtype)
+
+
+def _log_or_zero_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
+    x, _ = case.values()
+    with np.errstate(divide="ignore"):
+        return _log_or_zero_value(x), np.where(x > 0, 1 / np.where(x > 0, x, 1), 0).astype(x.dtype)
+
+
+LOG_OR_ZERO = Exercise(
+    name="log_or_zero",
+    signature="log_or_zero(x) -> tensor: log(x) where x > 0, else 0",
+    chapter=CHAPTER,
+    outputs=("y", "grad_x"),
+    strategy=_log_or_zero_case,
+    edge_cases=_log_or_zero_edges,
+    tf_reference=_log_or_zero_tf,
+    jax_reference=_log_or_zero_jax,
+    references_text="jax.vjp and tf.GradientTape of the double-where log",
+    invoke=invoke_source(),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "single_where",
+            "NaN at x = 0 from the branch not taken: tf.where(x > 0, tf.math.log(x), 0) "
+            "still computes log(0) = -inf, and its VJP multiplies the zero cotangent tf.where "
+            "sends it by 1/0: 0 * inf = NaN. Feed the log a safe value where it is not used "
+            "(the double where: tf.math.log(tf.where(x > 0, x, 1))). In a custom gradient, "
+            "divide by that safe x and mask it: tf.where(x > 0, upstream / safe_x, 0).",
+            _single_where,
+        ),
+        Mistake(
+            "unmasked_gradient",
+            "Your gradient is upstream / x everywhere, but where x <= 0 the output is the "
+            "constant 0, so the gradient there is 0: mask it, "
+            "tf.where(x > 0, upstream / safe_x, 0).",
+            _unmasked_gradient,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your gradient does not depend on the upstream cotangent (it equals what a "
+            "cotangent of ones gives). Multiply by `upstream`.",
+            _log_or_zero_ignores_cotangent,
+        ),
+    ),
+    hints_by_kind={
+        "nonfinite": (
+            "NaN or Inf at x = 0: the branch tf.where does not take is still differentiated. "
+            "Make it safe (the double where) or write the gradient with tf.custom_gradient."
+        ),
+        "value": "For x > 0 the gradient is upstream / x; for x <= 0 it is 0.",
+    },
+)
+
+
+# ---------------------------------------------------------------- clip_cotangent
+
+
+@st.composite
+def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(dtypes()), draw(_shapes(profile))
+    # |x| >= 3, beyond every limit: a learner who clips the forward value is always seen.
+    size = draw(hnp.arrays(dtype, shape, elements=st.floats(3, 10, width=dtype.itemsize * 8),
+                           fill=st.nothing()))
+    negative = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))
+    x = np.asarray(np.where(negative, -size, size), dtype=dtype)
+    limit = draw(st.sampled_from([0.5, 1.0, 2.5]))
+    return Case((("x", x), ("limit", limit), ("dy", _cotangent(draw, dtype, shape))))
+
+
+def _clip_edges() -> list[Case]:
+    rng = np.random.default_rng(42)
+    x = np.array([-1000.0, -100.0, -3.0, 0.0, 0.5, 3.0, 100.0, 1000.0])
+    dy = np.array([-50.0, 0.2, -0.7, 4.0, -1.0, 1.0, 0.9, 30.0])
+    return [
+        Case((("x", x.astype(np.float32)), ("limit", 1.0), ("dy", dy.astype(np.float32))),
+             label="large and small inputs and cotangents, limit 1"),
+        Case((("x", _random(rng, (3, 4), np.float64)), ("limit", 0.5),
+              ("dy", 4 * _random(rng, (3, 4), np.float64))), label="a matrix, limit 0.5"),
+    ]
+
+
+def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, limit, dy = case.values()
+    x, dy = tf.constant(x), tf.constant(dy)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = tf.identity(x)
+    upstream = tape.gradient(y, x, output_gradients=dy)
+    return _outputs(y, tf.clip_by_value(upstream, -limit, limit))
+
+
+def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    limit = params["limit"]
+
+    @jax.custom_vjp
+    def clipped(x):
+        return x
+
+    clipped.defvjp(lambda x: (x, None), lambda _, g: (jax.numpy.clip(g, -limit, limit),))
+    y, vjp = jax.vjp(clipped, arrays["x"])
+    return (y, *vjp(arrays["dy"]))
+
+
+def _clips_forward(case: Case) -> tuple[np.ndarray, ...]:
+    x, limit, dy = case.values()
+    inside = (np.abs(x) <= limit).astype(x.dtype)
+    return np.clip(x, -limit, limit).astype(x.dtype), dy * inside
+
+
+def _clips_forward_passes_gradient(case: Case) -> tuple[np.ndarray, ...]:
+    x, limit, dy = case.values()
+    return np.clip(x, -limit, limit).astype(x.dtype), dy
+
+
+def _clips_both(case: Case) -> tuple[np.ndarray, ...]:
+    x, limit, dy = case.values()
+    return np.clip(x, -limit, limit).astype(x.dtype), np.clip(dy, -limit, limit).astype(x.dtype)
+
+
+def _not_clipped(case: Case) -> tuple[np.ndarray, ...]:
+    x, _, dy = case.values()
+    return x, dy
+
+
+def _clip_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
+    x, limit, _ = case.values()
+    return x, np.full_like(x, min(1.0, limit))
+
+
+_CLIP_FORWARD_HINT = (
+    "You clipped the forward value instead of the gradient. The forward pass must be the "
+    "identity (y = x, unchanged); only the cotangent is clipped, inside grad: "
+    "tf.clip_by_value(upstream, -limit, limit)."
+)
+
+CLIP_COTANGENT = Exercise(
+    name="clip_cotangent",
+    signature="clip_cotangent(x, limit) -> tensor x, its cotangent clipped to [-limit, limit]",
+    chapter=CHAPTER,
+    outputs=("y", "grad_x"),
+    strategy=_clip_case,
+    edge_cases=_clip_edges,
+    tf_reference=_clip_tf,
+    jax_reference=_clip_jax,
+    references_text="jax.custom_vjp (identity, clipped cotangent) and tf.clip_by_value",
+    invoke=invoke_source(),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake("clips_forward", _CLIP_FORWARD_HINT, _clips_forward),
+        Mistake("clips_forward_only", _CLIP_FORWARD_HINT, _clips_forward_passes_gradient),
+        Mistake("clips_both", _CLIP_FORWARD_HINT, _clips_both),
+        Mistake(
+            "not_clipped",
+            "The cotangent comes back unchanged: clip it inside grad with "
+            "tf.clip_by_value(upstream, -limit, limit).",
+            _not_clipped,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your gradient does not depend on the upstream cotangent (it equals a clipped "
+            "cotangent of ones). Clip `upstream` itself.",
+            _clip_ignores_cotangent,
+        ),
+    ),
+    hints_by_kind={
+        "value": "y must equal x; grad_x must be the upstream cotangent clipped elementwise.",
+    },
+)
+
+
+# ---------------------------------------------------------------- sign_ste
+
+
+@st.composite
+def _sign_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(dtypes()), draw(_shapes(profile))
+    x = draw(hnp.arrays(dtype, shape, fill=st.nothing(), elements=st.one_of(
+        _plain(dtype, 3.0), st.sampled_from([-1.0, 1.0]))))  # the window's edges, exactly
+    return Case((("x", x), ("dy", _cotangent(draw, dtype, shape))))
+
+
+def _sign_edges() -> list[Case]:
+    rng = np.random.default_rng(43)
+    x = np.array([-1000.0, -100.0, -1.0, -0.5, 0.0, 0.25, 1.0, 1.5, 100.0, 1000.0])
+    return [
+        Case((("x", x.astype(dt)), ("dy", _random(rng, x.shape, dt))),
+             label=f"the window edges +-1, zero, +-100, +-1000 ({np.dtype(dt).name})")
+        for dt in (np.float32, np.float64)
+    ]
+
+
+def _sign_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, dy = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        hard_tanh = tf.clip_by_value(x, -1, 1)  # its gradient is the window |x| <= 1
+        y = hard_tanh + tf.stop_gradient(tf.sign(x) - hard_tanh)
+    return _outputs(tf.sign(x), tape.gradient(y, x, output_gradients=dy))
+
+
+def _sign_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+    x = arrays["x"]
+    window = (jnp.abs(x) <= 1).astype(x.dtype)
+    _, vjp = jax.vjp(lambda x: x * window, x)  # the analytic STE: d/dx taken as 1 on |x| <= 1
+    return (jnp.sign(x), *vjp(arrays["dy"]))
+
+
+def _plain_sign(case: Case) -> tuple[np.ndarray, ...]:
+    x, _ = case.values()
+    return np.sign(x), np.zeros_like(x)
+
+
+def _no_window(case: Case) -> tuple[np.ndarray, ...]:
+    x, dy = case.values()
+    return np.sign(x), dy
+
+
+def _open_window(case: Case) -> tuple[np.ndarray, ...]:
+    x, dy = case.values()
+    return np.sign(x), dy * (np.abs(x) < 1).astype(x.dtype)
+
+
+def _sign_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
+    x, _ = case.values()
+    return np.sign(x), (np.abs(x) <= 1).astype(x.dtype)
+
+
+SIGN_STE = Exercise(
+    name="sign_ste",
+    signature="sign_ste(x) -> tensor: tf.sign(x) with the straight-through gradient",
+    chapter=CHAPTER,
+    outputs=("y", "grad_x"),
+    strategy=_sign_case,
+    edge_cases=_sign_edges,
+    tf_reference=_sign_tf,
+    jax_reference=_sign_jax,
+    references_text="jax.vjp of the analytic STE and tf.stop_gradient's straight-through form",
+    invoke=invoke_source(),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "open_window",
+            "Your window leaves out |x| = 1 exactly; it is |x| <= 1, edges included.",
+            _open_window,
+        ),
+        Mistake(
+            "plain_sign",
+            "Your gradient is zero everywhere: that is tf.sign's own gradient (0 almost "
+            "everywhere), which is why nothing before a quantizer learns. Replace it: pass "
+            "the upstream cotangent straight through where |x| <= 1.",
+            _plain_sign,
+        ),
+        Mistake(
+            "no_window",
+            "You passed the cotangent through everywhere. This straight-through estimator "
+            "lets it through only where |x| <= 1 (the gradient of hard tanh) and gives 0 "
+            "outside.",
+            _no_window,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your gradient does not depend on the upstream cotangent (it equals what a "
+            "cotangent of ones gives). Multiply the window by `upstream`.",
+            _sign_ignores_cotangent,
+        ),
+    ),
+    hints_by_kind={
+        "value": "y = tf.sign(x); grad_x = upstream where |x| <= 1, else 0.",
+    },
+)
+
+
+# ---------------------------------------------------------------- linear_layer (a tf.Variable)
+
+
+@st.composite
+def _linear_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    n, k, m = (draw(st.integers(1, profile.max_side)) for _ in range(3))
+    x = draw(hnp.arrays(dtype, (n, k), elements=_plain(dtype, 3), fill=st.nothing()))
+    w = draw(hnp.arrays(dtype, (k, m), elements=_plain(dtype, 3), fill=st.nothing()))
+    return Case((("x", x), ("w", w), ("dy", _cotangent(draw, dtype, (n, m)))))
+
+
+def _linear_edges() -> list[Case]:
+    rng = np.random.default_rng(44)
+    shapes = [((4, 3), (3, 2), np.float32, "a batch of 4, 3 features in, 2 out"),
+              ((1, 5), (5, 1), np.float64, "one row, one output"),
+              ((3, 3), (3, 3), np.float32, "square: a transpose mistake cannot hide in shapes")]
+    cases = []
+    for xs, ws, dt, label in shapes:
+        x, w = _random(rng, xs, dt), _random(rng, ws, dt)
+        cases.append(Case((("x", x), ("w", w), ("dy", _random(rng, (xs[0], ws[1]), dt))),
+                          label=label))
+    return cases
+
+
+def _linear_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, w, dy = case.values()
+    x, w, dy = tf.constant(x), tf.Variable(w), tf.constant(dy)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = x @ w
+    grad_x, grad_w = tape.gradient(y, [x, w], output_gradients=dy)
+    return _outputs(y, grad_x, grad_w)
+
+
+def _linear_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    y, vjp = jax.vjp(jax.numpy.matmul, arrays["x"], arrays["w"])
+    return (y, *vjp(arrays["dy"]))
+
+
+def _linear_untransposed(case: Case) -> tuple[np.ndarray, ...]:
+    x, w, dy = case.values()
+    return x @ w, dy @ w, x @ dy
+
+
+def _linear_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
+    x, w, dy = case.values()
+    ones = np.ones_like(dy)
+    return x @ w, ones @ w.T, x.T @ ones
+
+
+def _linear_swapped(case: Case) -> tuple[np.ndarray, ...]:
+    x, w, dy = case.values()
+    return x @ w, x.T @ dy, dy @ w.T
+
+
+LINEAR_LAYER = Exercise(
+    name="linear_layer",
+    signature="linear_layer(x, w) -> tensor x @ w, w a tf.Variable read inside a custom gradient",
+    chapter=CHAPTER,
+    outputs=("y", "grad_x", "grad_w"),
+    strategy=_linear_case,
+    edge_cases=_linear_edges,
+    tf_reference=_linear_tf,
+    jax_reference=_linear_jax,
+    references_text="jax.vjp(jnp.matmul) and tf.GradientTape over a tf.Variable",
+    invoke=invoke_source(variables=(1,)),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "untransposed",
+            "Transpose in the VJP of a matmul: grad_x = upstream @ w^T and "
+            "grad_w = x^T @ upstream (tf.transpose or tf.linalg.matmul(..., transpose_b=True)).",
+            _linear_untransposed,
+        ),
+        Mistake(
+            "swapped",
+            "Your grad function returns the gradient of the wrong input: the input "
+            "gradients come first, (upstream @ w^T), then the list of variable gradients "
+            "[x^T @ upstream].",
+            _linear_swapped,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your gradients do not depend on the upstream cotangent (they equal what a "
+            "cotangent of ones gives). Multiply by `upstream`.",
+            _linear_ignores_cotangent,
+        ),
+    ),
+    hints_by_kind={
+        "exception": (
+            "With a tf.Variable read inside, grad must be `def grad(upstream, variables=None)` "
+            "and return a pair: (gradient of x, [gradient of w]) -- the variable gradients "
+            "in a list, one per variable in `variables`."
+        ),
+        "shape": (
+            "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): "
+            "grad_x = upstream @ w^T, grad_w = x^T @ upstream."
+        ),
+    },
+)
+
+EXERCISES = (LINEAR_LAYER, LOGADDEXP, LOG_OR_ZERO, CLIP_COTANGENT, SIGN_STE)

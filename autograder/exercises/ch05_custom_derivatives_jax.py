@@ -1,0 +1,826 @@
+"""Chapter 05 exercises: custom derivatives in JAX.
+
+* `log1pexp(x)`: a stable softplus with a `jax.custom_jvp` rule (checked to second order);
+* `clip_gradient(lo, hi, x)`: the identity going forward, a clipped cotangent going backward
+  (`jax.custom_vjp`, or `jax.custom_gradient`);
+* `fixed_point(a)`: the root of x = a / (1 + x), differentiated implicitly (`jax.custom_vjp`);
+* `bessel_i0(x)`: numpy's `np.i0` called through `jax.pure_callback`, made differentiable by a
+  `jax.custom_jvp` rule.
+
+Each exercise's `invoke` runs the learner's function under `jax.jit`, `jax.jvp`/`jax.vjp`,
+`jax.vmap` and `jax.grad` (twice for the custom_jvp ones) and returns numpy arrays. When JAX
+refuses a transformation, `invoke` raises a ValueError naming the transformation and the
+likely mistake (a rule not linear in the tangent, residuals closing over tracers, a bwd
+returning the wrong structure, ...). The references are JAX's own derivatives of a stable
+formula and a TensorFlow twin of the same function; the known wrong answers below are small
+JAX programs a learner would write, run through the same `invoke`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..cases import Case, Profile, dtypes, float_arrays
+from ..exercise import Exercise, Mistake, compile_invoker
+
+CHAPTER = "05"
+FRAMEWORKS = ("jax",)
+
+# ---------------------------------------------------------------- invoke: shared part
+
+# Each exercise's `invoke` is this header plus its own `invoke` function. It runs in the
+# learner's kernel and in the grader's child, so it imports what it needs itself.
+INVOKE_HEADER = '''
+import functools
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+
+LIKELY_MISTAKES = (
+    ("nondiff_argnums", "an array (a traced value) was passed in a `nondiff_argnums` "
+     "position. Pass arrays as ordinary arguments (bwd returns a cotangent for them, or "
+     "zeros) and keep nondiff_argnums for static Python values such as functions."),
+    ("Transpose rule", "your JVP rule is not linear in the tangent. JAX transposes the "
+     "tangent part to get reverse mode, so it must be (something of the primals) * tangent: "
+     "no t * t, sin(t), abs(t) or where() on the tangent."),
+    ("AssertionError", "your JVP rule is not linear in the tangent. JAX transposes the "
+     "tangent part to get reverse mode, so it must be (something of the primals) * tangent: "
+     "no t * t, sin(t), abs(t) or where() on the tangent."),
+    ("Custom VJP bwd rule must produce", "bwd returned the wrong structure. It must return "
+     "a TUPLE with one cotangent per differentiable argument of the primal function, in "
+     "order (for one argument: `return (x_bar,)`), and nothing for nondiff_argnums."),
+    ("unexpected JAX type", "your function changed the dtype (for example float32 in, "
+     "float64 out, after mixing in a float64 numpy array). Keep x's dtype: use "
+     "jnp.zeros_like(x) or plain Python floats for constants."),
+    ("Custom JVP rule must produce", "the JVP rule must return a pair "
+     "(primal_out, tangent_out) with matching shapes and dtypes."),
+    ("No constant handler", "your residuals close over tracers: fwd stored a value "
+     "outside itself (a global, nonlocal, list or attribute) and bwd read it from there. "
+     "Everything bwd needs must travel in the residuals fwd returns."),
+    ("UnexpectedTracerError", "your residuals close over tracers: fwd stored a value "
+     "outside itself (a global, nonlocal, list or attribute) and bwd read it from there. "
+     "Everything bwd needs must travel in the residuals fwd returns."),
+    ("Pure callbacks do not support JVP", "JAX cannot differentiate through "
+     "jax.pure_callback. Give the function a jax.custom_jvp rule, and write the rule itself "
+     "in jax.numpy (not with another callback) so it can be differentiated again."),
+    ("vmap_method", "jax.pure_callback needs a vmap_method to work under jax.vmap; for an "
+     "elementwise numpy routine, vmap_method='expand_dims' (or 'broadcast_all')."),
+    ("while_loop", "reverse mode cannot differentiate through lax.while_loop. That is what "
+     "the custom_vjp rule is for: differentiate the fixed-point equation, not the loop."),
+    ("Tracer", "a traced value was used where JAX needs a concrete one (a Python if, "
+     "float(), or numpy on a traced value). Use jnp functions, jnp.where or lax control flow."),
+)
+
+
+def explain(stage, error):
+    text = f"{type(error).__name__}: {error}"
+    first = text.strip().splitlines()[0][:300]
+    for needle, cause in LIKELY_MISTAKES:
+        if needle in text:
+            return f"{stage} failed ({first}). Likely mistake: {cause}"
+    return f"{stage} failed ({first})."
+
+
+def run(stage, thunk):
+    """thunk(), with JAX's refusal turned into a ValueError that names the transformation."""
+    try:
+        return np.asarray(thunk())
+    except NotImplementedError as error:
+        if str(error).startswith("Exercise "):  # the learner copy's stub: not answered yet
+            raise
+        raise ValueError(explain(stage, error)) from None
+    except Exception as error:
+        raise ValueError(explain(stage, error)) from None
+
+
+def elementwise(transform, x):
+    """transform applied to every element of x through jax.vmap, in x's shape."""
+    return jax.vmap(transform)(x.reshape(-1)).reshape(x.shape)
+
+
+# Compiled once per (function, shape, dtype): fn is a static argument.
+@functools.partial(jax.jit, static_argnums=0)
+def jvp_jit(fn, x, t):
+    return jax.jvp(fn, (x,), (t,))[1]
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def grad_vmap_jit(fn, x):
+    return elementwise(jax.grad(fn), x)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def second_vmap_jit(fn, x):
+    return elementwise(jax.grad(jax.grad(fn)), x)
+'''
+
+LOG1PEXP_INVOKE = INVOKE_HEADER + '''
+
+def invoke(fn, x, t, ct):
+    with jax.enable_x64(True):
+        x, t, ct = jnp.asarray(x), jnp.asarray(t), jnp.asarray(ct)
+        f = jax.jit(fn)
+        return (
+            run("jax.jit(fn)(x)", lambda: f(x)),
+            run("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
+            run("jax.vjp(jax.jit(fn))", lambda: jax.vjp(f, x)[1](ct)[0]),
+            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
+            run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
+        )
+'''
+
+CLIP_INVOKE = INVOKE_HEADER + '''
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def value_jit(fn, lo, hi, x):
+    return fn(lo, hi, x)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def rows_vjp_jit(fn, lo, hi, x, ct):
+    def row_vjp(row, row_ct):
+        return jax.vjp(lambda v: fn(lo, hi, v), row)[1](row_ct)[0]
+
+    return jax.vmap(row_vjp)(x, ct)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def chained_grad_jit(fn, lo, hi, x, ct):
+    return jax.grad(lambda v: jnp.sum(ct * jnp.sin(fn(lo, hi, 3 * v))))(x)
+
+
+def invoke(fn, lo, hi, x, ct):
+    with jax.enable_x64(True):
+        x, ct = jnp.asarray(x), jnp.asarray(ct)
+        return (
+            run("jax.jit(fn)(lo, hi, x)", lambda: value_jit(fn, lo, hi, x)),
+            run("jax.vjp(jax.jit(fn))",
+                lambda: jax.vjp(lambda v: value_jit(fn, lo, hi, v), x)[1](ct)[0]),
+            run("jax.jit(jax.vmap(VJP of each row))", lambda: rows_vjp_jit(fn, lo, hi, x, ct)),
+            run("jax.jit(jax.grad(sum(ct * sin(fn(lo, hi, 3 * x)))))",
+                lambda: chained_grad_jit(fn, lo, hi, x, ct)),
+        )
+'''
+
+FIXED_POINT_INVOKE = INVOKE_HEADER + '''
+
+def invoke(fn, a, ct):
+    with jax.enable_x64(True):
+        a, ct = jnp.asarray(a), jnp.asarray(ct)
+        f = jax.jit(fn)
+        return (
+            run("jax.jit(fn)(a)", lambda: f(a)),
+            run("jax.vjp(jax.jit(fn))", lambda: jax.vjp(f, a)[1](ct)[0]),
+            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, a)),
+        )
+'''
+
+BESSEL_INVOKE = INVOKE_HEADER + '''
+
+def invoke(fn, x, t):
+    with jax.enable_x64(True):
+        x, t = jnp.asarray(x), jnp.asarray(t)
+        f = jax.jit(fn)
+        return (
+            run("jax.jit(fn)(x)", lambda: f(x)),
+            run("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
+            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
+            run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
+        )
+'''
+
+EXCEPTION_HINT = (
+    "JAX refused one of the transformations the check applies (jit, jvp, vjp, vmap, grad); "
+    "the message above names it and the likely mistake."
+)
+
+
+def _via_invoke(exercise_invoke: str, learner_fn: Any, case: Case) -> tuple[np.ndarray, ...]:
+    """What a wrong learner function returns on this case (it runs in the trusted parent)."""
+    return compile_invoker(exercise_invoke)(learner_fn, *case.fresh_values())
+
+
+@functools.cache
+def _jax() -> Any:
+    from ..references import jax_module
+
+    return jax_module()
+
+
+def _vector(dtype: np.dtype, size: int, low: float, high: float) -> st.SearchStrategy:
+    elements = st.floats(low, high, width=dtype.itemsize * 8, allow_subnormal=False)
+    return st.lists(elements, min_size=size, max_size=size).map(
+        lambda values: np.asarray(values, dtype=dtype)
+    )
+
+
+def _sizes(profile: Profile) -> st.SearchStrategy[int]:
+    """Few distinct lengths: each (shape, dtype) compiles the learner's function once per
+    transformation, so the notebook uses two; grading adds a longer one."""
+    return st.sampled_from((1, 6) if profile.max_side <= 4 else (1, 6, 2 * profile.max_side))
+
+
+def _rng_vector(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
+    return rng.uniform(-3, 3, size=n).round(2).astype(dtype)
+
+
+# ---------------------------------------------------------------- log1pexp (custom_jvp)
+
+
+@st.composite
+def _log1pexp_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    n = draw(_sizes(profile))
+    x = draw(float_arrays(dtype, (n,), bound=40.0))
+    t = draw(float_arrays(dtype, (n,)))
+    ct = draw(float_arrays(dtype, (n,)))
+    return Case((("x", x), ("t", t), ("ct", ct)))
+
+
+def _log1pexp_edges() -> list[Case]:
+    rng = np.random.default_rng(5)
+    points = [
+        ([-1000.0, -100.0, -0.5, 0.0, 100.0, 1000.0], np.float32, "x = +-100, +-1000, float32"),
+        ([-1000.0, -100.0, -0.5, 0.0, 100.0, 1000.0], np.float64, "x = +-100, +-1000, float64"),
+        ([-88.0, -30.0, -1.0, 1.0, 30.0, 89.0], np.float32, "around float32's exp overflow"),
+    ]
+    return [
+        Case(
+            (
+                ("x", np.asarray(x, dtype)),
+                ("t", _rng_vector(rng, len(x), dtype)),
+                ("ct", _rng_vector(rng, len(x), dtype)),
+            ),
+            label=label,
+        )
+        for x, dtype, label in points
+    ]
+
+
+def _log1pexp_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, t, ct = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape(persistent=True) as inner:
+            inner.watch(x)
+            y = tf.math.softplus(x)
+        grad = inner.gradient(y, x)
+    vjp = inner.gradient(y, x, output_gradients=ct)
+    second = outer.gradient(grad, x)
+    with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
+        y_forward = tf.math.softplus(x)
+    jvp = accumulator.jvp(y_forward)
+    return tuple(v.numpy() for v in (y, jvp, vjp, grad, second))
+
+
+def _log1pexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def softplus(v: Any) -> Any:
+        return jnp.logaddexp(v, jnp.zeros_like(v))
+
+    x, t, ct = arrays["x"], arrays["t"], arrays["ct"]
+    y, jvp = jax.jvp(softplus, (x,), (t,))
+    (vjp,) = jax.vjp(softplus, x)[1](ct)
+    scalar = lambda v: softplus(v)  # noqa: E731 - an elementwise function of one element
+    grad = jax.vmap(jax.grad(scalar))(x)
+    second = jax.vmap(jax.grad(jax.grad(scalar)))(x)
+    return y, jvp, vjp, grad, second
+
+
+def _custom_jvp_softplus(value: Any, tangent: Any) -> Any:
+    """A learner's log1pexp: `value(x)` going forward, `tangent(x, t)` as the JVP rule."""
+    jax = _jax()
+
+    @jax.custom_jvp
+    def log1pexp(x: Any) -> Any:
+        return value(x)
+
+    @log1pexp.defjvp
+    def log1pexp_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return log1pexp(x), tangent(x, t)
+
+    return log1pexp
+
+
+def _log1pexp_mistake(value: Any, tangent: Any) -> Any:
+    return lambda case: _via_invoke(
+        LOG1PEXP_INVOKE, _custom_jvp_softplus(value(), tangent()), case
+    )
+
+
+def _naive_value() -> Any:
+    jnp = _jax().numpy
+    return lambda x: jnp.log(1 + jnp.exp(x))
+
+
+def _stable_value() -> Any:
+    jnp = _jax().numpy
+    return lambda x: jnp.logaddexp(x, 0.0)
+
+
+def _naive_tangent() -> Any:
+    jnp = _jax().numpy
+    return lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t
+
+
+def _sigmoid_tangent() -> Any:
+    jax = _jax()
+    return lambda x, t: jax.nn.sigmoid(x) * t
+
+
+def _ignores_tangent() -> Any:
+    jax = _jax()
+    return lambda x, t: jax.nn.sigmoid(x) + 0 * t
+
+
+def _affine_tangent() -> Any:
+    jax = _jax()
+    return lambda x, t: jax.nn.sigmoid(x) * t + 1
+
+
+def _wrong_derivative() -> Any:
+    jax = _jax()
+    return lambda x, t: jax.nn.sigmoid(-x) * t
+
+
+NAN_AT_EDGES_HINT = (
+    "NaN or Inf at the edges: exp(x) overflows for large x (float32 above ~88), so "
+    "log(1 + exp(x)) is inf and exp(x) / (1 + exp(x)) is inf / inf = NaN. Use a stable form: "
+    "jnp.logaddexp(x, 0.) going forward and jax.nn.sigmoid(x) for the derivative. If you "
+    "chose a stable branch with jnp.where, JAX still differentiates the other branch, and "
+    "0 * NaN is NaN: every branch must stay finite (for example, use exp(-abs(x)))."
+)
+
+
+LOG1PEXP = Exercise(
+    name="log1pexp",
+    signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
+    chapter=CHAPTER,
+    outputs=("value", "jvp", "vjp", "grad", "second_derivative"),
+    strategy=_log1pexp_case,
+    edge_cases=_log1pexp_edges,
+    tf_reference=_log1pexp_tf,
+    jax_reference=_log1pexp_jax,
+    references_text=(
+        "JAX's derivatives of jnp.logaddexp(x, 0) and TensorFlow's of tf.math.softplus "
+        "(value, JVP, VJP, vmap of grad, second derivative)"
+    ),
+    invoke=LOG1PEXP_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "naive_value", NAN_AT_EDGES_HINT, _log1pexp_mistake(_naive_value, _sigmoid_tangent)
+        ),
+        Mistake("naive_both", NAN_AT_EDGES_HINT, _log1pexp_mistake(_naive_value, _naive_tangent)),
+        Mistake("naive_tangent", NAN_AT_EDGES_HINT,
+                _log1pexp_mistake(_stable_value, _naive_tangent)),
+        Mistake(
+            "ignores_tangent",
+            "The tangent output must be the derivative TIMES the input tangent t: "
+            "`jax.nn.sigmoid(x) * t`, not `jax.nn.sigmoid(x)` alone.",
+            _log1pexp_mistake(_stable_value, _ignores_tangent),
+        ),
+        Mistake(
+            "affine_tangent",
+            "Your JVP rule is not linear in the tangent (it adds a constant): a JVP maps a "
+            "tangent t to (derivative) * t, so t = 0 must give 0. Reverse mode silently "
+            "drops the constant, forward mode does not, so the two disagree.",
+            _log1pexp_mistake(_stable_value, _affine_tangent),
+        ),
+        Mistake(
+            "wrong_derivative",
+            "The derivative of log(1 + exp(x)) is exp(x) / (1 + exp(x)) = sigmoid(x), "
+            "not sigmoid(-x).",
+            _log1pexp_mistake(_stable_value, _wrong_derivative),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "nonfinite": NAN_AT_EDGES_HINT,
+        "dtype": "Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
+        "floats (weakly typed), not float64 numpy arrays.",
+    },
+)
+
+
+# ---------------------------------------------------------------- clip_gradient (custom_vjp)
+
+
+@st.composite
+def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    rows, cols = draw(st.sampled_from([(1, 1), (3, 4)]))
+    lo = -draw(st.sampled_from([0.1, 0.5, 1.0, 2.5]))
+    hi = draw(st.sampled_from([0.2, 1.0, 1.5, 3.0]))
+    x = draw(float_arrays(dtype, (rows, cols), bound=3.0))
+    ct = draw(float_arrays(dtype, (rows, cols)))
+    return Case((("lo", lo), ("hi", hi), ("x", x), ("ct", ct)))
+
+
+def _clip_edges() -> list[Case]:
+    rng = np.random.default_rng(6)
+    shapes = [
+        ((3, 4), -1.0, 1.0, np.float32, "clip to [-1, 1]"),
+        ((3, 4), -0.5, 2.0, np.float64, "an asymmetric interval, float64"),
+        ((1, 1), -1.0, 1.0, np.float32, "a single element"),
+    ]
+    return [
+        Case(
+            (
+                ("lo", lo),
+                ("hi", hi),
+                ("x", rng.uniform(-3, 3, size=shape).round(2).astype(dtype)),
+                ("ct", (rng.uniform(-6, 6, size=shape)).round(2).astype(dtype)),
+            ),
+            label=label,
+        )
+        for shape, lo, hi, dtype, label in shapes
+    ]
+
+
+def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    lo, hi, x_np, ct_np = case.values()
+    x, ct = tf.constant(x_np), tf.constant(ct_np)
+
+    @tf.custom_gradient
+    def clip_gradient(v: Any) -> Any:
+        return tf.identity(v), lambda g: tf.clip_by_value(g, lo, hi)
+
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = clip_gradient(x)
+        chained = tf.reduce_sum(ct * tf.sin(clip_gradient(3 * x)))
+    vjp = tape.gradient(y, x, output_gradients=ct)
+    # Row by row, each row's VJP is that row of the whole VJP (the rule is elementwise).
+    rows = tf.stack([tape.gradient(y, x, output_gradients=ct * mask)[i] for i, mask in
+                     enumerate(tf.eye(x.shape[0], dtype=x.dtype)[:, :, None])])
+    return y.numpy(), vjp.numpy(), rows.numpy(), tape.gradient(chained, x).numpy()
+
+
+def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+    lo, hi, x, ct = params["lo"], params["hi"], arrays["x"], arrays["ct"]
+    y, identity_vjp = jax.vjp(lambda v: v, x)
+    clipped = jnp.clip(identity_vjp(ct)[0], lo, hi)
+    # d/dx sum(ct * sin(clip_gradient(3x))): the cotangent reaching clip_gradient is
+    # ct * cos(3x), from JAX's VJP of sin; it is clipped, then multiplied by 3.
+    (at_clip,) = jax.vjp(jnp.sin, 3 * x)[1](ct)
+    (chained,) = jax.vjp(lambda v: 3 * v, x)[1](jnp.clip(at_clip, lo, hi))
+    return y, clipped, clipped, chained
+
+
+def _clip_learner(forward: Any, backward: Any) -> Any:
+    """A learner's clip_gradient: custom_vjp with nondiff_argnums=(0, 1)."""
+    jax = _jax()
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
+        return forward(lo, hi, x)
+
+    def fwd(lo: float, hi: float, x: Any) -> Any:
+        return forward(lo, hi, x), None
+
+    def bwd(lo: float, hi: float, residuals: Any, g: Any) -> Any:
+        return (backward(lo, hi, g),)
+
+    clip_gradient.defvjp(fwd, bwd)
+    return clip_gradient
+
+
+def _clip_mistake(forward: Any, backward: Any) -> Any:
+    return lambda case: _via_invoke(CLIP_INVOKE, _clip_learner(forward(), backward()), case)
+
+
+def _identity() -> Any:
+    return lambda lo, hi, x: x
+
+
+def _clipped_cotangent() -> Any:
+    jnp = _jax().numpy
+    return lambda lo, hi, g: jnp.clip(g, lo, hi)
+
+
+def _clips_primal(case: Case) -> tuple[np.ndarray, ...]:
+    jnp = _jax().numpy
+    return _via_invoke(CLIP_INVOKE, lambda lo, hi, x: jnp.clip(x, lo, hi), case)
+
+
+def _clip_ones() -> Any:
+    jnp = _jax().numpy
+    return lambda lo, hi, g: jnp.clip(jnp.ones_like(g), lo, hi)
+
+
+def _clip_by_norm() -> Any:
+    jnp = _jax().numpy
+    return lambda lo, hi, g: g * jnp.minimum(1.0, hi / jnp.maximum(jnp.linalg.norm(g), 1e-12))
+
+
+CLIP_GRADIENT = Exercise(
+    name="clip_gradient",
+    signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
+    chapter=CHAPTER,
+    outputs=("value", "vjp", "vmap_vjp", "chained_grad"),
+    strategy=_clip_case,
+    edge_cases=_clip_edges,
+    tf_reference=_clip_tf,
+    jax_reference=_clip_jax,
+    references_text=(
+        "jnp.clip of JAX's own cotangents, and a tf.custom_gradient twin under tf.GradientTape"
+    ),
+    invoke=CLIP_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "clips_primal",
+            "You clipped the VALUE x going forward. clip_gradient returns x unchanged; only "
+            "the cotangent flowing backward is clipped, in bwd.",
+            _clips_primal,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "bwd must clip the incoming cotangent g itself (jnp.clip(g, lo, hi)); your "
+            "result does not depend on g.",
+            _clip_mistake(_identity, _clip_ones),
+        ),
+        Mistake(
+            "clip_by_norm",
+            "This exercise clips each element of the cotangent to [lo, hi] (jnp.clip), "
+            "not its norm.",
+            _clip_mistake(_identity, _clip_by_norm),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "value": "Going forward clip_gradient is the identity; bwd returns "
+        "(jnp.clip(g, lo, hi),), the clipped cotangent, and nothing for lo and hi.",
+    },
+)
+
+
+# ---------------------------------------------------------------- fixed_point (custom_vjp)
+
+
+@st.composite
+def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    n = draw(_sizes(profile))
+    a = draw(_vector(dtype, n, 0.0625, 20.0))
+    ct = draw(float_arrays(dtype, (n,)))
+    return Case((("a", a), ("ct", ct)))
+
+
+def _fixed_point_edges() -> list[Case]:
+    rng = np.random.default_rng(7)
+    points = [
+        ([2.0, 6.0, 12.0, 0.75, 3.75, 20.0], np.float32, "a = x(1 + x) for x = 1, 2, 3, ..."),
+        ([0.05, 0.5, 1.0, 5.0, 10.0, 20.0], np.float64, "small and large a, float64"),
+        ([0.5], np.float32, "a single element"),
+    ]
+    return [
+        Case((("a", np.asarray(a, dtype)), ("ct", _rng_vector(rng, len(a), dtype))), label=label)
+        for a, dtype, label in points
+    ]
+
+
+def _fixed_point_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    a, ct = (tf.constant(v) for v in case.values())
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(a)
+        x = 2 * a / (1 + tf.sqrt(1 + 4 * a))
+    vjp = tape.gradient(x, a, output_gradients=ct)
+    return x.numpy(), vjp.numpy(), tape.gradient(x, a).numpy()
+
+
+def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def closed_form(a: Any) -> Any:  # the root of x**2 + x - a = 0, without cancellation
+        return 2 * a / (1 + jnp.sqrt(1 + 4 * a))
+
+    a, ct = arrays["a"], arrays["ct"]
+    x, vjp_fn = jax.vjp(closed_form, a)
+    return x, vjp_fn(ct)[0], jax.vmap(jax.grad(closed_form))(a)
+
+
+FIXED_POINT_ITERATIONS = 300
+
+
+def _fixed_point_learner(backward: Any) -> Any:
+    """A learner's fixed_point: the given solver, residuals (a, x), and `backward`."""
+    jax = _jax()
+    jnp = jax.numpy
+
+    def solve(a: Any) -> Any:
+        return jax.lax.fori_loop(
+            0, FIXED_POINT_ITERATIONS, lambda i, x: a / (1 + x), jnp.zeros_like(a)
+        )
+
+    @jax.custom_vjp
+    def fixed_point(a: Any) -> Any:
+        return solve(a)
+
+    def fwd(a: Any) -> Any:
+        x = solve(a)
+        return x, (a, x)
+
+    def bwd(residuals: Any, x_bar: Any) -> Any:
+        a, x = residuals
+        return (backward(a, x, x_bar),)
+
+    fixed_point.defvjp(fwd, bwd)
+    return fixed_point
+
+
+def _fixed_point_mistake(backward: Any) -> Any:
+    return lambda case: _via_invoke(FIXED_POINT_INVOKE, _fixed_point_learner(backward), case)
+
+
+FIXED_POINT = Exercise(
+    name="fixed_point",
+    signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
+    chapter=CHAPTER,
+    outputs=("value", "vjp", "grad"),
+    strategy=_fixed_point_case,
+    edge_cases=_fixed_point_edges,
+    tf_reference=_fixed_point_tf,
+    jax_reference=_fixed_point_jax,
+    references_text=(
+        "JAX's and TensorFlow's derivatives of the closed form x = 2a / (1 + sqrt(1 + 4a))"
+    ),
+    invoke=FIXED_POINT_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "missing_factor",
+            "You returned x_bar * df/da only. x itself depends on a, so the implicit function "
+            "theorem divides by (1 - df/dx): a_bar = x_bar * (df/da) / (1 - df/dx), with "
+            "df/da = 1 / (1 + x) and df/dx = -a / (1 + x)**2.",
+            _fixed_point_mistake(lambda a, x, g: g / (1 + x)),
+        ),
+        Mistake(
+            "sign_of_dfdx",
+            "Check the sign of df/dx: for f(a, x) = a / (1 + x), df/dx = -a / (1 + x)**2, so "
+            "1 - df/dx = 1 + a / (1 + x)**2.",
+            _fixed_point_mistake(lambda a, x, g: g / (1 + x) / (1 - a / (1 + x) ** 2)),
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "bwd must multiply the incoming cotangent x_bar; your result does not depend on it.",
+            _fixed_point_mistake(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2)),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "value": "From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
+        "the VJP multiplies the cotangent x_bar by that.",
+    },
+)
+
+
+# ---------------------------------------------------------------- bessel_i0 (pure_callback)
+
+
+@st.composite
+def _bessel_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    n = draw(_sizes(profile))
+    magnitude = draw(_vector(dtype, n, 0.25, 8.0))
+    signs = draw(st.lists(st.sampled_from([-1, 1]), min_size=n, max_size=n))
+    x = (magnitude * np.asarray(signs, dtype)).astype(dtype)
+    t = draw(float_arrays(dtype, (n,)))
+    return Case((("x", x), ("t", t)))
+
+
+def _bessel_edges() -> list[Case]:
+    rng = np.random.default_rng(8)
+    points = [
+        ([-8.0, -1.0, 0.25, 0.5, 3.0, 8.0], np.float32, "from -8 to 8, float32"),
+        ([-5.0, -0.25, 0.25, 1.0, 2.0, 6.0], np.float64, "float64"),
+    ]
+    return [
+        Case((("x", np.asarray(x, dtype)), ("t", _rng_vector(rng, len(x), dtype))), label=label)
+        for x, dtype, label in points
+    ]
+
+
+def _bessel_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, t = (tf.constant(v) for v in case.values())
+    i0 = tf.math.special.bessel_i0
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")  # bessel_i1's gradient warns that it uses a deprecated `div`
+    try:
+        return _bessel_tf_outputs(tf, i0, x, t)
+    finally:
+        logger.setLevel(level)
+
+
+def _bessel_tf_outputs(tf: Any, i0: Any, x: Any, t: Any) -> tuple[np.ndarray, ...]:
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = i0(x)
+        grad = inner.gradient(y, x)
+    second = outer.gradient(grad, x)
+    with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
+        y_forward = i0(x)
+    return y.numpy(), accumulator.jvp(y_forward).numpy(), grad.numpy(), second.numpy()
+
+
+# I0(x) = (1 / 2pi) * integral over [0, 2pi) of exp(x cos(theta)): the integrand is periodic
+# and smooth, so the mean over equally spaced theta converges faster than any power (48
+# points reach float64 precision for |x| <= 8), every term is positive, and the program is
+# one broadcast exp and a mean, cheap to compile and to differentiate twice.
+I0_POINTS = 48
+
+
+def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+    cosines = np.cos(2 * np.pi * np.arange(I0_POINTS) / I0_POINTS)
+
+    def i0(v: Any) -> Any:
+        terms = jnp.exp(v.astype(jnp.float64)[..., None] * cosines)
+        return jnp.mean(terms, axis=-1).astype(v.dtype)
+
+    x, t = arrays["x"], arrays["t"]
+    y, jvp = jax.jvp(i0, (x,), (t,))
+    return y, jvp, jax.vmap(jax.grad(i0))(x), jax.vmap(jax.grad(jax.grad(i0)))(x)
+
+
+def _bessel_learner(tangent: Any) -> Any:
+    jax = _jax()
+
+    @jax.custom_jvp
+    def bessel_i0(x: Any) -> Any:
+        shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(
+            lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method="expand_dims"
+        )
+
+    @bessel_i0.defjvp
+    def bessel_i0_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return bessel_i0(x), tangent(bessel_i0, x, t)
+
+    return bessel_i0
+
+
+def _bessel_mistake(tangent: Any) -> Any:
+    return lambda case: _via_invoke(BESSEL_INVOKE, _bessel_learner(tangent), case)
+
+
+def _i1(x: Any) -> Any:
+    return _jax().scipy.special.i1(x)
+
+
+BESSEL_I0 = Exercise(
+    name="bessel_i0",
+    signature="bessel_i0(x) -> np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
+    chapter=CHAPTER,
+    outputs=("value", "jvp", "grad", "second_derivative"),
+    strategy=_bessel_case,
+    edge_cases=_bessel_edges,
+    tf_reference=_bessel_tf,
+    jax_reference=_bessel_jax,
+    references_text=(
+        "JAX's derivatives of I0's integral (mean of exp(x cos t)) and TensorFlow's of "
+        "tf.math.special.bessel_i0 (value, JVP, vmap of grad, second derivative)"
+    ),
+    invoke=BESSEL_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "ignores_tangent",
+            "The tangent output must be the derivative TIMES the input tangent t: "
+            "jax.scipy.special.i1(x) * t.",
+            _bessel_mistake(lambda f, x, t: _i1(x) + 0 * t),
+        ),
+        Mistake(
+            "derivative_is_i0",
+            "The derivative of I0 is I1 (jax.scipy.special.i1), not I0 itself "
+            "(that would be exp).",
+            _bessel_mistake(lambda f, x, t: f(x) * t),
+        ),
+        Mistake(
+            "wrong_sign",
+            "I0 is even, so its derivative I1 is odd: i1(-x) = -i1(x). Use i1(x) itself, "
+            "not i1(|x|).",
+            _bessel_mistake(lambda f, x, t: _i1(_jax().numpy.abs(x)) * t),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "dtype": "np.i0 may return another dtype than x: cast inside the callback "
+        "(np.i0(v).astype(v.dtype)) and declare jax.ShapeDtypeStruct(x.shape, x.dtype).",
+    },
+)
+
+EXERCISES = (LOG1PEXP, CLIP_GRADIENT, FIXED_POINT, BESSEL_I0)

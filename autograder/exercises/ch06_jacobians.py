@@ -1,0 +1,780 @@
+"""Chapter 06 exercises: Jacobians from VJPs and from JVPs, per-example Jacobians, HVPs.
+
+Each exercise takes a function, and a case cannot carry one (cases are data shipped to a
+sandbox). So a case names one of a few fixed test functions ("tanh_mix", "outer", ...): the
+exercise's `invoke` source builds that function with jax.numpy and hands it to the learner's
+code, and the references build the same function by name, once with TensorFlow and once with
+jax.numpy. The numpy Jacobians and Hessians at the bottom only build the known wrong answers;
+verdicts always come from TensorFlow and JAX.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..cases import Case, Profile, float_arrays
+from ..exercise import Exercise, Mistake
+
+CHAPTER = "06"
+FRAMEWORKS = ("jax",)
+BOUND = 2.0
+BATCH_NORM_EPS = 0.1
+
+# ---------------------------------------------------------------- the test functions, three ways
+
+# jax.numpy versions: the source is shared by `invoke` (learner's kernel and grader's child)
+# and by the JAX references, so the learner's code sees exactly the function the reference saw.
+TEST_FUNCTIONS_SOURCE = '''
+import jax
+import jax.numpy as jnp
+
+
+def mix_matrix(rows, cols, dtype):
+    """A fixed, deterministic (rows, cols) matrix with no symmetry."""
+    i = jnp.arange(rows, dtype=dtype)[:, None]
+    j = jnp.arange(cols, dtype=dtype)[None, :]
+    return jnp.cos(1.3 * i - 0.7 * j + 0.5)
+
+
+def vector_function(name):
+    """Test functions for jacobian_via_vjp / jacobian_via_jvp: any shape in, some shape out."""
+    def tanh_mix(x):                     # x: any shape (n entries) -> (n + 1,)
+        v = jnp.ravel(x)
+        return jnp.tanh(mix_matrix(v.size + 1, v.size, x.dtype) @ v)
+
+    def cumsum_sin(x):                   # x: any shape (n entries) -> (n,)
+        v = jnp.ravel(x)
+        return jnp.cumsum(v * jnp.sin(v))
+
+    def outer(x):                        # x: (..., k) -> (..., k, k)
+        return x[..., :, None] * jnp.sin(x)[..., None, :]
+
+    def logsumexp_rows(x):               # x: (..., k) -> (...)
+        return jax.nn.logsumexp(x, axis=-1)
+
+    return {f.__name__: f for f in (tanh_mix, cumsum_sin, outer, logsumexp_rows)}[name]
+
+
+def batch_function(name):
+    """Test functions for batch_jacobian: x (B, n) -> y (B, n + 1)."""
+    def dense_tanh(x):                   # each row on its own
+        return jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
+
+    def softmax_rows(x):                 # each row on its own
+        return jax.nn.softmax(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype), axis=-1)
+
+    def batchnorm(x):                    # every row depends on the whole batch
+        h = x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype)
+        centred = h - jnp.mean(h, axis=0)
+        return centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0) + EPS)
+
+    def batch_centred(x):                # every row depends on the whole batch
+        t = jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
+        return t - jnp.mean(t, axis=0)
+
+    fns = (dense_tanh, softmax_rows, batchnorm, batch_centred)
+    return {f.__name__: f for f in fns}[name]
+
+
+def scalar_function(name):
+    """Test functions for hvp: any shape in, a scalar out."""
+    def rosenbrock(x):
+        v = jnp.ravel(x)
+        return jnp.sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
+
+    def logsumexp(x):
+        return jax.nn.logsumexp(x)
+
+    def sin_chain(x):
+        v = jnp.ravel(x)
+        return jnp.sum(jnp.sin(v) * jnp.roll(v, 1))
+
+    return {f.__name__: f for f in (rosenbrock, logsumexp, sin_chain)}[name]
+'''.replace("EPS", repr(BATCH_NORM_EPS))
+
+VECTOR_NAMES = ("tanh_mix", "cumsum_sin", "outer", "logsumexp_rows")
+ANY_RANK = ("tanh_mix", "cumsum_sin")  # these accept a scalar x; the others need an axis
+BATCH_NAMES = ("dense_tanh", "softmax_rows", "batchnorm", "batch_centred")
+SCALAR_NAMES = ("rosenbrock", "logsumexp", "sin_chain")
+
+
+def _invoke_source(kind: str) -> str:
+    """`invoke` for an exercise: build the named function, call the learner, return numpy.
+
+    Eager JAX compiles every operation separately for every new shape, which would make a
+    check of ~35 cases slow. So the learner's function is first tried under jax.jit (one
+    compilation per case); if that raises (numpy calls on traced values, `bool(...)` of an
+    array), it is simply called as written.
+    """
+    return TEST_FUNCTIONS_SOURCE + f'''
+import numpy as np
+
+
+_TEST_FUNCTIONS = {{}}
+_JITTED = {{}}
+
+
+def _as_numpy(out):
+    if isinstance(out, tuple | list):
+        return tuple(np.asarray(o) for o in out)
+    return np.asarray(out)
+
+
+def invoke(fn, name, *arrays):
+    if name not in _TEST_FUNCTIONS:
+        _TEST_FUNCTIONS[name] = jax.jit({kind}_function(name))
+    f = _TEST_FUNCTIONS[name]
+    args = [jnp.asarray(a) for a in arrays]
+    key = (fn, name)
+    if key not in _JITTED:
+        _JITTED[key] = jax.jit(lambda *a: fn(f, *a))
+    try:
+        return _as_numpy(_JITTED[key](*args))
+    except Exception:
+        return _as_numpy(fn(f, *args))
+'''
+
+
+@cache
+def _jnp_functions() -> dict[str, Any]:
+    """The jax.numpy test functions, from the same source `invoke` runs."""
+    namespace: dict[str, Any] = {}
+    exec(compile(TEST_FUNCTIONS_SOURCE, "<chapter 06 test functions>", "exec"), namespace)
+    return namespace
+
+
+def _tf_mix_matrix(tf: Any, rows: int, cols: int, dtype: Any) -> Any:
+    i = tf.range(rows, dtype=dtype)[:, None]
+    j = tf.range(cols, dtype=dtype)[None, :]
+    return tf.cos(1.3 * i - 0.7 * j + 0.5)
+
+
+def _tf_vector_function(tf: Any, name: str, x: Any) -> Any:
+    if name in ("tanh_mix", "cumsum_sin"):
+        v = tf.reshape(x, [-1])
+        n = int(v.shape[0])
+        if name == "tanh_mix":
+            return tf.tanh(tf.linalg.matvec(_tf_mix_matrix(tf, n + 1, n, x.dtype), v))
+        return tf.cumsum(v * tf.sin(v))
+    if name == "outer":
+        return x[..., :, None] * tf.sin(x)[..., None, :]
+    return tf.reduce_logsumexp(x, axis=-1)
+
+
+def _tf_batch_function(tf: Any, name: str, x: Any) -> Any:
+    n = int(x.shape[1])
+    h = x @ _tf_mix_matrix(tf, n, n + 1, x.dtype)
+    if name == "dense_tanh":
+        return tf.tanh(h)
+    if name == "softmax_rows":
+        return tf.nn.softmax(h, axis=-1)
+    if name == "batchnorm":
+        centred = h - tf.reduce_mean(h, axis=0)
+        return centred / tf.sqrt(tf.reduce_mean(centred**2, axis=0) + BATCH_NORM_EPS)
+    t = tf.tanh(h)
+    return t - tf.reduce_mean(t, axis=0)
+
+
+def _tf_scalar_function(tf: Any, name: str, x: Any) -> Any:
+    v = tf.reshape(x, [-1])
+    if name == "rosenbrock":
+        return tf.reduce_sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
+    if name == "logsumexp":
+        return tf.reduce_logsumexp(v)
+    return tf.reduce_sum(tf.sin(v) * tf.roll(v, 1, axis=0))
+
+
+def _tf_jacobian(tf: Any, fn: Any, x: np.ndarray) -> np.ndarray:
+    """TensorFlow's Jacobian, output axes first, one tape.gradient per output entry.
+
+    Each row is the gradient for a one-hot `output_gradients` (cotangent); the rows are
+    stacked in y's shape. This is what tape.jacobian(y, x) computes (the tests check that),
+    but without its per-call set-up cost, which dominates for the small cases here.
+    """
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = fn(x)
+    size = int(np.prod(y.shape))
+    one_hots = tf.reshape(tf.eye(size, dtype=y.dtype), [size, *y.shape])
+    rows = [tape.gradient(y, x, output_gradients=one_hots[i]) for i in range(size)]
+    return tf.reshape(tf.stack(rows), [*y.shape, *x.shape]).numpy()
+
+
+# ---------------------------------------------------------------- numpy Jacobians (mistakes only)
+
+
+def _mix_matrix(rows: int, cols: int, dtype: Any) -> np.ndarray:
+    i = np.arange(rows, dtype=dtype)[:, None]
+    j = np.arange(cols, dtype=dtype)[None, :]
+    return np.cos(1.3 * i - 0.7 * j + 0.5).astype(dtype)
+
+
+def _rowwise(x: np.ndarray, row_jacobian: Any) -> np.ndarray:
+    """Jacobian of a function applied to each last-axis row of x: block diagonal."""
+    lead = x.shape[:-1]
+    blocks = {index: row_jacobian(x[index]) for index in np.ndindex(*lead)}
+    out_row = next(iter(blocks.values())).shape[:-1]
+    jac = np.zeros(lead + out_row + x.shape, dtype=x.dtype)
+    for index, block in blocks.items():
+        jac[index + (slice(None),) * len(out_row) + index] = block
+    return jac
+
+
+def _outer_row(r: np.ndarray) -> np.ndarray:
+    k = r.size
+    eye = np.eye(k, dtype=r.dtype)
+    # d(r_i sin r_j)/d r_l = [i == l] sin r_j + r_i cos r_j [j == l]
+    return eye[:, None, :] * np.sin(r)[None, :, None] + (r[:, None] * np.cos(r)[None, :])[
+        :, :, None
+    ] * eye[None, :, :]
+
+
+def _softmax(v: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(v - v.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def vector_jacobian(name: str, x: np.ndarray) -> np.ndarray:
+    """The Jacobian of a vector test function, output axes first (numpy, by hand)."""
+    v = x.ravel()
+    n = v.size
+    if name == "tanh_mix":
+        m = _mix_matrix(n + 1, n, x.dtype)
+        y = np.tanh(m @ v)
+        return ((1 - y**2)[:, None] * m).reshape((n + 1, *x.shape))
+    if name == "cumsum_sin":
+        slope = np.sin(v) + v * np.cos(v)
+        return (np.tril(np.ones((n, n), x.dtype)) * slope[None, :]).reshape((n, *x.shape))
+    if name == "outer":
+        return _rowwise(x, _outer_row)
+    return _rowwise(x, _softmax)
+
+
+def _batch_forward_jacobian(name: str, x: np.ndarray) -> np.ndarray:
+    """Full Jacobian (B, m, B, n) of a batch test function (numpy, by hand)."""
+    b, n = x.shape
+    m = _mix_matrix(n, n + 1, x.dtype)
+    h = x @ m
+    eye_b = np.eye(b, dtype=x.dtype)
+    if name in ("dense_tanh", "batch_centred"):
+        dh = 1 - np.tanh(h) ** 2  # (B, m)
+        jac = np.einsum("bi,bc,ji->bicj", dh, eye_b, m)
+        if name == "batch_centred":
+            jac = jac - jac.mean(axis=0, keepdims=True)
+        return jac
+    if name == "softmax_rows":
+        s = _softmax(h)
+        ds = s[:, :, None] * (np.eye(n + 1, dtype=x.dtype)[None] - s[:, None, :])  # (B, m, m)
+        return np.einsum("bik,bc,jk->bicj", ds, eye_b, m)
+    # batchnorm: y = c / sqrt(mean(c^2) + eps), c = h - mean(h), columns independent
+    c = h - h.mean(axis=0)
+    s2 = (c**2).mean(axis=0) + BATCH_NORM_EPS
+    center = eye_b - 1.0 / b  # dc[b, i] / dh[c, i]
+    dy_dh = center[:, None, :] / np.sqrt(s2)[None, :, None] - np.einsum(
+        "bi,ci->bic", c, c
+    ) / (b * s2[None, :, None] ** 1.5)  # (B, m, B): dy[b, i] / dh[c, i]
+    return np.einsum("bic,ji->bicj", dy_dh, m)
+
+
+def _scalar_gradient_and_hessian(name: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient (n,) and Hessian (n, n) of a scalar test function on ravel(x) (numpy)."""
+    v = x.ravel()
+    n = v.size
+    g = np.zeros(n, x.dtype)
+    h = np.zeros((n, n), x.dtype)
+    if name == "rosenbrock":
+        a, b = v[:-1], v[1:]
+        i = np.arange(n - 1)
+        np.add.at(g, i, -400 * a * (b - a**2) - 2 * (1 - a))
+        np.add.at(g, i + 1, 200 * (b - a**2))
+        np.add.at(h, (i, i), 1200 * a**2 - 400 * b + 2)
+        np.add.at(h, (i + 1, i + 1), 200)
+        np.add.at(h, (i, i + 1), -400 * a)
+        np.add.at(h, (i + 1, i), -400 * a)
+    elif name == "logsumexp":
+        p = _softmax(v)
+        g, h = p, np.diag(p) - np.outer(p, p)
+    else:  # sin_chain: sum_i sin(v_i) v_{i-1}
+        i = np.arange(n)
+        prev = (i - 1) % n
+        np.add.at(g, i, np.cos(v) * v[prev])
+        np.add.at(g, prev, np.sin(v))
+        np.add.at(h, (i, i), -np.sin(v) * v[prev])
+        np.add.at(h, (i, prev), np.cos(v))
+        np.add.at(h, (prev, i), np.cos(v))
+    return g, h
+
+
+# ---------------------------------------------------------------- cases
+
+# Shapes come from short menus, and arrays are float32 (JAX's default precision): the
+# learner's JAX code compiles once per new shape, so a few shapes keep a check quick, and
+# these exercises are about axes and one-hot vectors, not precision. Larger shapes are
+# added when grading (profile.max_side >= 6).
+VECTOR_SHAPES = ((3,), (2, 3), (2, 1, 2))
+SCALAR_INPUT = ((),)  # only tanh_mix and cumsum_sin take a 0-d x; the others need an axis
+BATCH_SHAPES = ((1, 3), (3, 2), (4, 3))
+HVP_SHAPES = ((), (4,), (2, 3))
+GRADING_EXTRA = {"vector": ((1, 4), (2, 2, 3)), "batch": ((2, 4), (6, 5)), "scalar": ((1,), (3, 4))}
+DTYPE = np.dtype(np.float32)
+
+
+def _menu(kind: str, base: tuple[tuple[int, ...], ...], profile: Profile) -> list:
+    return list(base) + (list(GRADING_EXTRA[kind]) if profile.max_side >= 6 else [])
+
+
+def _values(shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
+    return float_arrays(DTYPE, shape, bound=BOUND)
+
+
+@st.composite
+def _vector_case(draw: st.DrawFn, profile: Profile) -> Case:
+    name = draw(st.sampled_from(VECTOR_NAMES))
+    shapes = _menu("vector", VECTOR_SHAPES, profile)
+    shapes += list(SCALAR_INPUT) if name in ANY_RANK else []
+    x = draw(_values(draw(st.sampled_from(shapes))))
+    return Case((("name", name), ("x", x)))
+
+
+def _rng_array(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return np.asarray(rng.uniform(-BOUND, BOUND, size=shape).round(2), dtype=DTYPE)
+
+
+def _vector_edges() -> list[Case]:
+    rng = np.random.default_rng(6)
+    picks = [
+        ("outer", (2, 3), "an output of higher rank than the input"),
+        ("tanh_mix", (), "a scalar input"),
+        ("logsumexp_rows", (3,), "a scalar output"),
+        ("cumsum_sin", (2, 3), "a 2-D input, a 1-D output"),
+        ("logsumexp_rows", (2, 1, 2), "rows of a 3-D input"),
+        ("tanh_mix", (3,), "more outputs than inputs"),
+    ]
+    return [
+        Case((("name", name), ("x", _rng_array(rng, shape))), label=label)
+        for name, shape, label in picks
+    ]
+
+
+@st.composite
+def _batch_case(draw: st.DrawFn, profile: Profile) -> Case:
+    name = draw(st.sampled_from(BATCH_NAMES))
+    x = draw(_values(draw(st.sampled_from(_menu("batch", BATCH_SHAPES, profile)))))
+    return Case((("name", name), ("x", x)))
+
+
+def _batch_edges() -> list[Case]:
+    rng = np.random.default_rng(7)
+    picks = [
+        ("batchnorm", (7, 6), "a batch-normalised layer, x:(7, 6)"),
+        ("dense_tanh", (7, 6), "a dense layer, x:(7, 6)"),
+        ("batch_centred", (3, 2), "outputs centred over the batch"),
+        ("batchnorm", (1, 3), "a batch of one"),
+        ("softmax_rows", (3, 2), "a softmax per row"),
+    ]
+    return [
+        Case((("name", name), ("x", _rng_array(rng, shape))), label=label)
+        for name, shape, label in picks
+    ]
+
+
+@st.composite
+def _hvp_case(draw: st.DrawFn, profile: Profile) -> Case:
+    name = draw(st.sampled_from(SCALAR_NAMES))
+    shape = draw(st.sampled_from(_menu("scalar", HVP_SHAPES, profile)))
+    return Case((("name", name), ("x", draw(_values(shape))), ("v", draw(_values(shape)))))
+
+
+def _hvp_edges() -> list[Case]:
+    rng = np.random.default_rng(8)
+    picks = [
+        ("rosenbrock", (4,), "Rosenbrock in 4 dimensions"),
+        ("logsumexp", (2, 3), "a 2-D input"),
+        ("sin_chain", (), "a scalar input"),
+        ("sin_chain", (4,), "a vector input"),
+    ]
+    cases = []
+    for name, shape, label in picks:
+        x, v = _rng_array(rng, shape), _rng_array(rng, shape)
+        cases.append(Case((("name", name), ("x", x), ("v", v)), label=label))
+    return cases
+
+
+# ---------------------------------------------------------------- references
+
+
+def _vector_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    name, x = case.values()
+    return (_tf_jacobian(tf, lambda t: _tf_vector_function(tf, name, t), x),)
+
+
+def _vector_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    f = _jnp_functions()["vector_function"](params["name"])
+    return (jax.jacrev(f)(arrays["x"]),)
+
+
+def _vector_jax_forward(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    f = _jnp_functions()["vector_function"](params["name"])
+    return (jax.jacfwd(f)(arrays["x"]),)
+
+
+def _per_example(full: Any, xnp: Any) -> tuple[Any, Any]:
+    """Diagonal blocks J[b, :, b, :] of a (B, m, B, n) Jacobian, and whether the rest is 0."""
+    batch = full.shape[0]
+    blocks = xnp.einsum("bibj->bij", full)
+    mask = xnp.eye(batch, dtype=bool)[:, None, :, None]
+    return blocks, xnp.all(xnp.where(mask, 0, full) == 0)
+
+
+def _batch_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
+    name, x = case.values()
+    full = _tf_jacobian(tf, lambda t: _tf_batch_function(tf, name, t), x)
+    blocks, independent = _per_example(full, np)
+    return blocks, np.asarray(independent)
+
+
+def _batch_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    f = _jnp_functions()["batch_function"](params["name"])
+    return _per_example(jax.jacrev(f)(arrays["x"]), jax.numpy)
+
+
+def _hvp_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    """Reverse-over-reverse in TensorFlow: the VJP of the gradient with cotangent v.
+
+    That is H^T v, which is H v because a Hessian is symmetric. (TensorFlow's
+    forward-over-reverse, a ForwardAccumulator around a tape, gives the same numbers, as the
+    notebook shows, but sets up far more slowly per case.)
+    """
+    name, x, v = case.values()
+    x = tf.constant(x)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = _tf_scalar_function(tf, name, x)
+        grad = inner.gradient(y, x)
+    return (outer.gradient(grad, x, output_gradients=tf.constant(v)).numpy(),)
+
+
+def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    f = _jnp_functions()["scalar_function"](params["name"])
+    return (jax.jvp(jax.grad(f), (arrays["x"],), (arrays["v"],))[1],)
+
+
+# ---------------------------------------------------------------- known mistakes
+
+
+def _jacobian_of(case: Case) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
+    name, x = case.values()[:2]
+    jac = vector_jacobian(name, x)
+    return jac, jac.shape[: jac.ndim - x.ndim], x.shape
+
+
+def _axes_swapped(case: Case) -> np.ndarray:
+    """Input axes first, then output axes (each group in its own order)."""
+    jac, out_shape, in_shape = _jacobian_of(case)
+    m, n = int(np.prod(out_shape)), int(np.prod(in_shape))
+    return jac.reshape(m, n).T.reshape(in_shape + out_shape)
+
+
+def _all_axes_reversed(case: Case) -> np.ndarray:
+    return np.transpose(_jacobian_of(case)[0])
+
+
+def _ones_cotangent(case: Case) -> np.ndarray:
+    """One VJP with a cotangent of ones: the gradient of sum(y), shape x.shape."""
+    jac, out_shape, _ = _jacobian_of(case)
+    return jac.sum(axis=tuple(range(len(out_shape))))
+
+
+def _ones_rows(case: Case) -> np.ndarray:
+    """Every row the same: a ones cotangent used for each of the m rows."""
+    jac = _jacobian_of(case)[0]
+    return np.broadcast_to(_ones_cotangent(case), jac.shape).copy()
+
+
+def _ones_tangent(case: Case) -> np.ndarray:
+    """One JVP with a tangent of ones: the row sums, shape y.shape."""
+    jac, out_shape, _ = _jacobian_of(case)
+    return jac.sum(axis=tuple(range(len(out_shape), jac.ndim)))
+
+
+def _columns_reshaped(case: Case) -> np.ndarray:
+    """Columns stacked as (n, *y.shape), then reshaped (not moved) to y.shape + x.shape."""
+    jac, out_shape, in_shape = _jacobian_of(case)
+    m, n = int(np.prod(out_shape)), int(np.prod(in_shape))
+    return jac.reshape(m, n).T.reshape(out_shape + in_shape)
+
+
+AXES_SWAPPED_HINT = (
+    "Your Jacobian is transposed: it has x's axes first and y's after (shape x.shape + "
+    "y.shape). The convention of tf GradientTape.jacobian, jax.jacrev and jax.jacfwd is "
+    "the output's axes first: J[i, j] = dy[i]/dx[j], shape y.shape + x.shape."
+)
+ALL_REVERSED_HINT = (
+    "You reversed ALL the axes of the Jacobian (np.transpose(J) or J.T), which also reverses "
+    "the order inside y's axes and inside x's. Keep y's axes first, each group in order: "
+    "shape y.shape + x.shape."
+)
+JACOBIAN_HINTS = {
+    "shape": (
+        "The Jacobian has shape y.shape + x.shape (output axes first), e.g. y:(3,) and "
+        "x:(2, 2) give (3, 2, 2). Compute y = f(x) first to know y's shape."
+    ),
+    "exception": (
+        "Check that each one-hot vector has the shape and dtype of what it stands for "
+        "(jnp.eye(size, dtype=...).reshape(...)), and that the stacked result is reshaped "
+        "to y.shape + x.shape."
+    ),
+    "value": (
+        "Right shape, wrong numbers: check that entry [i, j] is dy[i]/dx[j] (not dy[j]/dx[i]) "
+        "and that every row (or column) uses its own one-hot vector."
+    ),
+}
+
+JACOBIAN_VIA_VJP = Exercise(
+    name="jacobian_via_vjp",
+    signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
+    chapter=CHAPTER,
+    outputs=("jacobian",),
+    strategy=_vector_case,
+    edge_cases=_vector_edges,
+    tf_reference=_vector_tf,
+    jax_reference=_vector_jax,
+    references_text="jax.jacrev and tf.GradientTape",
+    invoke=_invoke_source("vector"),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
+        Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
+        Mistake(
+            "ones_cotangent",
+            "You pulled back a cotangent of ones: that gives one vector, the gradient of "
+            "sum(y), which adds all rows of the Jacobian together. Pull back one ONE-HOT "
+            "cotangent per output entry (jax.vmap(vjp_fn) over the rows of an identity "
+            "matrix) and stack the results.",
+            _ones_cotangent,
+        ),
+        Mistake(
+            "ones_rows",
+            "Every row of your Jacobian is the same: each was pulled back from a cotangent "
+            "of ones (the gradient of sum(y)). Row i needs the ONE-HOT cotangent e_i: 1 at "
+            "output entry i, 0 elsewhere.",
+            _ones_rows,
+        ),
+    ),
+    hints_by_kind=JACOBIAN_HINTS,
+)
+
+JACOBIAN_VIA_JVP = Exercise(
+    name="jacobian_via_jvp",
+    signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
+    chapter=CHAPTER,
+    outputs=("jacobian",),
+    strategy=_vector_case,
+    edge_cases=_vector_edges,
+    tf_reference=_vector_tf,
+    jax_reference=_vector_jax_forward,
+    references_text="jax.jacfwd and tf.GradientTape",
+    invoke=_invoke_source("vector"),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "columns_reshaped",
+            "Your columns are right but land in the wrong places: the stacked JVPs have shape "
+            "(x.size, *y.shape), column index FIRST, and reshape does not move axes. Move the "
+            "column axis to the end (jnp.moveaxis(cols, 0, -1)) before reshaping to "
+            "y.shape + x.shape.",
+            _columns_reshaped,
+        ),
+        Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
+        Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
+        Mistake(
+            "ones_tangent",
+            "You pushed forward a tangent of ones: that gives one vector, J @ ones (the sum "
+            "of all columns). Push forward one ONE-HOT tangent per input entry (jax.vmap "
+            "over the rows of an identity matrix) and put each result in its column.",
+            _ones_tangent,
+        ),
+    ),
+    hints_by_kind=JACOBIAN_HINTS,
+)
+
+
+def _full_batch_jacobian(case: Case) -> np.ndarray:
+    name, x = case.values()
+    return _batch_forward_jacobian(name, x)
+
+
+def _truth(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    blocks, independent = _per_example(_full_batch_jacobian(case), np)
+    return blocks, np.asarray(independent)
+
+
+def _summed_over_batch(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    """What tape.batch_jacobian computes: sum over b' of dy[b']/dx[b]."""
+    summed = np.swapaxes(_full_batch_jacobian(case).sum(axis=0), 0, 1)
+    return summed, _truth(case)[1]
+
+
+def _always_independent(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    return _truth(case)[0], np.asarray(True)
+
+
+def _flag_inverted(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    blocks, independent = _truth(case)
+    return blocks, np.asarray(not independent)
+
+
+def _blocks_swapped(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    blocks, independent = _truth(case)
+    return np.swapaxes(blocks, 1, 2), independent
+
+
+def _full_returned(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    return _full_batch_jacobian(case), _truth(case)[1]
+
+
+BATCH_JACOBIAN = Exercise(
+    name="batch_jacobian",
+    signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
+    chapter=CHAPTER,
+    outputs=("jacobian", "independent"),
+    strategy=_batch_case,
+    edge_cases=_batch_edges,
+    tf_reference=_batch_tf,
+    jax_reference=_batch_jax,
+    references_text="the diagonal blocks of the Jacobian from jax.jacrev and from tf.GradientTape",
+    invoke=_invoke_source("batch"),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "summed_over_batch",
+            "Your per-example Jacobians are the SUM over the batch of dy[b']/dx[b], which is "
+            "what tape.batch_jacobian (and a VJP of the summed outputs) computes. That equals "
+            "dy[b]/dx[b] only when rows are independent; here they are not. Take the diagonal "
+            "blocks J[b, :, b, :] of the full Jacobian instead.",
+            _summed_over_batch,
+        ),
+        Mistake(
+            "always_independent",
+            "You said the rows are independent, but this function mixes the batch: some "
+            "off-diagonal block J[b, :, c, :] with b != c is not zero. Compute the flag from "
+            "the full Jacobian, do not assume it.",
+            _always_independent,
+        ),
+        Mistake(
+            "flag_inverted",
+            "Your `independent` flag is the opposite of the truth: it must be True exactly "
+            "when every off-diagonal block J[b, :, c, :] (b != c) is zero.",
+            _flag_inverted,
+        ),
+        Mistake(
+            "blocks_swapped",
+            "Each of your per-example Jacobians is transposed, (B, n, m): keep the output's "
+            "axis first, jacobian[b, i, j] = dy[b, i]/dx[b, j], shape (B, m, n).",
+            _blocks_swapped,
+        ),
+        Mistake(
+            "full_returned",
+            "You returned the full Jacobian (B, m, B, n). Return only its diagonal blocks "
+            "J[b, :, b, :], stacked as (B, m, n), e.g. with jnp.einsum('bibj->bij', J).",
+            _full_returned,
+        ),
+    ),
+    hints_by_kind={
+        "structure": "Return a tuple (jacobian, independent).",
+        "shape": (
+            "jacobian has shape (B, m, n) for x:(B, n) and y:(B, m), and independent is a "
+            "single boolean (a 0-d array or a Python bool)."
+        ),
+        "dtype": (
+            "jacobian keeps x's dtype, and independent is a boolean (True/False), not a "
+            "number."
+        ),
+    },
+)
+
+
+def _hessian_of(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    name, x, v = case.values()
+    g, h = _scalar_gradient_and_hessian(name, x)
+    return g, h, x, v
+
+
+def _hvp_returns_gradient(case: Case) -> np.ndarray:
+    g, _, x, _ = _hessian_of(case)
+    return g.reshape(x.shape)
+
+
+def _hvp_ignores_v(case: Case) -> np.ndarray:
+    _, h, x, _ = _hessian_of(case)
+    return (h @ np.ones(x.size, x.dtype)).reshape(x.shape)
+
+
+def _hvp_directional(case: Case) -> np.ndarray:
+    g, _, _, v = _hessian_of(case)
+    return np.asarray(g @ v.ravel(), dtype=v.dtype)
+
+
+def _hvp_swapped(case: Case) -> np.ndarray:
+    name, x, v = case.values()
+    _, h_at_v = _scalar_gradient_and_hessian(name, v)
+    return (h_at_v @ x.ravel()).reshape(x.shape)
+
+
+HVP = Exercise(
+    name="hvp",
+    signature="hvp(f, x, v) -> ndarray of x's shape",
+    chapter=CHAPTER,
+    outputs=("hvp",),
+    strategy=_hvp_case,
+    edge_cases=_hvp_edges,
+    tf_reference=_hvp_tf,
+    jax_reference=_hvp_jax,
+    references_text="jax.jvp(jax.grad(f)) and nested tf GradientTapes",
+    invoke=_invoke_source("scalar"),
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "returns_gradient",
+            "You returned the gradient of f at x: that is the PRIMAL output of "
+            "jax.jvp(jax.grad(f), (x,), (v,)). The Hessian-vector product is its TANGENT "
+            "output, the second element.",
+            _hvp_returns_gradient,
+        ),
+        Mistake(
+            "ignores_v",
+            "Your result does not depend on v (it equals H @ ones). Push forward the tangent "
+            "v itself.",
+            _hvp_ignores_v,
+        ),
+        Mistake(
+            "directional_derivative",
+            "You computed the directional derivative of f, grad f(x) . v (one number): that "
+            "is jax.jvp(f, ...). Differentiate the GRADIENT in direction v instead: "
+            "jax.jvp(jax.grad(f), (x,), (v,)).",
+            _hvp_directional,
+        ),
+        Mistake(
+            "primal_and_tangent_swapped",
+            "You swapped the primal and the tangent: this is H(v) @ x, the Hessian at v "
+            "applied to x. jax.jvp takes the point first, (x,), then the direction, (v,).",
+            _hvp_swapped,
+        ),
+    ),
+    hints_by_kind={
+        "shape": "The Hessian-vector product H @ v has the shape of x (and of v).",
+        "value": (
+            "Right shape, wrong numbers: the HVP is the tangent output of "
+            "jax.jvp(jax.grad(f), (x,), (v,)): the change of the gradient along v."
+        ),
+    },
+)
+
+EXERCISES = (JACOBIAN_VIA_VJP, JACOBIAN_VIA_JVP, BATCH_JACOBIAN, HVP)

@@ -1,0 +1,425 @@
+"""The chapter 05 checks: right answers written in different ways pass, each wrong answer
+learners write fails with the hint that names it, and the references agree with finite
+differences in random directions."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autograder import check
+from autograder.cases import NOTEBOOK, draw_cases
+from autograder.engine import reference_outputs
+from autograder.exercises.ch05_custom_derivatives_jax import (
+    BESSEL_I0,
+    CLIP_GRADIENT,
+    EXERCISES,
+    FIXED_POINT,
+    LOG1PEXP,
+)
+
+# ---------------------------------------------------------------- log1pexp
+
+
+def _log1pexp(value, tangent):
+    """A custom_jvp function from a forward formula and a tangent rule tangent(x, t)."""
+
+    @jax.custom_jvp
+    def log1pexp(x):
+        return value(x)
+
+    @log1pexp.defjvp
+    def log1pexp_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return log1pexp(x), tangent(x, t)
+
+    return log1pexp
+
+
+log1pexp_logaddexp = _log1pexp(lambda x: jnp.logaddexp(x, 0.0), lambda x, t: jax.nn.sigmoid(x) * t)
+log1pexp_abs = _log1pexp(
+    lambda x: jnp.maximum(x, 0) + jnp.log1p(jnp.exp(-jnp.abs(x))),
+    lambda x, t: jnp.exp(x - jnp.logaddexp(x, 0.0)) * t,
+)
+
+
+@jax.custom_jvp
+def log1pexp_defjvps(x):
+    return jnp.where(x > 0, x + jnp.log1p(jnp.exp(-jnp.abs(x))), jnp.log1p(jnp.exp(-jnp.abs(x))))
+
+
+log1pexp_defjvps.defjvps(lambda t, ans, x: jax.nn.sigmoid(x) * t)
+
+
+@pytest.mark.parametrize("fn", [log1pexp_logaddexp, log1pexp_abs, log1pexp_defjvps])
+def test_right_log1pexp_passes(fn):
+    report = check.log1pexp(fn)
+    assert report.passed, str(report)
+    assert report.cases_checked >= 20
+
+
+naive = _log1pexp(
+    lambda x: jnp.log(1 + jnp.exp(x)), lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t
+)
+# Stable going forward, and both branches of the derivative look stable, but jnp.where
+# differentiates both branches: the unused one is inf / inf = NaN in the second derivative.
+where_trap = _log1pexp(
+    lambda x: jnp.logaddexp(x, 0.0),
+    lambda x, t: jnp.where(x > 0, 1 / (1 + jnp.exp(-x)), jnp.exp(x) / (1 + jnp.exp(x))) * t,
+)
+
+
+def stable(x):
+    return jnp.logaddexp(x, 0.0)
+
+
+tangent_squared = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * t * t)
+tangent_sine = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * jnp.sin(t))
+tangent_plus_one = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * t + 1)
+tangent_ignored = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x))
+sigmoid_of_minus_x = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(-x) * t)
+
+
+def no_custom_rule(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+def upcasts(x):
+    return jnp.logaddexp(x, np.zeros(x.shape))
+
+
+LOG1PEXP_BUGS = [
+    (naive, "NaN or Inf at the edges"),
+    (where_trap, "NaN or Inf at the edges"),
+    (no_custom_rule, "NaN or Inf at the edges"),
+    (tangent_squared, "not linear in the tangent"),
+    (tangent_sine, "not linear in the tangent"),
+    (tangent_plus_one, "not linear in the tangent"),
+    (tangent_ignored, "TIMES the input tangent"),
+    (sigmoid_of_minus_x, "not sigmoid(-x)"),
+    (upcasts, "Keep x's dtype"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), LOG1PEXP_BUGS, ids=[str(i) for i in range(9)])
+def test_wrong_log1pexp_fails_with_its_hint(fn, hint):
+    report = check.log1pexp(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+def test_log1pexp_edges_are_the_issues_points():
+    points = {float(v) for case in LOG1PEXP.edge_cases() for v in case.arg("x")}
+    assert {-1000.0, -100.0, 100.0, 1000.0} <= points
+
+
+# ---------------------------------------------------------------- clip_gradient
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def clip_nondiff(lo, hi, x):
+    return x
+
+
+clip_nondiff.defvjp(lambda lo, hi, x: (x, None), lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
+
+
+def clip_custom_gradient(lo, hi, x):
+    @jax.custom_gradient
+    def identity(x):
+        return x, lambda g: (jnp.clip(g, lo, hi),)
+
+    return identity(x)
+
+
+@jax.custom_vjp
+def _clip_three(lo, hi, x):
+    return x
+
+
+_clip_three.defvjp(
+    lambda lo, hi, x: (x, (lo, hi)),
+    lambda bounds, g: (None, None, jnp.minimum(jnp.maximum(g, bounds[0]), bounds[1])),
+)
+
+
+def clip_all_arguments(lo, hi, x):
+    return _clip_three(lo, hi, x)
+
+
+@pytest.mark.parametrize("fn", [clip_nondiff, clip_custom_gradient, clip_all_arguments])
+def test_right_clip_gradient_passes(fn):
+    report = check.clip_gradient(fn)
+    assert report.passed, str(report)
+
+
+def clips_primal(lo, hi, x):
+    return jnp.clip(x, lo, hi)
+
+
+def _clip_with_bwd(bwd):
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+    def clip_gradient(lo, hi, x):
+        return x
+
+    clip_gradient.defvjp(lambda lo, hi, x: (x, None), bwd)
+    return clip_gradient
+
+
+bare_array = _clip_with_bwd(lambda lo, hi, r, g: jnp.clip(g, lo, hi))
+cotangents_for_bounds = _clip_with_bwd(lambda lo, hi, r, g: (0.0, 0.0, jnp.clip(g, lo, hi)))
+clips_ones = _clip_with_bwd(lambda lo, hi, r, g: (jnp.clip(jnp.ones_like(g), lo, hi),))
+
+CLIP_BUGS = [
+    (clips_primal, "clipped the VALUE x"),
+    (bare_array, "bwd returned the wrong structure"),
+    (cotangents_for_bounds, "bwd returned the wrong structure"),
+    (clips_ones, "does not depend on g"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), CLIP_BUGS, ids=[str(i) for i in range(4)])
+def test_wrong_clip_gradient_fails_with_its_hint(fn, hint):
+    report = check.clip_gradient(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+# ---------------------------------------------------------------- fixed_point
+
+
+def fixed_point_map(a, x):
+    return a / (1 + x)
+
+
+def solve(a):
+    return jax.lax.fori_loop(0, 300, lambda i, x: fixed_point_map(a, x), jnp.zeros_like(a))
+
+
+def _fixed_point(fwd, bwd):
+    @jax.custom_vjp
+    def fixed_point(a):
+        return solve(a)
+
+    fixed_point.defvjp(fwd, bwd)
+    return fixed_point
+
+
+def _fwd(a):
+    x = solve(a)
+    return x, (a, x)
+
+
+def _bwd_formula(residuals, x_bar):
+    a, x = residuals
+    return (x_bar / (1 + x) / (1 + a / (1 + x) ** 2),)
+
+
+def _bwd_general(residuals, x_bar):
+    """Solve u = x_bar + u df/dx with JAX's own VJP of the map, then a_bar = u df/da."""
+    a, x = residuals
+    _, vjp_x = jax.vjp(lambda x: fixed_point_map(a, x), x)
+    u = jax.lax.fori_loop(0, 300, lambda i, u: x_bar + vjp_x(u)[0], x_bar)
+    _, vjp_a = jax.vjp(lambda a: fixed_point_map(a, x), a)
+    return vjp_a(u)
+
+
+fixed_point_formula = _fixed_point(_fwd, _bwd_formula)
+fixed_point_general = _fixed_point(_fwd, _bwd_general)
+
+
+@pytest.mark.parametrize("fn", [fixed_point_formula, fixed_point_general])
+def test_right_fixed_point_passes(fn):
+    report = check.fixed_point(fn)
+    assert report.passed, str(report)
+
+
+STASH = {}
+
+
+def _fwd_stashing(a):
+    x = solve(a)
+    STASH["x"] = x  # kept outside: under jit this is a tracer, gone when bwd runs
+    return x, a
+
+
+def _bwd_stashed(a, x_bar):
+    x = STASH["x"]
+    return (x_bar / (1 + x) / (1 + a / (1 + x) ** 2),)
+
+
+def while_loop_unrolled(a):
+    return jax.lax.while_loop(
+        lambda s: s[1] < 300, lambda s: (fixed_point_map(a, s[0]), s[1] + 1), (a, 0)
+    )[0]
+
+
+FIXED_POINT_BUGS = [
+    (_fixed_point(_fwd_stashing, _bwd_stashed), "residuals close over tracers"),
+    (_fixed_point(_fwd, lambda r, g: _bwd_formula(r, g)[0]), "bwd returned the wrong structure"),
+    (_fixed_point(_fwd, lambda r, g: (g / (1 + r[1]),)), "divides by (1 - df/dx)"),
+    (
+        _fixed_point(_fwd, lambda r, g: (g / (1 + r[1]) / (1 - r[0] / (1 + r[1]) ** 2),)),
+        "Check the sign of df/dx",
+    ),
+    (while_loop_unrolled, "cannot differentiate through lax.while_loop"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), FIXED_POINT_BUGS, ids=[str(i) for i in range(5)])
+def test_wrong_fixed_point_fails_with_its_hint(fn, hint):
+    report = check.fixed_point(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+# ---------------------------------------------------------------- bessel_i0
+
+
+def _bessel(tangent, vmap_method="expand_dims"):
+    @jax.custom_jvp
+    def bessel_i0(x):
+        shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(
+            lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method=vmap_method
+        )
+
+    @bessel_i0.defjvp
+    def bessel_i0_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return bessel_i0(x), tangent(x, t)
+
+    return bessel_i0
+
+
+bessel_i1 = _bessel(lambda x, t: jax.scipy.special.i1(x) * t)
+bessel_i1e = _bessel(
+    lambda x, t: jax.scipy.special.i1e(x) * jnp.exp(jnp.abs(x)) * t, vmap_method="broadcast_all"
+)
+
+
+@pytest.mark.parametrize("fn", [bessel_i1, bessel_i1e])
+def test_right_bessel_i0_passes(fn):
+    report = check.bessel_i0(fn)
+    assert report.passed, str(report)
+
+
+def _numpy_i1(v):
+    h = 1e-3
+    return ((np.i0(v + h) - np.i0(v - h)) / (2 * h)).astype(v.dtype)
+
+
+def callback_derivative(x, t):
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.pure_callback(_numpy_i1, shape, x, vmap_method="expand_dims") * t
+
+
+def plain_callback(x):
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.pure_callback(
+        lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method="expand_dims"
+    )
+
+
+BESSEL_BUGS = [
+    (_bessel(callback_derivative), "write the rule itself in jax.numpy"),
+    (plain_callback, "Give the function a jax.custom_jvp rule"),
+    (_bessel(lambda x, t: jax.scipy.special.i1(x) * t, vmap_method=None), "needs a vmap_method"),
+    (_bessel(lambda x, t: jax.scipy.special.i1(x)), "TIMES the input tangent"),
+    (_bessel(lambda x, t: jax.scipy.special.i1(jnp.abs(x)) * t), "I1 is odd"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), BESSEL_BUGS, ids=[str(i) for i in range(5)])
+def test_wrong_bessel_i0_fails_with_its_hint(fn, hint):
+    report = check.bessel_i0(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+# ---------------------------------------------------------------- the references themselves
+
+
+def _table(exercise):
+    cases = exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)
+    return cases, reference_outputs(exercise, cases)
+
+
+def _directional(f, x, v, h=1e-6):
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+def _softplus(x):
+    return np.logaddexp(x, 0.0)
+
+
+def _fixed_point_numpy(a):
+    x = np.zeros_like(a)
+    for _ in range(400):
+        x = a / (1 + x)
+    return x
+
+
+def test_references_match_finite_differences_in_random_directions():
+    """JVPs against a central difference along a random direction; VJPs by <ct, J v> =
+    <J^T ct, v> for a random v. Only moderate float64 points: a difference quotient says
+    nothing useful at x = 1000."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for exercise, f, tangent_index, vjp_index in [
+        (LOG1PEXP, _softplus, 1, 2),
+        (FIXED_POINT, _fixed_point_numpy, None, 1),
+        (BESSEL_I0, np.i0, 1, None),
+    ]:
+        for case, outputs in zip(*_table(exercise), strict=True):
+            x = case.values()[0]
+            if x.dtype != np.float64 or np.abs(x).max() > 50:
+                continue
+            v = rng.normal(size=x.shape)
+            if tangent_index is not None:
+                t = case.values()[1]
+                np.testing.assert_allclose(outputs[1], _directional(f, x, t), rtol=1e-5, atol=1e-6)
+            if vjp_index is not None:
+                ct = case.values()[-1]
+                lhs = float(ct @ _directional(f, x, v))
+                np.testing.assert_allclose(outputs[vjp_index] @ v, lhs, rtol=1e-5, atol=1e-6)
+            checked += 1
+    assert checked >= 20
+
+
+def test_second_derivatives_match_finite_differences():
+    for exercise, grad in [(LOG1PEXP, lambda x: 1 / (1 + np.exp(-x))), (BESSEL_I0, None)]:
+        for case, outputs in zip(*_table(exercise), strict=True):
+            x = case.values()[0]
+            if x.dtype != np.float64 or np.abs(x).max() > 50:
+                continue
+            first = outputs[3] if exercise is LOG1PEXP else outputs[2]
+            if grad is None:  # I0' = I1, checked against a difference of np.i0 first
+                np.testing.assert_allclose(first, _directional(np.i0, x, 1.0), rtol=1e-5)
+                grad_fn = lambda v: _directional(np.i0, v, 1.0, h=1e-4)  # noqa: E731
+            else:
+                grad_fn = grad
+            second = outputs[-1]
+            np.testing.assert_allclose(second, _directional(grad_fn, x, 1.0, h=1e-4), rtol=1e-4,
+                                       atol=1e-6)
+
+
+def test_every_exercise_is_a_jax_exercise_with_an_invoke():
+    for exercise in EXERCISES:
+        assert exercise.frameworks == ("jax",)
+        assert "def invoke(" in exercise.invoke
+        assert exercise.chapter == "05"
+
+
+def test_the_clip_reference_is_clipped():
+    cases, outputs = _table(CLIP_GRADIENT)
+    for case, (value, vjp, rows, chained) in zip(cases, outputs, strict=True):
+        lo, hi, x, ct = case.values()
+        np.testing.assert_array_equal(value, x)
+        np.testing.assert_allclose(vjp, np.clip(ct, lo, hi))
+        np.testing.assert_allclose(rows, vjp)
+        assert (np.abs(chained) <= 3 * max(-lo, hi) + 1e-5).all()

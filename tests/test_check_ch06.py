@@ -1,0 +1,384 @@
+"""The chapter 06 checks: right answers written in different ways pass, and each wrong answer
+learners write (transposed Jacobian, output and input axes swapped, a ones cotangent instead
+of one-hot rows, ...) fails with the hint that names it."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from autograder import check
+from autograder.cases import NOTEBOOK, draw_cases
+from autograder.exercise import compile_invoker
+from autograder.exercises import ch06_jacobians as ch
+
+# ---------------------------------------------------------------- right answers, several ways
+
+
+def jacobian_vmap_vjp(f, x):
+    y, vjp_fn = jax.vjp(f, x)
+    rows = jnp.eye(y.size, dtype=y.dtype).reshape((y.size, *y.shape))
+    (jac,) = jax.vmap(vjp_fn)(rows)
+    return jac.reshape(y.shape + x.shape)
+
+
+def jacobian_loop_vjp(f, x):
+    y, vjp_fn = jax.vjp(f, x)
+    rows = []
+    for i in range(y.size):
+        e = np.zeros(y.size, dtype=y.dtype)
+        e[i] = 1
+        rows.append(np.asarray(vjp_fn(e.reshape(y.shape))[0]))
+    return np.stack(rows).reshape(y.shape + x.shape)
+
+
+def jacobian_jacrev(f, x):
+    return jax.jacrev(f)(x)
+
+
+def jacobian_vmap_jvp(f, x):
+    y = f(x)
+    tangents = jnp.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    cols = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(tangents)
+    return jnp.moveaxis(cols, 0, -1).reshape(y.shape + x.shape)
+
+
+def jacobian_loop_jvp(f, x):
+    cols = []
+    for i in range(x.size):
+        t = np.zeros(x.size, dtype=x.dtype)
+        t[i] = 1
+        cols.append(np.asarray(jax.jvp(f, (x,), (jnp.asarray(t.reshape(x.shape)),))[1]))
+    y_shape = cols[0].shape
+    return np.stack(cols, axis=-1).reshape(y_shape + x.shape)
+
+
+def batch_jacobian_einsum(f, x):
+    full = jax.jacrev(f)(x)
+    blocks = jnp.einsum("bibj->bij", full)
+    off = full * (1 - jnp.eye(x.shape[0], dtype=x.dtype))[:, None, :, None]
+    return blocks, bool(jnp.all(off == 0))
+
+
+def batch_jacobian_indexing(f, x):
+    full = jax.jacfwd(f)(x)
+    b = jnp.arange(x.shape[0])
+    mask = jnp.eye(x.shape[0], dtype=bool)[:, None, :, None]
+    return full[b, :, b, :], jnp.all(jnp.where(mask, 0.0, full) == 0)
+
+
+def hvp_forward_over_reverse(f, x, v):
+    return jax.jvp(jax.grad(f), (x,), (v,))[1]
+
+
+def hvp_reverse_over_reverse(f, x, v):
+    return jax.grad(lambda x: jnp.vdot(jax.grad(f)(x), v))(x)
+
+
+def hvp_via_vjp_of_grad(f, x, v):
+    return jax.vjp(jax.grad(f), x)[1](v)[0]
+
+
+RIGHT = [
+    (check.jacobian_via_vjp, jacobian_vmap_vjp),
+    (check.jacobian_via_vjp, jacobian_loop_vjp),
+    (check.jacobian_via_vjp, jacobian_jacrev),
+    (check.jacobian_via_jvp, jacobian_vmap_jvp),
+    (check.jacobian_via_jvp, jacobian_loop_jvp),
+    (check.batch_jacobian, batch_jacobian_einsum),
+    (check.batch_jacobian, batch_jacobian_indexing),
+    (check.hvp, hvp_forward_over_reverse),
+    (check.hvp, hvp_reverse_over_reverse),
+    (check.hvp, hvp_via_vjp_of_grad),
+]
+
+
+@pytest.mark.parametrize(("checker", "fn"), RIGHT, ids=[fn.__name__ for _, fn in RIGHT])
+def test_right_answers_pass(checker, fn):
+    report = checker(fn)
+    assert report.passed, str(report)
+    assert report.cases_checked >= 20
+
+
+# ---------------------------------------------------------------- wrong answers learners write
+
+
+def vjp_rows_moved_last(f, x):
+    """Output axes put after the input axes."""
+    jac = jacobian_vmap_vjp(f, x)
+    y_ndim = jac.ndim - x.ndim
+    return jnp.moveaxis(jac, tuple(range(y_ndim)), tuple(range(x.ndim, jac.ndim)))
+
+
+def vjp_transposed(f, x):
+    return jacobian_vmap_vjp(f, x).T
+
+
+def vjp_ones_cotangent(f, x):
+    y, vjp_fn = jax.vjp(f, x)
+    return vjp_fn(jnp.ones_like(y))[0]
+
+
+def vjp_ones_rows(f, x):
+    y, vjp_fn = jax.vjp(f, x)
+    rows = jnp.ones((y.size, *y.shape), dtype=y.dtype)
+    return jax.vmap(vjp_fn)(rows)[0].reshape(y.shape + x.shape)
+
+
+VJP_BUGS = [
+    (vjp_rows_moved_last, "x's axes first"),
+    (vjp_transposed, "transposed"),
+    (vjp_ones_cotangent, "cotangent of ones"),
+    (vjp_ones_rows, "ONE-HOT cotangent"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), VJP_BUGS, ids=[f.__name__ for f, _ in VJP_BUGS])
+def test_wrong_jacobian_via_vjp_fails_with_its_hint(fn, hint):
+    report = check.jacobian_via_vjp(fn)
+    assert report.status == "failed", str(report)
+    assert hint in str(report), str(report)
+
+
+def jvp_columns_reshaped(f, x):
+    y = f(x)
+    tangents = jnp.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    cols = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(tangents)
+    return cols.reshape(y.shape + x.shape)
+
+
+def jvp_input_axes_first(f, x):
+    y = f(x)
+    tangents = jnp.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    cols = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(tangents)
+    return cols.reshape(x.shape + y.shape)
+
+
+def jvp_ones_tangent(f, x):
+    return jax.jvp(f, (x,), (jnp.ones_like(x),))[1]
+
+
+def jvp_transposed(f, x):
+    return jacobian_vmap_jvp(f, x).T
+
+
+JVP_BUGS = [
+    (jvp_columns_reshaped, "reshape does not move axes"),
+    (jvp_input_axes_first, "x's axes first"),
+    (jvp_ones_tangent, "tangent of ones"),
+    (jvp_transposed, "transposed"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), JVP_BUGS, ids=[f.__name__ for f, _ in JVP_BUGS])
+def test_wrong_jacobian_via_jvp_fails_with_its_hint(fn, hint):
+    report = check.jacobian_via_jvp(fn)
+    assert report.status == "failed", str(report)
+    assert hint in str(report), str(report)
+
+
+def _flag(f, x):
+    return batch_jacobian_einsum(f, x)[1]
+
+
+def batch_sum_trick(f, x):
+    """What tape.batch_jacobian does: differentiate the batch-summed outputs."""
+    summed = jax.jacrev(lambda x: f(x).sum(axis=0))(x)  # (m, B, n)
+    return jnp.swapaxes(summed, 0, 1), _flag(f, x)
+
+
+def batch_always_independent(f, x):
+    return batch_jacobian_einsum(f, x)[0], True
+
+
+def batch_flag_inverted(f, x):
+    blocks, independent = batch_jacobian_einsum(f, x)
+    return blocks, not independent
+
+
+def batch_blocks_transposed(f, x):
+    blocks, independent = batch_jacobian_einsum(f, x)
+    return jnp.swapaxes(blocks, 1, 2), independent
+
+
+def batch_full_jacobian(f, x):
+    return jax.jacrev(f)(x), _flag(f, x)
+
+
+def batch_only_blocks(f, x):
+    return batch_jacobian_einsum(f, x)[0]
+
+
+BATCH_BUGS = [
+    (batch_sum_trick, "only when rows are independent"),
+    (batch_always_independent, "mixes the batch"),
+    (batch_flag_inverted, "opposite of the truth"),
+    (batch_blocks_transposed, "is transposed, (B, n, m)"),
+    (batch_full_jacobian, "full Jacobian (B, m, B, n)"),
+    (batch_only_blocks, "should return a tuple (jacobian, independent)"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), BATCH_BUGS, ids=[f.__name__ for f, _ in BATCH_BUGS])
+def test_wrong_batch_jacobian_fails_with_its_hint(fn, hint):
+    report = check.batch_jacobian(fn)
+    assert report.status == "failed", str(report)
+    assert hint in str(report), str(report)
+
+
+def hvp_gradient(f, x, v):
+    return jax.jvp(jax.grad(f), (x,), (v,))[0]
+
+
+def hvp_ones(f, x, v):
+    return jax.jvp(jax.grad(f), (x,), (jnp.ones_like(v),))[1]
+
+
+def hvp_directional(f, x, v):
+    return jax.jvp(f, (x,), (v,))[1]
+
+
+def hvp_swapped(f, x, v):
+    return jax.jvp(jax.grad(f), (v,), (x,))[1]
+
+
+HVP_BUGS = [
+    (hvp_gradient, "PRIMAL output"),
+    (hvp_ones, "does not depend on v"),
+    (hvp_directional, "directional derivative"),
+    (hvp_swapped, "swapped the primal and the tangent"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), HVP_BUGS, ids=[f.__name__ for f, _ in HVP_BUGS])
+def test_wrong_hvp_fails_with_its_hint(fn, hint):
+    report = check.hvp(fn)
+    assert report.status == "failed", str(report)
+    assert hint in str(report), str(report)
+
+
+def test_not_answered_stub_is_reported_as_such():
+    def jacobian_via_vjp(f, x):
+        raise NotImplementedError("Exercise jacobian_via_vjp: replace this line with your code.")
+
+    assert check.jacobian_via_vjp(jacobian_via_vjp).status == "not answered"
+
+
+def test_failing_case_names_the_test_function():
+    report = check.jacobian_via_vjp(vjp_ones_rows)
+    assert "input name" in str(report)
+
+
+# ---------------------------------------------------------------- the references and the cases
+
+
+def _tf_tape_jacobian(fn, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(x)
+    return tape, y, x
+
+
+@pytest.mark.parametrize("case", ch.JACOBIAN_VIA_VJP.edge_cases(), ids=lambda c: c.label)
+def test_tf_reference_is_what_tape_jacobian_computes(case):
+    name, x = case.values()
+    tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_vector_function(tf, name, t), x)
+    expected = tape.jacobian(y, xt).numpy()
+    (ours,) = ch.JACOBIAN_VIA_VJP.tf_reference(tf, case)
+    assert ours.shape == expected.shape == tuple(y.shape) + x.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ch.BATCH_JACOBIAN.edge_cases(), ids=lambda c: c.label)
+def test_tape_batch_jacobian_is_right_only_for_independent_rows(case):
+    name, x = case.values()
+    tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_batch_function(tf, name, t), x)
+    batch = tape.batch_jacobian(y, xt).numpy()
+    blocks, independent = ch.BATCH_JACOBIAN.tf_reference(tf, case)
+    summed, _ = ch._summed_over_batch(case)
+    np.testing.assert_allclose(batch, summed, rtol=1e-4, atol=1e-5)
+    if bool(independent):
+        np.testing.assert_allclose(batch, blocks, rtol=1e-4, atol=1e-5)
+    else:
+        assert not np.allclose(batch, blocks, atol=1e-3)
+    assert bool(independent) == (name in ("dense_tanh", "softmax_rows") or x.shape[0] == 1)
+
+
+def _exercise_cases(exercise):
+    return exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)[:12]
+
+
+def test_numpy_jacobians_behind_the_mistakes_are_right():
+    cases = _exercise_cases(ch.JACOBIAN_VIA_VJP)
+    for case in cases:
+        (reference,) = ch.JACOBIAN_VIA_VJP.tf_reference(tf, case)
+        np.testing.assert_allclose(ch.vector_jacobian(*case.values()), reference, atol=1e-4)
+    for case in _exercise_cases(ch.BATCH_JACOBIAN):
+        for ours, reference in zip(ch._truth(case), ch.BATCH_JACOBIAN.tf_reference(tf, case),
+                                   strict=True):
+            np.testing.assert_allclose(ours, reference, atol=1e-4)
+    for case in _exercise_cases(ch.HVP):
+        name, x, v = case.values()
+        _, hessian = ch._scalar_gradient_and_hessian(name, x)
+        (reference,) = ch.HVP.tf_reference(tf, case)
+        np.testing.assert_allclose((hessian @ v.ravel()).reshape(x.shape), reference,
+                                   rtol=1e-4, atol=1e-3)
+
+
+def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
+    case = ch.HVP.edge_cases()[0]
+    name, x, v = case.values()
+    xt = tf.constant(x)
+    with tf.autodiff.ForwardAccumulator(xt, tf.constant(v)) as acc:
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            y = ch._tf_scalar_function(tf, name, xt)
+        grad = tape.gradient(y, xt)
+    np.testing.assert_allclose(acc.jvp(grad).numpy(), ch.HVP.tf_reference(tf, case)[0],
+                               rtol=1e-5)
+
+
+def test_each_mistake_differs_from_the_truth_on_some_edge_case():
+    for exercise in ch.EXERCISES:
+        edges = exercise.edge_cases()
+        truths = [exercise.tf_reference(tf, case) for case in edges]
+        for mistake in exercise.mistakes:
+            differs = False
+            for case, truth in zip(edges, truths, strict=True):
+                wrong = mistake.answer(case)
+                wrong = wrong if isinstance(wrong, tuple) else (wrong,)
+                differs |= any(
+                    np.shape(w) != t.shape or not np.allclose(w, t, atol=1e-3)
+                    for w, t in zip(wrong, truth, strict=True)
+                )
+            assert differs, f"{exercise.name}: {mistake.name} equals the right answer"
+
+
+def test_cases_are_float32_with_multi_axis_inputs_and_outputs():
+    cases = draw_cases(ch.JACOBIAN_VIA_VJP.strategy(NOTEBOOK), NOTEBOOK)
+    assert {case.arg("x").dtype for case in cases} == {np.dtype(np.float32)}
+    assert {case.arg("name") for case in cases} == set(ch.VECTOR_NAMES)
+    assert any(case.arg("x").ndim >= 2 for case in cases)
+    assert any(case.arg("x").ndim == 0 for case in cases)
+
+
+def test_invoke_runs_without_the_autograder_and_calls_eagerly_when_jit_fails():
+    namespace: dict = {}
+    exec(ch.JACOBIAN_VIA_VJP.invoke, namespace)  # as the grader's child does: no autograder
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+    by_jit = namespace["invoke"](jacobian_vmap_vjp, "outer", x)
+    eager_only = namespace["invoke"](jacobian_loop_vjp, "outer", x)  # np.asarray on tracers
+    assert isinstance(by_jit, np.ndarray) and by_jit.shape == (2, 3, 3, 2, 3)
+    np.testing.assert_allclose(by_jit, eager_only, rtol=1e-6)
+    assert compile_invoker(ch.HVP.invoke) is compile_invoker(ch.HVP.invoke)
+
+
+def test_exercises_declare_jax_and_chapter():
+    assert [e.name for e in ch.EXERCISES] == [
+        "jacobian_via_vjp", "jacobian_via_jvp", "batch_jacobian", "hvp"
+    ]
+    assert all(e.frameworks == ("jax",) and e.chapter == "06" for e in ch.EXERCISES)
