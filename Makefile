@@ -18,8 +18,12 @@ $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 
 install: $(STAMP)
 
-lab: $(STAMP)
+# Compile the notebook checks' references into JAX's persistent cache once (not every launch).
+$(VENV)/.warm: $(STAMP) $(wildcard autograder/exercises/*.py) autograder/references.py
 	$(PY) -m autograder warm-up
+	touch $@
+
+lab: $(VENV)/.warm
 	$(VENV)/bin/jupyter lab course/
 
 lint: $(STAMP)
