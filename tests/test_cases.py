@@ -16,7 +16,8 @@ from autograder.cases import NOTEBOOK, draw_cases, grading_profile
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 for exercise in (UNBROADCAST, MATMUL_VJP):
     for profile in (NOTEBOOK, grading_profile(5)):
-        print(exercise.name, [c.key()[:12] for c in draw_cases(exercise.strategy(profile), profile)])
+        cases = draw_cases(exercise.strategy(profile), profile)
+        print(exercise.name, [case.key()[:12] for case in cases])
 """
 
 
