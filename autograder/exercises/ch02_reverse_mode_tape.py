@@ -1,0 +1,849 @@
+"""Chapter 02 exercises: the learner's own reverse-mode tape, piece by piece.
+
+`vjp_rule` is the table of derivative rules, `toposort` orders a traced graph, `backward`
+pulls a cotangent through it, and `grad` mirrors `jax.grad`. All are numpy exercises.
+
+The tape exercises are checked on random *programs*: small DAGs over three input arrays,
+with fan-out and reuse of values, written as readable text ("v3 = mul(v0, v1); v4 = ...").
+Each program is differentiated by TensorFlow and JAX (the verdict) and by the learner's
+tape. The `invoke` sources build the program from the learner's own `Tensor` and
+operations, found in the notebook namespace where the learner's function was defined
+(`fn.__globals__`). The numpy tape in PROGRAM_SOURCE only reproduces the known wrong
+answers (and, for `toposort`, runs a backward pass in the learner's order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..cases import Case, Profile, dtypes
+from ..exercise import Exercise, Mistake
+
+CHAPTER = "02"
+UNARY = ("neg", "exp", "log", "tanh")
+BINARY = ("add", "sub", "mul", "div", "matmul")
+OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
+INPUTS = ("x0", "x1", "x2")
+
+# A numpy tape over programs, kept as source text: the `invoke` of `toposort` runs it in the
+# grader's child (which cannot import autograder), and this module runs the same text.
+PROGRAM_SOURCE = '''
+import re
+
+import numpy as np
+
+STATEMENT = re.compile(r"\\s*v(\\d+) = (\\w+)\\((.*)\\)\\s*")
+FUNCTION_NAMES = {"sum": "reduce_sum"}  # op "sum" is the learner's reduce_sum
+
+
+def parse_program(program):
+    """[(op, operand indices, params)] from "v3 = mul(v0, v1); v4 = sum(v3, axis=0)"."""
+    steps = []
+    for statement in program.split(";"):
+        _, op, inside = STATEMENT.fullmatch(statement).groups()
+        args = [a.strip() for a in inside.split(",")]
+        operands = tuple(int(a[1:]) for a in args if a.startswith("v"))
+        params = {a.split("=")[0]: int(a.split("=")[1]) for a in args if "=" in a}
+        steps.append((op, operands, params))
+    return steps
+
+
+FORWARD = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "matmul": np.matmul, "neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh,
+    "sum": lambda x, axis=None: np.asarray(np.sum(x, axis=axis)),
+}
+
+
+def _unsum(g, x, axis=None):
+    return np.broadcast_to(g if axis is None else np.expand_dims(g, axis), x.shape).copy()
+
+
+RULES = {
+    "add": lambda g, x, y: (g, g),
+    "sub": lambda g, x, y: (g, -g),
+    "mul": lambda g, x, y: (g * y, g * x),
+    "div": lambda g, x, y: (g / y, -g * x / y**2),
+    "matmul": lambda g, x, y: (g @ y.T, x.T @ g),
+    "neg": lambda g, x: (-g,),
+    "exp": lambda g, x: (g * np.exp(x),),
+    "log": lambda g, x: (g / x,),
+    "tanh": lambda g, x: (g * (1 - np.tanh(x) ** 2),),
+    "sum": lambda g, x, axis=None: (_unsum(g, x, axis),),
+}
+
+
+def forward(steps, inputs):
+    values = list(inputs)
+    for op, operands, params in steps:
+        values.append(FORWARD[op](*(values[i] for i in operands), **params))
+    return values
+
+
+def backward_in_order(steps, values, order, cotangent, rules=RULES, accumulate=True,
+                      upstream=True):
+    """The inputs' cotangents and flat_nodes of the others, visiting the nodes (indices,
+    root first) in `order`: each node pushes the cotangent it holds when visited through its
+    rule to its operands, and keeps receiving what later nodes send it."""
+    n_inputs = len(values) - len(steps)
+    held = {len(values) - 1: cotangent}
+    for index in order:
+        if index < n_inputs:
+            continue
+        op, operands, params = steps[index - n_inputs]
+        g = held.get(index, np.zeros_like(values[index]))
+        if not upstream:
+            g = np.ones_like(g)
+        pulled = rules[op](g, *(values[i] for i in operands), **params)
+        for i, c in zip(operands, pulled):
+            held[i] = held[i] + c if accumulate and i in held else c
+    cotangents = [np.asarray(held.get(i, np.zeros_like(v)), dtype=v.dtype)
+                  for i, v in enumerate(values)]
+    return (*cotangents[:n_inputs], flat_nodes(cotangents[n_inputs:]))
+
+
+def flat_nodes(cotangents):
+    """The cotangents of v3, v4, ... (every value after the inputs), flattened, in order."""
+    return np.concatenate([np.ravel(np.asarray(c)) for c in cotangents])
+'''
+
+_P: dict[str, Any] = {}
+exec(compile(PROGRAM_SOURCE, "<chapter 02 program tape>", "exec"), _P)
+parse_program: Callable[[str], list] = _P["parse_program"]
+RULES: dict[str, Callable[..., tuple]] = _P["RULES"]
+
+
+# ---------------------------------------------------------------- vjp_rule
+
+VJP_INVOKE = '''
+import numpy as np
+
+UNARY = ("neg", "exp", "log", "tanh")
+
+
+def invoke(fn, op, axis, g, x, y):
+    """Call vjp_rule with the primals `op` has: (g, x), (g, x, y) or (g, x, axis=...)."""
+    if op == "sum":
+        result = fn(op, g, x, axis=axis)
+    elif op in UNARY:
+        result = fn(op, g, x)
+    else:
+        result = fn(op, g, x, y)
+    if not isinstance(result, (tuple, list)):
+        raise TypeError(f"vjp_rule({op!r}, ...) must return a tuple of cotangents, one per "
+                        f"primal; it returned a {type(result).__name__}.")
+    wanted = 1 if op == "sum" or op in UNARY else 2
+    if len(result) != wanted:
+        raise ValueError(f"{op} has {wanted} primal(s), so vjp_rule must return a tuple of "
+                         f"{wanted} cotangent(s); it returned {len(result)}.")
+    return (result[0], result[1]) if wanted == 2 else (result[0], y)
+'''
+
+
+def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return np.asarray(rng.uniform(-1.5, 1.5, size=shape).round(2), dtype=dtype)
+
+
+def _away_from_zero(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    sign = rng.choice([-1.0, 1.0], size=shape)
+    return np.asarray((sign * rng.uniform(0.5, 2.0, size=shape)).round(2), dtype=dtype)
+
+
+def _rule_case(op: str, shape: tuple[int, ...], inner: int, axis: Any, dtype: Any,
+               seed: int, label: str = "") -> Case:
+    rng = np.random.default_rng(seed)
+    empty = np.zeros((0,), dtype)
+    if op == "matmul":
+        x = _values(rng, (shape[0], inner), dtype)
+        y = _values(rng, (inner, shape[1]), dtype)
+        out_shape = (shape[0], shape[1])
+    elif op == "sum":
+        x, y = _values(rng, shape, dtype), empty
+        out_shape = () if axis is None else shape[:axis] + shape[axis + 1:]
+    else:
+        x = np.asarray(np.abs(_away_from_zero(rng, shape, dtype))) if op == "log" else _values(
+            rng, shape, dtype)
+        y = empty if op in UNARY else (
+            _away_from_zero(rng, shape, dtype) if op == "div" else _values(rng, shape, dtype))
+        out_shape = shape
+    g = _values(rng, out_shape, dtype)
+    args = (("op", op), ("axis", axis), ("g", g), ("x", x), ("y", y))
+    return Case(args, label=label)
+
+
+@st.composite
+def _rule_strategy(draw: st.DrawFn, profile: Profile) -> Case:
+    op = draw(st.sampled_from(OPS))
+    side = st.integers(1, profile.max_side)
+    ndim = 2 if op == "matmul" else draw(st.integers(0 if op != "sum" else 1, 3))
+    shape = tuple(draw(side) for _ in range(ndim))
+    axis = draw(st.sampled_from([None, *range(ndim)])) if op == "sum" else None
+    return _rule_case(op, shape, draw(side), axis, draw(dtypes()),
+                      draw(st.integers(0, 2**32 - 1)))
+
+
+def _rule_edges() -> list[Case]:
+    f32, f64 = np.float32, np.float64
+    return [
+        _rule_case("sub", (2, 3), 0, None, f32, 1, "sub: the second operand's sign"),
+        _rule_case("div", (3,), 0, None, f64, 2, "div: both cotangents"),
+        _rule_case("mul", (2, 2), 0, None, f32, 3, "mul of two square matrices"),
+        _rule_case("matmul", (2, 4), 3, None, f32, 4, "matmul (2, 3) @ (3, 4)"),
+        _rule_case("sum", (2, 3), 0, 1, f64, 5, "sum over axis 1"),
+        _rule_case("sum", (2, 3), 0, None, f32, 6, "sum of everything: a scalar g"),
+        _rule_case("tanh", (4,), 0, None, f32, 7, "tanh"),
+        _rule_case("exp", (), 0, None, f64, 8, "exp of a scalar"),
+        _rule_case("log", (3,), 0, None, f32, 9, "log"),
+        _rule_case("neg", (2, 2), 0, None, f64, 10, "neg"),
+        _rule_case("add", (3, 1), 0, None, f32, 11, "add"),
+    ]
+
+
+def _apply(lib: Any, op: str, axis: Any, *primals: Any) -> Any:
+    """The op in TensorFlow (lib = tf) or JAX (lib = jax.numpy)."""
+    is_tf = hasattr(lib, "GradientTape")
+    if op == "sum":
+        return (lib.reduce_sum if is_tf else lib.sum)(primals[0], axis=axis)
+    if op == "matmul":
+        return lib.linalg.matmul(*primals) if is_tf else lib.matmul(*primals)
+    if op == "neg":
+        return -primals[0]
+    if op in ("exp", "tanh"):
+        return getattr(lib, op)(primals[0]) if not is_tf else getattr(lib.math, op)(primals[0])
+    if op == "log":
+        return (lib.math.log if is_tf else lib.log)(primals[0])
+    x, y = primals
+    return {"add": x + y, "sub": x - y, "mul": x * y, "div": x / y}[op]
+
+
+def _arity(op: str) -> int:
+    return 2 if op in BINARY else 1
+
+
+def _rule_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
+    op, axis, g, x, y = case.values()
+    primals = [tf.constant(v) for v in (x, y)[: _arity(op)]]
+    with tf.GradientTape() as tape:
+        tape.watch(primals)
+        out = _apply(tf, op, axis, *primals)
+    cotangents = tape.gradient(out, primals, output_gradients=tf.constant(g))
+    result = [c.numpy() for c in cotangents]
+    return (result[0], result[1]) if len(result) == 2 else (result[0], y)
+
+
+def _rule_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    op, axis = params["op"], params["axis"]
+    primals = [arrays["x"], arrays["y"]][: _arity(op)]
+    _, pullback = jax.vjp(lambda *p: _apply(jax.numpy, op, axis, *p), *primals)
+    result = pullback(arrays["g"])
+    return (result[0], result[1]) if len(result) == 2 else (result[0], arrays["y"])
+
+
+def _rule_mistake(ops: tuple[str, ...], rule: Callable[..., tuple]) -> Callable[[Case], tuple]:
+    """The wrong answer of a broken rule for the ops it concerns (others: not this mistake)."""
+
+    def answer(case: Case) -> tuple:
+        op, axis, g, x, y = case.values()
+        if op not in ops:
+            raise ValueError("another op")
+        args = (g, x, y) if op in BINARY else (g, x)
+        result = rule(op, *args, **({"axis": axis} if op == "sum" else {}))
+        return (result[0], result[1]) if len(result) == 2 else (result[0], y)
+
+    return answer
+
+
+def _ignores_upstream(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
+    return RULES[op](np.ones_like(g), *primals, **params)
+
+
+VJP_RULE = Exercise(
+    name="vjp_rule",
+    signature="vjp_rule(op, g, *primals, **params) -> tuple of cotangents",
+    chapter=CHAPTER,
+    outputs=("cotangent_x", "cotangent_y"),
+    strategy=_rule_strategy,
+    edge_cases=_rule_edges,
+    tf_reference=_rule_tf,
+    jax_reference=_rule_jax,
+    references_text="tf.GradientTape (output_gradients=g) and jax.vjp of the same operation",
+    mistakes=(
+        Mistake(
+            "sub_sign",
+            "Wrong sign in sub: x - y decreases when y grows, so y's cotangent is -g "
+            "(x's is g).",
+            _rule_mistake(("sub",), lambda op, g, x, y: (g, g)),
+        ),
+        Mistake(
+            "div_sign",
+            "Wrong sign in div: d(x/y)/dy = -x/y**2, so y's cotangent is -g * x / y**2.",
+            _rule_mistake(("div",), lambda op, g, x, y: (g / y, g * x / y**2)),
+        ),
+        Mistake(
+            "div_quotient",
+            "In div, y's cotangent is -g * x / y**2 (the quotient rule), not -g / y**2: "
+            "you dropped the x.",
+            _rule_mistake(("div",), lambda op, g, x, y: (g / y, -g / y**2)),
+        ),
+        Mistake(
+            "ignores_upstream",
+            "Your rule ignores the upstream cotangent g: it returns the local derivative "
+            "alone (as if g were ones). A VJP multiplies g by the local derivative: "
+            "mul gives (g * y, g * x), tanh gives g * (1 - tanh(x)**2), ...",
+            _rule_mistake(OPS, _ignores_upstream),
+        ),
+        Mistake(
+            "mul_swapped",
+            "mul's cotangents are swapped: x's cotangent is g * y (the OTHER operand), "
+            "y's is g * x.",
+            _rule_mistake(("mul",), lambda op, g, x, y: (g * x, g * y)),
+        ),
+        Mistake(
+            "tanh_of_input",
+            "tanh's derivative is 1 - tanh(x)**2, the squared OUTPUT; you used 1 - x**2.",
+            _rule_mistake(("tanh",), lambda op, g, x: (g * (1 - x**2),)),
+        ),
+        Mistake(
+            "tanh_not_squared",
+            "tanh's derivative is 1 - tanh(x)**2: square the output.",
+            _rule_mistake(("tanh",), lambda op, g, x: (g * (1 - np.tanh(x)),)),
+        ),
+        Mistake(
+            "exp_forgotten",
+            "exp's derivative is exp(x) itself: its cotangent is g * exp(x), not g.",
+            _rule_mistake(("exp",), lambda op, g, x: (g,)),
+        ),
+        Mistake(
+            "exp_times_x",
+            "exp's derivative is exp(x), not x (nor x * exp(x)): the cotangent is g * exp(x).",
+            _rule_mistake(("exp",), lambda op, g, x: (g * x,)),
+        ),
+        Mistake(
+            "log_wrong",
+            "log's derivative is 1 / x: the cotangent is g / x.",
+            _rule_mistake(("log",), lambda op, g, x: (g * x,)),
+        ),
+        Mistake(
+            "matmul_transposed",
+            "For out = x @ y the cotangents are g @ y.T (x's shape) and x.T @ g (y's shape).",
+            _rule_mistake(("matmul",), lambda op, g, x, y: ((y @ g.T).T, (g.T @ x).T)),
+        ),
+    ),
+    hints_by_kind={
+        "shape": (
+            "Every cotangent has its primal's shape. For sum(x, axis) put the summed axis "
+            "back into g (np.expand_dims(g, axis)) and broadcast it to x.shape; for "
+            "out = x @ y the cotangents are g @ y.T and x.T @ g."
+        ),
+        "dtype": "Keep the dtype of g and the primals (np.ones(shape) is float64: use "
+                 "np.ones_like, or dtype=g.dtype).",
+        "exception:TypeError": (
+            "vjp_rule is called as vjp_rule(op, g, x), vjp_rule(op, g, x, y) or "
+            "vjp_rule('sum', g, x, axis=axis), and returns a tuple with one cotangent per "
+            "primal: (cx,) for one primal, (cx, cy) for two."
+        ),
+    },
+    invoke=VJP_INVOKE,
+)
+
+
+# ---------------------------------------------------------------- random programs
+
+
+def _valid(op: str, operands: list[np.ndarray], result: np.ndarray) -> bool:
+    """Well-conditioned steps only, so that float32 TensorFlow and JAX agree closely: log
+    and div away from zero, tanh away from saturation, every value of order 1 to 10."""
+    if op == "log" and operands[0].min(initial=1.0) < 0.2:
+        return False
+    if op == "div" and np.abs(operands[1]).min(initial=1.0) < 0.3:
+        return False
+    if op == "tanh" and np.abs(operands[0]).max(initial=0.0) > 3:
+        return False
+    return bool(np.all(np.isfinite(result)) and np.abs(result).max(initial=0.0) < 10)
+
+
+def _operand(draw: st.DrawFn, candidates: list[int]) -> int:
+    """Any earlier value (fan-out, reuse), the most recent first when shrinking."""
+    return candidates[len(candidates) - 1 - draw(st.integers(0, len(candidates) - 1))]
+
+
+def _step(draw: st.DrawFn, values: list[np.ndarray]) -> tuple[str, tuple[int, ...], dict]:
+    op = draw(st.sampled_from(OPS))
+    first = len(values) - 1  # the latest value: every step is on the way to the output
+    x = values[first]
+    if op in BINARY:
+        if op == "matmul":  # every 2-D value is (n, n): any two of them can be multiplied
+            fits = [i for i, v in enumerate(values) if v.ndim == 2 and x.ndim == 2]
+        else:
+            fits = [i for i, v in enumerate(values) if v.shape == x.shape]
+        if not fits:
+            return "tanh", (first,), {}
+        return op, (first, _operand(draw, fits)), {}
+    if op == "sum":
+        if x.ndim == 0:
+            return "tanh", (first,), {}
+        axis = draw(st.sampled_from([None, *range(x.ndim)]))
+        return op, (first,), {} if axis is None else {"axis": axis}
+    return op, (first,), {}
+
+
+def program_text(steps: list[tuple[str, tuple[int, ...], dict]], n_inputs: int = 3) -> str:
+    parts = []
+    for k, (op, operands, params) in enumerate(steps, start=n_inputs):
+        args = [f"v{i}" for i in operands] + [f"{key}={value}" for key, value in params.items()]
+        parts.append(f"v{k} = {op}({', '.join(args)})")
+    return "; ".join(parts)
+
+
+def program_case(length: int, n: int, dtype: Any, seed: int,
+                  draw: st.DrawFn | None = None, program: str = "", label: str = "") -> Case:
+    rng = np.random.default_rng(seed)
+    inputs = [rng.uniform(0.5, 1.5, size=(n, n)).round(2).astype(dtype) for _ in INPUTS]
+    values = [x.astype(np.float64) for x in inputs]
+    steps = parse_program(program) if program else []
+    if draw is not None:
+        for _ in range(length):
+            op, operands, params = _step(draw, values)
+            with np.errstate(all="ignore"):  # an invalid step is replaced just below
+                result = _P["FORWARD"][op](*(values[i] for i in operands), **params)
+            if not _valid(op, [values[i] for i in operands], result):
+                op, operands, params = "neg", operands[:1], {}  # always well-conditioned
+                result = -values[operands[0]]
+            steps.append((op, operands, params))
+            values.append(result)
+    else:
+        values = _P["forward"](steps, values)
+    cotangent = _values(rng, values[-1].shape, dtype)
+    args = (("program", program_text(steps)), *zip(INPUTS, inputs, strict=True),
+            ("cotangent", cotangent))
+    return Case(args, label=label)
+
+
+@st.composite
+def _program_strategy(draw: st.DrawFn, profile: Profile) -> Case:
+    length = draw(st.integers(1, 4 + profile.max_side))
+    n = draw(st.integers(1, min(3, profile.max_side)))
+    return program_case(length, n, draw(dtypes()), draw(st.integers(0, 2**32 - 1)), draw)
+
+
+BFS_TRAP = "v3 = tanh(v0); v4 = exp(v3); v5 = mul(v3, v4); v6 = add(v3, v5)"
+
+
+def _program_edges() -> list[Case]:
+    f32, f64 = np.float32, np.float64
+    return [
+        program_case(0, 2, f32, 1, program=BFS_TRAP,
+                      label="v3 feeds v4, v5 and v6: breadth-first order visits it too early"),
+        program_case(0, 2, f64, 2, program="v3 = mul(v0, v0)",
+                      label="one value used twice by one operation"),
+        program_case(0, 2, f32, 3, program="v3 = sub(v0, v1); v4 = div(v3, v2)",
+                      label="sub and div"),
+        program_case(0, 3, f64, 4, program="v3 = matmul(v0, v1); v4 = sum(v3, axis=0); "
+                      "v5 = log(v4); v6 = sum(v5)", label="matmul, sum over an axis, log"),
+        program_case(0, 2, f32, 5, program="v3 = exp(v1); v4 = neg(v3); v5 = add(v4, v3)",
+                      label="fan-out of an exp; x0 and x2 unused: zero cotangents"),
+    ]
+
+
+def _evaluate(lib: Any, program: str, inputs: list[Any], nudges: list[Any] | None = None
+              ) -> list[Any]:
+    """Every value of the program; `nudges[k]` (zeros) is added to value k after the inputs,
+    so that JAX can give the cotangent of each intermediate value."""
+    values = list(inputs)
+    for k, (op, operands, params) in enumerate(parse_program(program)):
+        value = _apply(lib, op, params.get("axis"), *(values[i] for i in operands))
+        values.append(value if nudges is None else value + nudges[k])
+    return values
+
+
+def _program_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    program, *inputs, cotangent = case.values()
+    inputs = [tf.constant(x) for x in inputs]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        values = _evaluate(tf, program, inputs)
+    grads = tape.gradient(values[-1], values, output_gradients=tf.constant(cotangent),
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    grads = [g.numpy() for g in grads]
+    return (*grads[: len(INPUTS)], _P["flat_nodes"](grads[len(INPUTS):]))
+
+
+def _program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp, inputs = jax.numpy, [arrays[name] for name in INPUTS]
+    shaped = _evaluate(jnp, params["program"], inputs)[len(INPUTS):]
+
+    def program(*args: Any) -> Any:
+        return _evaluate(jnp, params["program"], list(args[: len(INPUTS)]),
+                         list(args[len(INPUTS):]))[-1]
+
+    nudges = [jnp.zeros_like(v) for v in shaped]
+    _, pullback = jax.vjp(program, *inputs, *nudges)
+    grads = pullback(arrays["cotangent"])
+    flat = jnp.concatenate([jnp.ravel(g) for g in grads[len(INPUTS):]])
+    return (*grads[: len(INPUTS)], flat)
+
+
+# ---------------------------------------------------------------- the tape's known mistakes
+
+
+def dfs_order(steps: list, root: int, n_inputs: int = 3, reverse_parents: bool = False) -> list:
+    """Root first: the reverse of a depth-first post-order (parents before consumers)."""
+    seen: set[int] = set()
+    post: list[int] = []
+
+    def visit(i: int) -> None:
+        if i in seen:
+            return
+        seen.add(i)
+        operands = steps[i - n_inputs][1] if i >= n_inputs else ()
+        for j in reversed(operands) if reverse_parents else operands:
+            visit(j)
+        post.append(i)
+
+    visit(root)
+    return post[::-1]
+
+
+def bfs_order(steps: list, root: int, n_inputs: int = 3) -> list:
+    """Root first, in breadth-first (queue) order: not a topological order in general."""
+    order, queue, seen = [], [root], {root}
+    while queue:
+        i = queue.pop(0)
+        order.append(i)
+        for j in steps[i - n_inputs][1] if i >= n_inputs else ():
+            if j not in seen:
+                seen.add(j)
+                queue.append(j)
+    return order
+
+
+def requeue_order(steps: list, root: int, n_inputs: int = 3) -> list:
+    """The visits of a queue that takes a node back in whenever it is not waiting in the
+    queue at that moment: a node may be visited (and pass its cotangent on) several times."""
+    order, queue = [], [root]
+    while queue:
+        i = queue.pop(0)
+        order.append(i)
+        for j in steps[i - n_inputs][1] if i >= n_inputs else ():
+            if j not in queue:
+                queue.append(j)
+    return order
+
+
+def _tape_answer(order: str = "dfs", rules: dict | None = None, **flags: Any
+                 ) -> Callable[[Case], tuple]:
+    def answer(case: Case) -> tuple:
+        program, *inputs, cotangent = case.values()
+        steps = parse_program(program)
+        values = _P["forward"](steps, inputs)
+        root = len(values) - 1
+        visit = {
+            "dfs": lambda: dfs_order(steps, root),
+            "dfs_reversed": lambda: dfs_order(steps, root, reverse_parents=True),
+            "bfs": lambda: bfs_order(steps, root),
+            "requeue": lambda: requeue_order(steps, root),
+        }[order]()
+        return _P["backward_in_order"](steps, values, visit, cotangent, rules or RULES, **flags)
+
+    return answer
+
+
+def _only_if_different(answer: Callable[[Case], tuple], right: Callable[[Case], tuple]
+                       ) -> Callable[[Case], tuple]:
+    """A mistake is recognised only where it changes the answer."""
+
+    def different(case: Case) -> tuple:
+        wrong, good = answer(case), right(case)
+        if all(np.allclose(w, r, rtol=1e-4, atol=1e-6) for w, r in zip(wrong, good, strict=True)):
+            raise ValueError("same as the right answer on this case")
+        return wrong
+
+    return different
+
+
+def _wrong_sign_rules(op: str) -> dict:
+    wrong = {"sub": lambda g, x, y: (g, g), "div": lambda g, x, y: (g / y, g * x / y**2)}
+    return {**RULES, op: wrong[op]}
+
+
+BFS_HINT = (
+    "Your backward pass visits the nodes in breadth-first (queue) order. Then a node can "
+    "pass its cotangent on before all its consumers have added their share (a value used by "
+    "an operation further from the output is visited too early). Visit the nodes in reverse "
+    "topological order: a node only after every node that uses it."
+)
+REQUEUE_HINT = (
+    "Your backward pass works through a queue and puts a node back into it whenever it is "
+    "not waiting there, so a node can be visited again after its visit and pass its whole "
+    "cotangent on a second time (and before the first visit, its cotangent may still be "
+    "incomplete). Visit each node exactly once, in reverse topological order: after every "
+    "node that uses it."
+)
+ASSIGN_HINT = (
+    "A value used more than once (fan-out) must collect the SUM of the cotangents from all "
+    "its consumers: accumulate with `parent.grad += c`, not `parent.grad = c` (which keeps "
+    "only the last contribution)."
+)
+UPSTREAM_HINT = (
+    "The upstream cotangent is lost: each node must pass ITS OWN cotangent (node.grad) "
+    "to its VJP, and the root's cotangent is the one given, not ones."
+)
+SUB_HINT = "Wrong sign in sub's rule: y's cotangent in x - y is -g."
+DIV_HINT = "Wrong sign in div's rule: y's cotangent in x / y is -g * x / y**2."
+
+
+def _tape_mistakes() -> tuple[Mistake, ...]:
+    right = _tape_answer()
+    variants = [
+        ("bfs_order", BFS_HINT, _tape_answer("bfs")),
+        ("queue_requeue", REQUEUE_HINT, _tape_answer("requeue")),
+        ("assign_not_accumulate", ASSIGN_HINT, _tape_answer(accumulate=False)),
+        ("assign_not_accumulate_reversed", ASSIGN_HINT,
+         _tape_answer("dfs_reversed", accumulate=False)),
+        ("forgets_upstream", UPSTREAM_HINT, _tape_answer(upstream=False)),
+        ("sub_sign", SUB_HINT, _tape_answer(rules=_wrong_sign_rules("sub"))),
+        ("div_sign", DIV_HINT, _tape_answer(rules=_wrong_sign_rules("div"))),
+    ]
+    return tuple(Mistake(name, hint, _only_if_different(answer, right))
+                 for name, hint, answer in variants)
+
+
+def _seeded_with_ones(case: Case) -> tuple:
+    ones = Case(tuple((k, np.ones_like(v) if k == "cotangent" else v) for k, v in case.args))
+    return _tape_answer()(ones)
+
+
+def first_difference(case: Case, got: Any) -> str:
+    """Where the learner's cotangents first go wrong, walking back from the output: the
+    first value (v3, v4, ...) whose cotangent differs, else a note that only the inputs'
+    do. The right cotangents come from the numpy tape (verdicts come from the frameworks)."""
+    if not isinstance(got, tuple | list) or len(got) != len(TAPE_OUTPUTS):
+        return ""
+    nodes, answer = got[-1], _tape_answer()(case)
+    right = answer[-1]
+    if not isinstance(nodes, np.ndarray) or nodes.shape != right.shape:
+        return ""
+    program, *inputs, _ = case.values()
+    steps = parse_program(program)
+    values = _P["forward"](steps, inputs)[len(INPUTS):]
+    statements = [statement.strip() for statement in program.split(";")]
+    ends = np.cumsum([v.size for v in values])
+    for k in reversed(range(len(steps))):
+        part = slice(ends[k] - values[k].size, ends[k])
+        expected = right[part].reshape(values[k].shape)
+        mine = nodes[part].astype(np.float64).reshape(values[k].shape)
+        scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
+        if not np.all(np.abs(mine - expected) <= 1e-3 * scale):
+            return (
+                f"Walking back from the output, the cotangents first differ at "
+                f"{statements[k]}: expected {np.array2string(expected, precision=4)}, "
+                f"got {np.array2string(mine, precision=4)}."
+            )
+    wrong = [f"v{i} ({name})" for i, (name, mine, expected)
+             in enumerate(zip(INPUTS, got[: len(INPUTS)], answer[: len(INPUTS)], strict=True))
+             if not np.allclose(np.asarray(mine, dtype=np.float64), expected, rtol=1e-3,
+                                atol=1e-3)]
+    return (
+        "Walking back from the output, every value from v3 on ends with the right "
+        f"cotangent; the first to differ are those of the inputs: {', '.join(wrong)}. Look "
+        "at what was passed on to them: too early, not in full, or not scaled by the "
+        "upstream cotangent."
+    ) if wrong else ""
+
+
+@dataclass(frozen=True, eq=False)
+class TapeExercise(Exercise):
+    """A tape exercise: its hint also says at which value the cotangents first differ."""
+
+    def diagnose(self, case: Case, got: Any, mismatch: Any) -> str:
+        hint = super().diagnose(case, got, mismatch)
+        try:
+            where = first_difference(case, got)
+        except Exception:  # a learner's output too broken to locate: the hint alone
+            where = ""
+        return f"{hint}\n{where}".strip()
+
+
+TAPE_HINTS = {
+    "shape": "Each input's cotangent has that input's shape (and is zeros for an input the "
+             "output does not use).",
+    "dtype": "Keep the inputs' dtype: start cotangents with np.zeros_like(value).",
+    "value": (
+        "Wrong cotangents. Check, in order: every VJP rule (vjp_rule's check), that each "
+        "node is visited only after all the nodes that use it, and that cotangents are "
+        "accumulated with +=."
+    ),
+}
+
+TAPE_OUTPUTS = ("cotangent_x0", "cotangent_x1", "cotangent_x2", "node_cotangents")
+
+PROGRAM_REFERENCES = (
+    "tf.GradientTape (output_gradients=cotangent) and jax.vjp of the same program: the "
+    "cotangents of x0, x1, x2 and of every value v3, v4, ..."
+)
+
+
+# ---------------------------------------------------------------- toposort
+
+TOPOSORT_INVOKE = PROGRAM_SOURCE + '''
+
+class Node:
+    """A traced value as toposort sees it: its parents (the values it was computed from)."""
+
+    def __init__(self, index, op, parents):
+        self.index, self.op, self.parents = index, op, tuple(parents)
+
+    def __repr__(self):
+        return f"Node(v{self.index} = {self.op})"
+
+
+def _reachable(root):
+    seen, stack = {}, [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            stack.extend(node.parents)
+    return seen
+
+
+def invoke(fn, program, x0, x1, x2, cotangent):
+    """Backward through the program, visiting the nodes in the reverse of toposort's order."""
+    steps = parse_program(program)
+    values = forward(steps, [x0, x1, x2])
+    nodes = [Node(i, "input", ()) for i in range(3)]
+    for op, operands, _ in steps:
+        nodes.append(Node(len(nodes), op, [nodes[i] for i in operands]))
+    order = list(fn(nodes[-1]))
+    wanted = _reachable(nodes[-1])
+    seen = set()
+    for node in order:
+        if id(node) not in wanted:
+            raise ValueError(f"toposort returned {node!r}, which is not a node of the graph.")
+        if id(node) in seen:
+            raise ValueError(f"toposort returned {node!r} twice: list each node once.")
+        seen.add(id(node))
+    missing = [repr(node) for key, node in wanted.items() if key not in seen]
+    if missing:
+        raise ValueError(f"toposort left out {', '.join(missing)}: list every node the "
+                         "root depends on, the inputs and the root included.")
+    return backward_in_order(steps, values, [node.index for node in reversed(order)],
+                             cotangent)
+'''
+
+TOPOSORT = TapeExercise(
+    name="toposort",
+    signature="toposort(root) -> list of nodes, each after all of its parents",
+    chapter=CHAPTER,
+    outputs=TAPE_OUTPUTS,
+    strategy=_program_strategy,
+    edge_cases=_program_edges,
+    tf_reference=_program_tf,
+    jax_reference=_program_jax,
+    references_text=PROGRAM_REFERENCES + " (the check runs a correct backward pass in the "
+                    "reverse of your order)",
+    mistakes=(
+        Mistake("bfs_order", BFS_HINT + " (Your order is a breadth-first one, reversed.)",
+                _only_if_different(_tape_answer("bfs"), _tape_answer())),
+    ),
+    hints_by_kind={
+        **TAPE_HINTS,
+        "value": (
+            "A correct backward pass run in the reverse of your order gives wrong cotangents: "
+            "some node comes before one of its parents in your list. Use a depth-first "
+            "search that appends a node after visiting all its parents (post-order)."
+        ),
+        "exception": "See the message: toposort must list every node of the graph once.",
+    },
+    invoke=TOPOSORT_INVOKE,
+)
+
+
+# ---------------------------------------------------------------- backward and grad
+
+BUILD_SOURCE = PROGRAM_SOURCE + '''
+
+def build(ops, program, inputs):
+    """The program traced with the learner's own Tensor and operations (from the notebook
+    namespace `ops`) on `inputs` (arrays are wrapped in Tensors): all its values."""
+    values = [x if isinstance(x, ops["Tensor"]) else ops["Tensor"](x) for x in inputs]
+    for op, operands, params in parse_program(program):
+        function = ops[FUNCTION_NAMES.get(op, op)]
+        values.append(function(*(values[i] for i in operands), **params))
+    return values
+'''
+
+BACKWARD_INVOKE = BUILD_SOURCE + '''
+
+def invoke(fn, program, x0, x1, x2, cotangent):
+    values = build(fn.__globals__, program, [x0, x1, x2])
+    fn(values[-1], cotangent)
+    return (*(x.grad for x in values[:3]), flat_nodes([v.grad for v in values[3:]]))
+'''
+
+GRAD_INVOKE = BUILD_SOURCE + '''
+
+def invoke(fn, program, x0, x1, x2, cotangent):
+    """grad of f(x0, x1, x2) = reduce_sum(program(x0, x1, x2) * cotangent), three ways."""
+    ops = fn.__globals__
+    traced = []
+
+    def f(*inputs):
+        values = build(ops, program, inputs)
+        traced.append(values)
+        return ops["reduce_sum"](ops["mul"](values[-1], ops["Tensor"](cotangent)))
+
+    together = fn(f, argnums=(0, 1, 2))(x0, x1, x2)
+    nodes = flat_nodes([v.grad for v in traced[0][3:]]) if traced else None
+    if not isinstance(together, tuple):
+        raise TypeError("grad(f, argnums=(0, 1, 2)) must return a tuple of three "
+                        f"gradients, as jax.grad does; it returned a {type(together).__name__}.")
+    first = fn(f)(x0, x1, x2)
+    second = fn(f, argnums=1)(x0, x1, x2)
+    for alone, index in ((first, 0), (second, 1)):
+        same = (isinstance(alone, np.ndarray) and isinstance(together[index], np.ndarray)
+                and alone.shape == together[index].shape
+                and np.allclose(alone, together[index], rtol=1e-5, atol=1e-6))
+        if not same:
+            raise ValueError(
+                f"grad(f{'' if index == 0 else ', argnums=1'}) should return the array "
+                f"grad(f, argnums=(0, 1, 2)) gives at position {index}, as jax.grad does "
+                "(an int argnums: one array; a tuple: a tuple of arrays).")
+    return (*together, nodes)
+'''
+
+
+def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) -> Exercise:
+    return TapeExercise(
+        name=name,
+        signature=signature,
+        chapter=CHAPTER,
+        outputs=TAPE_OUTPUTS,
+        strategy=_program_strategy,
+        edge_cases=_program_edges,
+        tf_reference=_program_tf,
+        jax_reference=_program_jax,
+        references_text=PROGRAM_REFERENCES,
+        mistakes=_tape_mistakes() + extra,
+        hints_by_kind=TAPE_HINTS,
+        invoke=invoke,
+    )
+
+
+BACKWARD = _tape_exercise(
+    "backward", "backward(root, cotangent) -> None (accumulates .grad on every node)",
+    BACKWARD_INVOKE,
+    (Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
+             _only_if_different(_seeded_with_ones, _tape_answer())),),
+)
+GRAD = _tape_exercise(
+    "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
+    GRAD_INVOKE,
+)
+
+EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD)
