@@ -37,6 +37,8 @@ def course_map(*, root: Path) -> int:
     """Rewrite the README's course map from course/ and the repository setting."""
     changed = coursemap.update_readme(root)
     print("README course map " + ("updated" if changed else "already up to date"))
+    for path in coursemap.update_colab_cells(root):
+        print(f"updated the Colab cell of {path}; run `make course`")
     return 0
 
 

@@ -41,6 +41,22 @@ def colab_url(repository: str, branch: str, notebook: str) -> str:
     return f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/{notebook}"
 
 
+def colab_cell(root: Path) -> str:
+    """The first code cell of every chapter: on Colab (only), install this repository.
+
+    Elsewhere (JupyterLab after `make lab`, Binder) the packages are already installed, so the
+    cell does nothing; its address comes from the same one setting as the README's links.
+    """
+    repository = settings(root)["repository"].rstrip("/")
+    return (
+        "# On Colab only: install the course's packages (checks and helpers) from its repository.\n"
+        "import sys\n"
+        "\n"
+        'if "google.colab" in sys.modules:\n'
+        f'    %pip install --quiet "autodiff-course @ git+{repository}"'
+    )
+
+
 def course_map(root: Path) -> str:
     """The markdown table, one row per chapter; chapters not written yet say so."""
     config = settings(root)
@@ -65,6 +81,19 @@ def readme_with_map(readme: str, table: str) -> str:
     before, rest = readme.split(START, 1)
     _, after = rest.split(END, 1)
     return f"{before}{START}\n{table}\n{END}{after}"
+
+
+def update_colab_cells(root: Path) -> list[Path]:
+    """Rewrite the Colab cell (tagged colab-setup) of every solution; return those changed."""
+    expected, changed = colab_cell(root), []
+    for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if "colab-setup" in cell.metadata.get("tags", []) and cell.source != expected:
+                cell.source = expected
+                nbformat.write(notebook, path)
+                changed.append(path)
+    return changed
 
 
 def update_readme(root: Path) -> bool:

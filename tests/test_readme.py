@@ -42,3 +42,15 @@ def test_links_follow_the_repository_setting():
     setting = coursemap.settings(ROOT)["repository"].removeprefix("https://github.com/")
     assert f"mybinder.org/v2/gh/{setting}/" in readme()
     assert f"colab.research.google.com/github/{setting}/" in readme()
+
+
+def test_every_chapter_starts_with_the_colab_install_cell():
+    import nbformat
+
+    expected = coursemap.colab_cell(ROOT)
+    for folder in ("solutions", "course"):
+        for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
+            cells = nbformat.read(path, as_version=4).cells
+            first_code = next(cell for cell in cells if cell.cell_type == "code")
+            assert first_code.source == expected, f"{path}: run the Colab cell update"
+            assert "google.colab" in first_code.source  # does nothing outside Colab

@@ -1,0 +1,48 @@
+"""The chapter 00 warm-up check: right answers written differently pass, and each wrong answer
+fails with the hint that names it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder import check
+
+
+def square_vjp_product(g, x):
+    return g * 2 * x
+
+
+def square_vjp_add(g, x):
+    return np.multiply(g, x + x)
+
+
+def square_vjp_in_place(g, x):
+    x *= 2  # writes into its input: the check must hand out copies
+    return g * x
+
+
+@pytest.mark.parametrize("fn", [square_vjp_product, square_vjp_add, square_vjp_in_place])
+def test_right_warmup_passes(fn):
+    report = check.warmup_square_vjp(fn)
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (lambda g, x: 2 * x, "did not multiply by the incoming cotangent g"),
+        (lambda g, x: g * x, "the derivative of x**2 is 2*x"),
+    ],
+    ids=["derivative_only", "forgot_two"],
+)
+def test_wrong_warmup_fails_with_its_hint(fn, hint):
+    report = check.warmup_square_vjp(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+def test_float64_upcast_is_a_dtype_error():
+    report = check.warmup_square_vjp(lambda g, x: g * np.float64(2.0) * x.astype(np.float64))
+    assert not report.passed
+    assert "dtype" in str(report).lower(), str(report)
