@@ -1,0 +1,233 @@
+"""The course as a learner uses it: JupyterLab in a real (headless) Chromium.
+
+Starts JupyterLab on localhost in a temporary folder holding a copy of chapter 00's learner
+notebook (course/, outputs cleared, so whatever renders comes from this run). In the browser it
+runs all cells, checks that the check reports render (the unanswered exercise and the failing
+example), moves the widget's slider and watches its text follow, then types the answer into the
+exercise cell, runs it and its check, and waits for the green PASSED report.
+
+Screenshots go to test-artifacts/browser/ (with JupyterLab's log). Needs the Debian package
+`chromium` and Playwright for Python (it downloads no browser): when either is missing the test
+fails and says how to install it; .ci/run installs chromium with apt-get.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+NOTEBOOK = "00_start_here.ipynb"
+EXERCISE = "warmup_square_vjp"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# No news or update checks: they would reach for the web (absent here) and cover the page.
+QUIET_NOTIFICATIONS = {"fetchNews": "false", "checkForUpdates": False}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_server(url: str, server: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"JupyterLab exited with code {server.returncode} before it was ready; "
+                        f"see {ARTIFACTS / 'jupyterlab.log'}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"JupyterLab did not answer {url.split('?')[0]} within {timeout:.0f} s")
+
+
+def _artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(autouse=True)
+def _fresh_artifacts():
+    """Screenshots from an earlier run must not pass for this run's."""
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+
+
+def _write_learner_copy(folder: Path) -> None:
+    """The course/ notebook with outputs cleared, so the browser shows only this run's output."""
+    notebook = nbformat.read(ROOT / "course" / NOTEBOOK, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    notebook.metadata.pop("widgets", None)
+    nbformat.write(notebook, folder / NOTEBOOK)
+
+
+def _write_quiet_settings(settings: Path) -> None:
+    target = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(QUIET_NOTIFICATIONS))
+
+
+def _solution_source() -> str:
+    """What the learner types: the solution's exercise cell without its solution markers."""
+    notebook = nbformat.read(ROOT / "solutions" / NOTEBOOK, as_version=4)
+    source = next(cell.source for cell in notebook.cells
+                  if cell.cell_type == "code" and cell.source.startswith(f"def {EXERCISE}("))
+    return "\n".join(line for line in source.splitlines()
+                     if not line.strip().startswith(("### BEGIN SOLUTION", "### END SOLUTION")))
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A JupyterLab server on localhost serving the learner copy of chapter 00.
+
+    Yields (base URL, token). The server's log is copied to the artifacts folder afterwards.
+    """
+    served = tmp_path / "served"
+    served.mkdir()
+    _write_learner_copy(served)
+    _write_quiet_settings(tmp_path / "settings")
+    port, token = _free_port(), secrets.token_hex(16)
+    log_path = tmp_path / "jupyterlab.log"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+        "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+        f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
+        "--ServerApp.terminals_enabled=False",
+        *(["--allow-root"] if os.geteuid() == 0 else []),
+    ]
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen(command, cwd=served, env=env, stdout=log,
+                                  stderr=subprocess.STDOUT)
+        try:
+            _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", server, 60)
+            yield f"http://127.0.0.1:{port}", token
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=5)
+            shutil.copy(log_path, _artifacts() / "jupyterlab.log")
+
+
+def _require_browser():
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} not found: install the Debian package `chromium` "
+                    "(apt-get install -y chromium), or set COURSE_CHROMIUM to a Chromium binary")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright for Python is not installed: pip install -r requirements.txt "
+                    "(no `playwright install` is needed: the test uses the system's chromium)")
+    return sync_playwright
+
+
+def _wait_for_idle_kernel(page) -> None:
+    page.wait_for_function(
+        "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+        " const k = w && w.sessionContext && w.sessionContext.session"
+        " && w.sessionContext.session.kernel;"
+        " return k && k.status === 'idle'; }",
+        timeout=60_000,
+    )
+
+
+def _run_all_and_read_reports(page, shots: Path) -> list[str]:
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    reports = page.locator(".jp-OutputArea-output .autograder-report")
+    try:
+        reports.nth(1).wait_for(state="attached", timeout=120_000)
+    finally:
+        page.screenshot(path=str(shots / "02-ran-all.png"), full_page=True)
+    reports.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "03-reports.png"))
+    return reports.all_inner_texts()
+
+
+def _move_slider_right(page, shots: Path) -> None:
+    readout = page.locator(".widget-html-content", has_text="x = ")
+    readout.wait_for(timeout=60_000)
+    assert "x = 3, x**2 = 9, d(x**2)/dx = 6" in readout.inner_text()
+    handle = page.locator(".widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "04-widget-before.png"))
+    handle.focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.widget-html-content')]"
+        ".some(e => e.innerText.includes('x = 4, x**2 = 16, d(x**2)/dx = 8'))",
+        timeout=30_000,
+    )
+    page.screenshot(path=str(shots / "05-widget-after.png"))
+
+
+def _answer_the_exercise(page, shots: Path) -> str:
+    """Type the answer into the exercise cell, run it and its check cell; return the report."""
+    cell = page.locator(".jp-CodeCell", has_text=f"def {EXERCISE}(").first
+    cell.scroll_into_view_if_needed()
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(_solution_source())  # no key events: no auto-indent or brackets
+    page.keyboard.press("Shift+Enter")  # runs the exercise cell, selects the check cell
+    page.keyboard.press("Shift+Enter")  # runs the check cell
+    passed = page.locator(".autograder-report", has_text=f"PASSED {EXERCISE}")
+    passed.wait_for(timeout=120_000)
+    passed.scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "06-answered.png"))
+    return passed.inner_text()
+
+
+def test_chapter_00_runs_in_jupyterlab_in_chromium(lab):
+    sync_playwright = _require_browser()
+    base, token = lab
+    shots = _artifacts()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, timeout=30_000
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.set_default_timeout(30_000)
+        try:
+            page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=60_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            _wait_for_idle_kernel(page)
+            page.screenshot(path=str(shots / "01-opened.png"))
+
+            texts = _run_all_and_read_reports(page, shots)
+            assert any(t.startswith(f"NOT ANSWERED YET {EXERCISE}") for t in texts), texts
+            assert any(t.startswith("FAILED forgets_the_cotangent") for t in texts), texts
+            assert any("did not multiply by the incoming cotangent g" in t for t in texts), texts
+
+            _move_slider_right(page, shots)
+
+            assert "matches jax.vjp and tf.GradientTape" in _answer_the_exercise(page, shots)
+        except Exception:
+            page.screenshot(path=str(shots / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
