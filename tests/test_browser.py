@@ -1,10 +1,10 @@
 """The course as a learner uses it: JupyterLab in a real (headless) Chromium.
 
-Starts JupyterLab on localhost in a temporary folder holding a copy of chapter 00's learner
-notebook (course/, outputs cleared, so whatever renders comes from this run). In the browser it
-runs all cells, checks that the check reports render (the unanswered exercise and the failing
-example), moves the widget's slider and watches its text follow, then types the answer into the
-exercise cell, runs it and its check, and waits for the green PASSED report.
+Starts JupyterLab on localhost in a temporary folder holding chapter 00's learner notebook as
+course/ holds it before execution (no outputs, so whatever renders comes from this run). In the
+browser it runs all cells, checks that the check reports render (the unanswered exercise and the
+failing example), moves the widget's slider and watches its text follow, then types the answer
+into the exercise cell, runs it and its check, and waits for the green PASSED report.
 
 Screenshots go to test-artifacts/browser/ (with JupyterLab's log). Needs the Debian package
 `chromium` and Playwright for Python (it downloads no browser): when either is missing the test
@@ -26,6 +26,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
+from autograder.notebooks import BEGIN, END, learner_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
@@ -72,12 +74,14 @@ def _fresh_artifacts():
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
 
 
+def _solution_notebook() -> nbformat.NotebookNode:
+    return nbformat.read(ROOT / "solutions" / NOTEBOOK, as_version=4)
+
+
 def _write_learner_copy(folder: Path) -> None:
-    """The course/ notebook with outputs cleared, so the browser shows only this run's output."""
-    notebook = nbformat.read(ROOT / "course" / NOTEBOOK, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = [], None
+    """What course/ holds before it is executed (the pipeline's own learner_copy; check-sync
+    keeps course/ equal to it): no outputs, so the browser shows only this run's."""
+    notebook = learner_copy(_solution_notebook(), NOTEBOOK)
     notebook.metadata.pop("widgets", None)
     nbformat.write(notebook, folder / NOTEBOOK)
 
@@ -90,11 +94,9 @@ def _write_quiet_settings(settings: Path) -> None:
 
 def _solution_source() -> str:
     """What the learner types: the solution's exercise cell without its solution markers."""
-    notebook = nbformat.read(ROOT / "solutions" / NOTEBOOK, as_version=4)
-    source = next(cell.source for cell in notebook.cells
+    source = next(cell.source for cell in _solution_notebook().cells
                   if cell.cell_type == "code" and cell.source.startswith(f"def {EXERCISE}("))
-    return "\n".join(line for line in source.splitlines()
-                     if not line.strip().startswith(("### BEGIN SOLUTION", "### END SOLUTION")))
+    return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
 
 
 @pytest.fixture
