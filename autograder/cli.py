@@ -38,7 +38,7 @@ def course_map(*, root: Path) -> int:
     changed = coursemap.update_readme(root)
     print("README course map " + ("updated" if changed else "already up to date"))
     for path in coursemap.update_colab_cells(root):
-        print(f"updated the Colab cell of {path}; run `make course`")
+        print(f"updated the Colab cell of {path}")
     return 0
 
 
@@ -65,6 +65,13 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--seed", type=int, default=None, help="hidden cases' seed (recorded)")
     grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--assignment", default=None, help="chapter, e.g. 03 (else metadata)")
+    grade.add_argument("--sandbox", dest="sandbox_mode", default="auto",
+                       choices=("auto", "bubblewrap", "fallback"),
+                       help="auto: bubblewrap where it works, else the fallback layers "
+                            "(own uid, Landlock, seccomp); the choice is recorded in results")
+    grade.add_argument("--unsafe-no-sandbox", action="store_true",
+                       help="grade even where neither bubblewrap nor Landlock is available "
+                            "(recorded in every result)")
     zipped = commands.add_parser("gradescope", help="build the Gradescope autograder zip")
     zipped.add_argument("--assignment", required=True, help="chapter, e.g. 03")
     zipped.add_argument("--out", type=Path, default=Path("autograder.zip"))

@@ -41,19 +41,30 @@ def colab_url(repository: str, branch: str, notebook: str) -> str:
     return f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/{notebook}"
 
 
+def install_spec(root: Path) -> str:
+    """What pip installs on Colab: the package from the repository's configured branch."""
+    config = settings(root)
+    return f"autodiff-course @ git+{config['repository'].rstrip('/')}@{config['branch']}"
+
+
 def colab_cell(root: Path) -> str:
     """The first code cell of every chapter: on Colab (only), install this repository.
 
     Elsewhere (JupyterLab after `make lab`, Binder) the packages are already installed, so the
-    cell does nothing; its address comes from the same one setting as the README's links.
+    cell does nothing. Its address and branch come from the same settings as the README's
+    links. After the install it stops the run, saying so, when pip replaced a package the
+    runtime had already imported (only a restart cures that).
     """
-    repository = settings(root)["repository"].rstrip("/")
     return (
         "# On Colab only: install the course's packages (checks and helpers) from its repository.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
-        f'    %pip install --quiet "autodiff-course @ git+{repository}"'
+        f'    course = "{install_spec(root)}"\n'
+        '    %pip install --quiet "{course}"\n'
+        "    from coursekit.runtime import stop_if_restart_needed\n"
+        "\n"
+        "    stop_if_restart_needed()  # tells you when the runtime must restart"
     )
 
 
@@ -84,13 +95,20 @@ def readme_with_map(readme: str, table: str) -> str:
 
 
 def update_colab_cells(root: Path) -> list[Path]:
-    """Rewrite the Colab cell (tagged colab-setup) of every solution; return those changed."""
+    """Rewrite the Colab cell (tagged colab-setup) of every chapter; return those changed.
+
+    Both solutions/ and course/: the cell shows no output outside Colab, so the learner copies'
+    stored outputs stay what `make course` would store, without re-executing every chapter.
+    """
     expected, changed = colab_cell(root), []
-    for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
-        notebook = nbformat.read(path, as_version=4)
-        for cell in notebook.cells:
-            if "colab-setup" in cell.metadata.get("tags", []) and cell.source != expected:
+    for folder in ("solutions", "course"):
+        for path in sorted((root / folder).glob("[0-9][0-9]_*.ipynb")):
+            notebook = nbformat.read(path, as_version=4)
+            cells = [cell for cell in notebook.cells
+                     if "colab-setup" in cell.metadata.get("tags", []) and cell.source != expected]
+            for cell in cells:
                 cell.source = expected
+            if cells:
                 nbformat.write(notebook, path)
                 changed.append(path)
     return changed

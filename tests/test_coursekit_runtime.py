@@ -1,0 +1,45 @@
+"""The Colab install cell's restart check: it names a replaced package, and only a replaced one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy  # noqa: F401 - loaded, as in every chapter, so the check has real packages to see
+import pytest
+
+from coursekit.runtime import RestartNeeded, replaced_packages, stop_if_restart_needed
+
+
+@pytest.fixture
+def replaced_package(tmp_path, monkeypatch):
+    """`stalepkg` 1.0 imported, while the distribution on disk now says 2.0 (pip upgraded it)."""
+    (tmp_path / "stalepkg").mkdir()
+    (tmp_path / "stalepkg" / "__init__.py").write_text('__version__ = "1.0"\n')
+    info = tmp_path / "stalepkg-2.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: stalepkg\nVersion: 2.0\n")
+    (info / "top_level.txt").write_text("stalepkg\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    module = importlib.import_module("stalepkg")
+    yield module
+    sys.modules.pop("stalepkg", None)
+
+
+def test_nothing_is_reported_when_the_loaded_versions_are_installed():
+    assert replaced_packages() == []
+
+
+def test_a_package_replaced_after_import_is_named(replaced_package):
+    assert replaced_packages({"stalepkg": replaced_package}) == ["stalepkg 1.0 -> 2.0"]
+
+
+def test_the_install_cell_stops_and_says_restart(replaced_package):
+    with pytest.raises(RestartNeeded, match=r"stalepkg 1\.0 -> 2\.0.*Restart the runtime"):
+        stop_if_restart_needed({"stalepkg": replaced_package})
+
+
+def test_the_install_cell_says_when_no_restart_is_needed(capsys):
+    stop_if_restart_needed()
+    assert "no restart needed" in capsys.readouterr().out
