@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 import threading
 import time
-from collections import Counter
+import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import sandbox
+from .exercises import for_chapter
 from .grading import (
     Assignment,
     SubmissionResult,
@@ -25,24 +28,34 @@ from .grading import (
 VERSION = "0.1.0"
 
 
-def unique_stems(paths: list[Path]) -> list[str]:
-    """One output folder per submission, even when two files share a name."""
-    seen: Counter[str] = Counter()
-    stems = []
-    for path in paths:
-        seen[path.stem] += 1
-        stems.append(path.stem if seen[path.stem] == 1 else f"{path.stem}-{seen[path.stem]}")
-    return stems
+def output_folders(paths: list[Path]) -> list[str]:
+    """One output folder name per submission that can neither collide nor escape `--out`.
+
+    The position comes first, so `alice/hw.ipynb` and `bob/hw.ipynb` get separate folders,
+    and a name such as `...ipynb` or `grades.csv.ipynb` stays a plain folder name.
+    """
+    width = max(3, len(str(len(paths))))
+    return [f"{index:0{width}d}-{clean_stem(path)}" for index, path in enumerate(paths, 1)]
+
+
+def clean_stem(path: Path) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("._-")
+    return stem[:80] or "submission"
 
 
 def chapters_needed(paths: list[Path], assignment: str | None) -> set[str]:
+    """The chapters to prepare: named by --assignment, else by the notebooks' metadata.
+
+    A chapter this course does not have is left out here; the notebook that names it gets
+    its own message, and the rest of the batch is graded.
+    """
     if assignment is not None:
         return {assignment}
     chapters = set()
     for path in paths:
         notebook, _ = read_notebook(path)
         chapter = chapter_of(notebook) if notebook is not None else None
-        if chapter is not None:
+        if chapter is not None and for_chapter(chapter):
             chapters.add(chapter)
     return chapters
 
@@ -62,7 +75,10 @@ def results_json(result: SubmissionResult, seed: int, protections: list[str]) ->
     ]
     total = sum(e.max_score for e in result.exercises)
     summary = f"Score {result.score:g} / {total:g}."
-    if result.error:
+    if result.grading_error:
+        summary = (f"Score 0: GRADING ERROR. The grader failed on this submission; this is "
+                   f"not your fault. Please tell your instructor. ({result.grading_error})")
+    elif result.error:
         summary += f" {result.error}"
     return {
         "score": result.score,
@@ -72,12 +88,16 @@ def results_json(result: SubmissionResult, seed: int, protections: list[str]) ->
         "stdout_visibility": "hidden",
         "tests": tests,
         "extra_data": {"seed": seed, "protections": protections, "grader_version": VERSION,
-                       "notebook_cell_errors": result.cell_problems[:20]},
+                       "notebook_cell_errors": result.cell_problems[:20],
+                       "grading_error": result.grading_error},
     }
 
 
 def feedback_text(result: SubmissionResult) -> str:
     lines = [f"Feedback for {result.path.name} (chapter {result.chapter})", ""]
+    if result.grading_error:
+        lines += ["GRADING ERROR: the grader failed on this submission; this is not your "
+                  f"fault. Please tell your instructor. ({result.grading_error})", ""]
     if result.error:
         lines += [result.error, ""]
     for e in result.exercises:
@@ -103,32 +123,34 @@ def write_gradebook(out: Path, results: list[SubmissionResult]) -> None:
     names = list(dict.fromkeys(e.name for r in results for e in r.exercises))
     with (out / "grades.csv").open("w", newline="") as file:
         writer = csv.writer(file)
-        writer.writerow(["submission", "file", "chapter", *names, "total", "max", "problem"])
+        writer.writerow(["submission", "file", "chapter", *names, "total", "max", "problem",
+                         "grading_error"])
         for r in results:
             scores = {e.name: e.score for e in r.exercises}
             writer.writerow([r.stem, str(r.path), r.chapter or "",
                              *[scores.get(n, 0) for n in names], r.score,
-                             sum(e.max_score for e in r.exercises), r.error])
+                             sum(e.max_score for e in r.exercises), r.error, r.grading_error])
 
 
 def grade(
     *, submissions: list[Path], out: Path, jobs: int = 2, seed: int | None = None,
-    timeout: float = 120.0, assignment: str | None = None,
+    timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
+    unsafe_no_sandbox: bool = False,
 ) -> int:
-    """Grade every submission; 0 when the batch was graded, whatever the scores."""
+    """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
+    grader failed on any (counted and named); 2 when nothing could be graded at all."""
     paths = [p for p in submissions if p.suffix == ".ipynb" or p.is_file()]
     if not paths:
         print("No submissions given: pass .ipynb files.", file=sys.stderr)
         return 2
     try:
         out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        print(f"Cannot write to {out}: {error}", file=sys.stderr)
+        box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox)
+    except (OSError, sandbox.SandboxUnavailable) as error:
+        print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
     seed = new_seed() if seed is None else seed
-    bwrap = sandbox.bubblewrap()
-    protections = sandbox.protections(bwrap)
-    print(f"seed {seed}; sandbox: {'bubblewrap' if bwrap else 'rlimits only'}", file=sys.stderr)
+    print(f"seed {seed}; sandbox: {box.mode}", file=sys.stderr)
     try:
         assignments: dict[str, Assignment] = {
             chapter: prepare(chapter, seed) for chapter in chapters_needed(paths, assignment)
@@ -137,28 +159,57 @@ def grade(
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
     limits = sandbox.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
-    results = run_all(paths, unique_stems(paths), assignments, assignment, limits, bwrap, seed,
-                      out, protections, jobs)
+    batch = Batch(assignments, assignment, limits, box, seed, out, box.layers())
+    results = run_all(batch, paths, output_folders(paths), jobs)
     write_gradebook(out, results)
     print_summary(results, out)
-    return 0
+    return 1 if any(r.grading_error for r in results) else 0
 
 
-def run_all(paths, stems, assignments, assignment, limits, bwrap, seed, out, protections, jobs):
+@dataclass(frozen=True)
+class Batch:
+    """What every submission of one run shares."""
+
+    assignments: dict[str, Assignment]
+    assignment: str | None
+    limits: sandbox.Limits
+    box: sandbox.Sandbox
+    seed: int
+    out: Path
+    protections: list[str]
+
+
+def grade_one(batch: Batch, path: Path, stem: str) -> SubmissionResult:
+    """Grade and write one submission; whatever goes wrong costs this one only."""
+    started = time.perf_counter()
+    try:
+        result = grade_submission(path, stem, batch.assignments, batch.assignment,
+                                  batch.limits, batch.box, batch.seed)
+    except Exception as error:  # the grader's own failure: recorded loudly, batch goes on
+        traceback.print_exc(file=sys.stderr)
+        result = SubmissionResult(path, stem, batch.assignment, grading_error=(
+            f"{type(error).__name__}: {str(error)[:1000]}"))
+        result.seconds = time.perf_counter() - started
+    write_submission(batch.out, result, batch.seed, batch.protections)
+    return result
+
+
+def run_all(batch: Batch, paths: list[Path], stems: list[str], jobs: int
+            ) -> list[SubmissionResult]:
     lock = threading.Lock()
     done = [0]
     started = time.perf_counter()
 
     def one(item: tuple[Path, str]) -> SubmissionResult:
         path, stem = item
-        result = grade_submission(path, stem, assignments, assignment, limits, bwrap, seed)
-        write_submission(out, result, seed, protections)
+        result = grade_one(batch, path, stem)
         with lock:
             done[0] += 1
             total = sum(e.max_score for e in result.exercises)
+            flag = "  GRADING ERROR" if result.grading_error else ""
             print(f"[{done[0]}/{len(paths)}] {path.name}: {result.score:g}/{total:g} "
-                  f"({result.seconds:.1f} s, {time.perf_counter() - started:.0f} s elapsed)",
-                  file=sys.stderr, flush=True)
+                  f"({result.seconds:.1f} s, {time.perf_counter() - started:.0f} s elapsed)"
+                  f"{flag}", file=sys.stderr, flush=True)
         return result
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -167,7 +218,13 @@ def run_all(paths, stems, assignments, assignment, limits, bwrap, seed, out, pro
 
 def print_summary(results: list[SubmissionResult], out: Path) -> None:
     full = sum(1 for r in results if r.exercises and all(e.passed for e in r.exercises))
-    broken = sum(1 for r in results if r.error)
-    print(f"Graded {len(results)} submissions: {full} with full marks, {broken} with a "
-          f"problem noted. Results in {out}/<submission>/results.json, gradebook "
-          f"{out}/grades.csv.", file=sys.stderr)
+    broken = sum(1 for r in results if r.error and not r.grading_error)
+    failed = [r for r in results if r.grading_error]
+    print(f"Graded {len(results) - len(failed)} of {len(results)} submissions: {full} with "
+          f"full marks, {broken} with a problem of their own noted. Results in "
+          f"{out}/<submission>/results.json, gradebook {out}/grades.csv.", file=sys.stderr)
+    if failed:
+        print(f"GRADING ERRORS: the grader failed on {len(failed)} submission(s); these are "
+              "not the students' fault. Fix the cause and grade them again:", file=sys.stderr)
+        for r in failed:
+            print(f"  {r.path}: {r.grading_error}", file=sys.stderr)

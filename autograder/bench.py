@@ -335,8 +335,9 @@ def write_submissions(template: NotebookNode, folder: Path, count: int) -> list[
 
 
 def read_grades(csv_path: Path) -> dict[str, dict[str, str]]:
+    """Gradebook rows by the submitted file's stem (output folders carry an index too)."""
     with csv_path.open(newline="") as file:
-        return {row["submission"]: row for row in csv.DictReader(file)}
+        return {Path(row["file"]).stem: row for row in csv.DictReader(file)}
 
 
 def grade_problems(grades: dict[str, dict[str, str]], count: int) -> list[str]:

@@ -1,13 +1,19 @@
 """The sandboxed side of grading: runs ONE submission's code, then its exercise functions.
 
-This file is copied into the submission's own empty directory and run there by a fresh
-Python (under bubblewrap where present). It imports only the standard library and numpy,
-never the grader: the child sees the case inputs and nothing else (no references, no
-seed). It writes plain data only: `out_<exercise>.npz` (arrays) and `out_<exercise>.json`
-(per-case status), which the parent reads with allow_pickle=False and judges itself.
+The grader copies this file and confine.py into a folder the child can read but not write,
+and runs it with a fresh Python (under bubblewrap where present) in an empty working folder.
+Before any submitted code runs, it confines itself (confine.py: rlimits, no_new_privs,
+Landlock, seccomp, as the grader's plan says) and then sends one byte on the `ready` file
+descriptor it was given, which is how the grader knows the sandbox started. It imports only
+the standard library and numpy, never the grader: the child sees the case inputs and
+nothing else (no references, no seed). It writes plain data only, into the output folder:
+`out_<exercise>.npz` (arrays) and `out_<exercise>.json` (per-case status), which the
+grader reads as untrusted data and judges itself.
 
-Layout of the directory, written by the parent before the child starts:
-  program.json          {"cells": [source, ...], "exercises": [name, ...], "time_limit": s}
+Layout of the read-only folder, written by the grader:
+  child.py, confine.py  this code
+  program.json          {"cells": [...], "exercises": [...], "time_limit": s, "out": folder,
+                         "confine": plan, "allowed": [...], "invoke": {...}}
   inputs_<name>.npz     the arrays of every case, keys "c<case>_<argument>"
   inputs_<name>.json    {"arguments": [...], "params": [{name: value}, ...]}
 """
@@ -16,10 +22,11 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import io
 import json
+import os
 import re
-import resource
 import signal
 import sys
 import traceback
@@ -175,9 +182,9 @@ def _record_item(item, key: str, arrays: dict) -> dict:
     return {"kind": "other", "module": type(item).__module__, "type": type(item).__name__}
 
 
-def _load_cases(directory: Path, name: str) -> tuple[list[str], list[dict], dict]:
-    meta = json.loads((directory / f"inputs_{name}.json").read_text())
-    with np.load(directory / f"inputs_{name}.npz", allow_pickle=False) as data:
+def _load_cases(inputs: Path, name: str) -> tuple[list[str], list[dict], dict]:
+    meta = json.loads((inputs / f"inputs_{name}.json").read_text())
+    with np.load(inputs / f"inputs_{name}.npz", allow_pickle=False) as data:
         arrays = {key: data[key] for key in data.files}
     return meta["arguments"], meta["params"], arrays
 
@@ -216,10 +223,11 @@ def _invoker(source: str):
 
 
 def run_exercise(
-    directory: Path, name: str, namespace: dict, time_limit: float, invoke_source: str = ""
+    inputs: Path, out: Path, name: str, namespace: dict, time_limit: float,
+    invoke_source: str = "",
 ) -> None:
     """Call the learner's function on every case; write out_<name>.npz and .json."""
-    (directory / f"started_{name}").write_text("")
+    (out / f"started_{name}").write_text("")
     fn = namespace.get(name)
     report: dict = {"cases": []}
     arrays: dict = {}
@@ -228,7 +236,7 @@ def run_exercise(
         report["defined"] = sorted(k for k, v in namespace.items()
                                    if callable(v) and not k.startswith("_"))[:30]
     else:
-        arguments, params, inputs = _load_cases(directory, name)
+        arguments, params, arrays_in = _load_cases(inputs, name)
         writer = BoundedWriter()
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, time_limit)
@@ -236,7 +244,7 @@ def run_exercise(
         try:
             invoke = _invoker(invoke_source)
             for index, case_params in enumerate(params):
-                args = _case_args(index, arguments, case_params, inputs)
+                args = _case_args(index, arguments, case_params, arrays_in)
                 try:
                     value = invoke(fn, *args)
                     report["cases"].append(_record_value(value, index, arrays))
@@ -255,35 +263,34 @@ def run_exercise(
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         report["printed"] = writer.text()[:2000]
-    np.savez(directory / f"out_{name}.npz", **arrays)
-    (directory / f"out_{name}.json").write_text(json.dumps(report))
+    np.savez(out / f"out_{name}.npz", **arrays)
+    (out / f"out_{name}.json").write_text(json.dumps(report))
 
 
-def apply_limits(limits: dict) -> None:
-    """Memory, CPU time and file size limits, set before any submitted code runs."""
-    memory, cpu, size = limits["memory"], limits["cpu_seconds"], limits["file_size"]
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large write fails instead of killing
+def _load_confine(folder: Path):
+    """confine.py from this file's own folder (`python -I` does not put it on sys.path)."""
+    spec = importlib.util.spec_from_file_location("grader_confine", folder / "confine.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main() -> None:
-    directory = Path.cwd()
-    program = json.loads((directory / "program.json").read_text())
-    apply_limits(program["limits"])
+    inputs = Path(__file__).resolve().parent
+    program = json.loads((inputs / "program.json").read_text())
+    _load_confine(inputs).confine(program["confine"])
+    os.write(int(sys.argv[1]), b"1")  # confined: only now may submitted code run
+    os.close(int(sys.argv[1]))
+    out = Path(program["out"])
     _install_guards(program.get("allowed", []))
     namespace: dict = {"__name__": "__main__"}
     problems = run_cells(program["cells"], namespace)
-    (directory / "cells.json").write_text(json.dumps(problems))
+    (out / "cells.json").write_text(json.dumps(problems))
     for name in program["exercises"]:
         source = program.get("invoke", {}).get(name, "")
-        run_exercise(directory, name, namespace, float(program["time_limit"]), source)
+        run_exercise(inputs, out, name, namespace, float(program["time_limit"]), source)
     sys.stdout.flush()
     # Leave at once: the learner's atexit handlers and threads have no say in the result.
-    import os
-
     os._exit(0)
 
 

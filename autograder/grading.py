@@ -9,9 +9,9 @@ notebook checks and alone writes results.json, feedback.txt and grades.csv.
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,16 +20,16 @@ from typing import Any
 import nbformat
 import numpy as np
 
-from . import sandbox
+from . import sandbox, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import Attempt, judge, reference_outputs
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
 from .report import FAILED, Failure, Report
 
-CHILD_SCRIPT = Path(__file__).with_name("child.py")
+CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
 SKIPPED_TAGS = {"display-only"}
-MAX_RESULT_JSON = 5_000_000
+RECORD_KINDS = {"array", "other", "sequence", "error"}
 
 
 class RemoteError(Exception):
@@ -82,6 +82,7 @@ class SubmissionResult:
     error: str = ""
     cell_problems: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    grading_error: str = ""  # the grader failed, not the student: loud, counted, exit != 0
 
     @property
     def score(self) -> float:
@@ -139,35 +140,59 @@ def notable_cell_problems(problems: list[dict], exercise_cells: set[int]) -> lis
 # ---------------------------------------------------------------- the child's directory
 
 
-def write_inputs(workdir: Path, exercise: Exercise, cases: list[Case]) -> None:
+def write_inputs(box: sandbox.Box, exercise: Exercise, cases: list[Case]) -> None:
     arrays = {}
     for index, case in enumerate(cases):
         for name, value in case.arrays().items():
             arrays[f"c{index}_{name}"] = value
-    np.savez(workdir / f"inputs_{exercise.name}.npz", **arrays)
+    np.savez(box.ctrl / f"inputs_{exercise.name}.npz", **arrays)
     meta = {
         "arguments": [name for name, _ in cases[0].args],
         "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
     }
-    (workdir / f"inputs_{exercise.name}.json").write_text(json.dumps(meta))
+    (box.ctrl / f"inputs_{exercise.name}.json").write_text(json.dumps(meta))
+    for suffix in ("npz", "json"):
+        sandbox.share_read_only(box, box.ctrl / f"inputs_{exercise.name}.{suffix}")
 
 
 def _jsonable(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def read_outputs(workdir: Path, name: str) -> tuple[dict | None, dict[str, np.ndarray]]:
-    """The child's report and arrays, read as plain data; anything malformed reads as None."""
-    report_path, arrays_path = workdir / f"out_{name}.json", workdir / f"out_{name}.npz"
+def read_outputs(out: Path, name: str) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """The child's report and arrays, read as untrusted data; anything refused reads as None."""
     try:
-        if report_path.stat().st_size > MAX_RESULT_JSON:
-            return None, {}
-        report = json.loads(report_path.read_text())
-        with np.load(arrays_path, allow_pickle=False) as data:
-            arrays = {key: data[key] for key in data.files}
-    except (OSError, ValueError):
+        report = validated_report(untrusted.read_json(out / f"out_{name}.json"))
+        arrays = untrusted.read_npz(out / f"out_{name}.npz")
+    except untrusted.Untrusted:
         return None, {}
-    return (report if isinstance(report, dict) else None), arrays
+    return report, arrays
+
+
+def validated_report(value: Any) -> dict:
+    """The report's shape, checked field by field, so judging never meets a wrong type."""
+    if not isinstance(value, dict):
+        raise untrusted.Untrusted("the report is not an object")
+    cases = value.get("cases", [])
+    defined = value.get("defined", [])
+    if not isinstance(cases, list) or not all(_valid_record(r) for r in cases):
+        raise untrusted.Untrusted("malformed case records")
+    if not isinstance(defined, list) or not all(isinstance(d, str) for d in defined):
+        raise untrusted.Untrusted("malformed list of defined names")
+    return {"cases": cases, "defined": defined[:30], "missing": value.get("missing") is True,
+            "timeout": value.get("timeout") is True}
+
+
+def _valid_record(record: Any) -> bool:
+    if not isinstance(record, dict) or record.get("kind") not in RECORD_KINDS:
+        return False
+    if record["kind"] == "sequence":
+        items = record.get("items")
+        return (isinstance(items, list) and len(items) <= 64
+                and all(_valid_record(i) and i["kind"] in ("array", "other") for i in items))
+    strings = ("key", "type", "module", "message", "traceback")
+    return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
+        record.get("generic", False), bool)
 
 
 # ---------------------------------------------------------------- judging
@@ -203,16 +228,14 @@ def judge_outputs(
     arrays: dict[str, np.ndarray],
 ) -> ExerciseResult:
     """All-or-nothing per exercise; feedback shows the smallest failing case."""
-    if report.get("missing"):
-        defined = ", ".join(report.get("defined", [])) or "none"
+    if report["missing"]:
+        defined = ", ".join(report["defined"]) or "none"
         return _result(exercise, False, (
             f"No function named `{exercise.name}` was found after running the notebook. "
             f"Keep the exercise's name and signature `{exercise.signature}`. "
             f"Functions defined: {defined}."
         ))
-    records = report.get("cases", [])
-    if not isinstance(records, list):
-        records = []
+    records = report["cases"]
     failures: list[Failure] = []
     for index, (case, expected) in enumerate(zip(cases, refs, strict=True)):
         attempt = attempt_from(records[index] if index < len(records) else None, arrays)
@@ -225,7 +248,7 @@ def judge_outputs(
         if failure is not None:
             failures.append(failure)
     checked = len(cases)
-    if report.get("timeout"):
+    if report["timeout"]:
         return _result(exercise, False, (
             f"`{exercise.name}` did not finish its {checked} cases within the time limit "
             f"(finished {len(records)}). Look for an endless loop."
@@ -248,9 +271,19 @@ def judge_outputs(
 # ---------------------------------------------------------------- running one submission
 
 
+@dataclass
+class Run:
+    """One submission's run: its sandbox, folders and single deadline across all rounds."""
+
+    sandbox: sandbox.Sandbox
+    box: sandbox.Box
+    limits: sandbox.Limits
+    deadline: float
+    rounds: int = 0
+
+
 def _run_rounds(
-    workdir: Path, assignment: Assignment, cells: list[str], limits: sandbox.Limits,
-    bwrap: str | None,
+    run: Run, assignment: Assignment, cells: list[str],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     """Run children until every exercise has a verdict; a crash costs one exercise only.
 
@@ -263,84 +296,104 @@ def _run_rounds(
     for exercise in assignment.exercises:
         groups.setdefault(tuple(sorted(exercise.frameworks)), []).append(exercise)
     for allowed, exercises in groups.items():
-        group_results, problems = _run_group(
-            workdir, assignment, exercises, allowed, cells, limits, bwrap
-        )
+        group_results, problems = _run_group(run, assignment, exercises, allowed, cells)
         results.update(group_results)
         cell_problems = cell_problems or problems
     return results, cell_problems
 
 
+def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
+                   by_name: dict[str, Exercise], allowed: tuple[str, ...],
+                   cells: list[str]) -> None:
+    limits = sandbox.child_limits(run.limits, frameworks=bool(allowed))
+    program = {"cells": cells, "exercises": names, "time_limit": run.limits.per_exercise,
+               "out": str(round_box.out), "allowed": list(allowed),
+               "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
+               "invoke": {name: by_name[name].invoke for name in names}}
+    path = run.box.ctrl / "program.json"
+    path.write_text(json.dumps(program))
+    sandbox.share_read_only(run.box, path)
+
+
 def _run_group(
-    workdir: Path, assignment: Assignment, exercises: list[Exercise], allowed: tuple[str, ...],
-    cells: list[str], limits: sandbox.Limits, bwrap: str | None,
+    run: Run, assignment: Assignment, exercises: list[Exercise], allowed: tuple[str, ...],
+    cells: list[str],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     results: dict[str, ExerciseResult] = {}
     by_name = {e.name: e for e in exercises}
     remaining = [e.name for e in exercises]
     cell_problems: list[dict] = []
     while remaining:
-        for stale in [*workdir.glob("started_*"), workdir / "cells.json"]:
-            stale.unlink(missing_ok=True)
-        program = {"cells": cells, "exercises": remaining, "time_limit": limits.per_exercise,
-                   "limits": sandbox.child_limits(limits, frameworks=bool(allowed)),
-                   "allowed": list(allowed),
-                   "invoke": {name: by_name[name].invoke for name in remaining}}
-        (workdir / "program.json").write_text(json.dumps(program))
-        outcome = sandbox.run_child(workdir / "child.py", workdir, limits, bwrap)
-        cell_problems = _read_cell_problems(workdir) or cell_problems
+        run.rounds += 1
+        round_box = sandbox.fresh_round(run.box, run.rounds)
+        _write_program(run, round_box, remaining, by_name, allowed, cells)
+        outcome = sandbox.run_child(run.sandbox, round_box, run.deadline)
+        if not outcome.started:
+            raise sandbox.SandboxFailure(_launcher_message(outcome))
+        cell_problems = _read_cell_problems(round_box.out) or cell_problems
         progressed = False
         for name in list(remaining):
-            exercise = by_name[name]
-            report, arrays = read_outputs(workdir, name)
-            if report is not None:
-                results[name] = judge_outputs(exercise, assignment.cases[name],
-                                              assignment.references[name], report, arrays)
-            elif (workdir / f"started_{name}").exists():
-                results[name] = _result(exercise, False, _death_message(name, outcome))
-            else:
+            verdict = _verdict(by_name[name], assignment, round_box.out, outcome)
+            if verdict is None:
                 continue
+            results[name] = verdict
             remaining.remove(name)
             progressed = True
-            (workdir / f"out_{name}.json").unlink(missing_ok=True)
         if not progressed:
-            message = _cells_died_message(outcome, workdir)
+            message = _cells_died_message(outcome)
             for name in remaining:
                 results[name] = _result(by_name[name], False, message)
             break
     return results, cell_problems
 
 
-def _child_started(workdir: Path) -> bool:
-    """The child writes cells.json after running the cells, or dies while running them."""
-    log = workdir / "child.log"
-    started_python = not log.exists() or "bwrap:" not in log.read_text(errors="replace")
-    return (workdir / "cells.json").exists() or started_python
+def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
+             outcome: sandbox.ChildResult) -> ExerciseResult | None:
+    """The exercise's result from this round, or None when the child never reached it."""
+    report, arrays = read_outputs(out, exercise.name)
+    if report is not None and not outcome.disk_exceeded:
+        return judge_outputs(exercise, assignment.cases[exercise.name],
+                             assignment.references[exercise.name], report, arrays)
+    if os.path.lexists(out / f"started_{exercise.name}") or outcome.disk_exceeded:
+        return _result(exercise, False, _death_message(exercise.name, outcome))
+    return None
 
 
-def _read_cell_problems(workdir: Path) -> list[dict]:
+def _launcher_message(outcome: sandbox.ChildResult) -> str:
+    return (f"the sandbox did not start (exit code {outcome.returncode}, timed out: "
+            f"{outcome.timed_out}); launcher output: {outcome.launcher_output[-800:]}")
+
+
+def _read_cell_problems(out: Path) -> list[dict]:
     try:
-        problems = json.loads((workdir / "cells.json").read_text())
-    except (OSError, ValueError):
+        problems = untrusted.read_json(out / "cells.json")
+    except untrusted.Untrusted:
         return []
-    return problems if isinstance(problems, list) else []
+    if not isinstance(problems, list):
+        return []
+    return [{"cell": p.get("cell") if isinstance(p.get("cell"), int) else None,
+             "type": str(p.get("type"))[:100], "message": str(p.get("message"))[:500]}
+            for p in problems[:200] if isinstance(p, dict)]
 
 
 def _death_message(name: str, outcome: sandbox.ChildResult) -> str:
     if outcome.timed_out:
         return f"`{name}` was stopped at the time limit for the whole submission."
+    if outcome.disk_exceeded:
+        return (f"`{name}`'s run wrote more than the disk limit allows "
+                f"({sandbox.DISK_LIMIT // 1024**2} MiB, {sandbox.INODE_LIMIT} files).")
     return (
         f"The process ended while `{name}` ran (exit code {outcome.returncode}): os._exit, "
         "a crash, or the memory limit. The other exercises were graded separately."
     )
 
 
-def _cells_died_message(outcome: sandbox.ChildResult, workdir: Path) -> str:
-    if not (workdir / "program.json").exists() or not _child_started(workdir):
-        log = (workdir / "child.log").read_text(errors="replace")[-800:]
-        return f"The grader could not start the sandbox (a grader problem, not yours): {log}"
+def _cells_died_message(outcome: sandbox.ChildResult) -> str:
     if outcome.timed_out:
         return "The notebook's cells did not finish within the time limit (an endless loop?)."
+    if outcome.disk_exceeded:
+        return (f"The notebook wrote more than the disk limit allows "
+                f"({sandbox.DISK_LIMIT // 1024**2} MiB, {sandbox.INODE_LIMIT} files).")
     return (
         f"The notebook ended the process while its cells ran (exit code {outcome.returncode}),"
         " before any exercise could be called. Remove os._exit / crashing code from the cells."
@@ -349,8 +402,9 @@ def _cells_died_message(outcome: sandbox.ChildResult, workdir: Path) -> str:
 
 def grade_submission(
     path: Path, stem: str, assignments: dict[str, Assignment], wanted: str | None,
-    limits: sandbox.Limits, bwrap: str | None, seed: int,
+    limits: sandbox.Limits, box: sandbox.Sandbox, seed: int,
 ) -> SubmissionResult:
+    """Grade one notebook; a failure of the grader itself is kept apart as grading_error."""
     started = time.perf_counter()
     notebook, problem = read_notebook(path)
     chapter = chapter_of(notebook) if notebook is not None else None
@@ -359,25 +413,30 @@ def grade_submission(
         result.error = _chapter_problem(chapter, wanted, path)
     assignment = assignments.get(result.chapter or "")
     if assignment is None:
-        result.error = result.error or f"chapter {result.chapter} has no graded exercises."
-        result.seconds = time.perf_counter() - started
-        return result
-    if result.error:
+        result.error = result.error or (
+            f"chapter {result.chapter} has no graded exercises; submit a chapter notebook "
+            "of this course.")
+    elif result.error:
         result.exercises = [_result(e, False, result.error) for e in assignment.exercises]
     else:
-        workdir = Path(tempfile.mkdtemp(prefix="submission-"))
-        try:
-            shutil.copy(CHILD_SCRIPT, workdir / "child.py")
-            for exercise in assignment.exercises:
-                write_inputs(workdir, exercise, assignment.cases[exercise.name])
-            cells, exercise_cells = program_cells(notebook)
-            verdicts, problems = _run_rounds(workdir, assignment, cells, limits, bwrap)
-            result.cell_problems = notable_cell_problems(problems, exercise_cells)
-            result.exercises = [verdicts[e.name] for e in assignment.exercises]
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        _run_submission(result, notebook, assignment, limits, box)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignment,
+                    limits: sandbox.Limits, box: sandbox.Sandbox) -> None:
+    with sandbox.submission_box(box) as folders:
+        for source in CHILD_FILES:
+            shutil.copy(source, folders.ctrl / source.name)
+            sandbox.share_read_only(folders, folders.ctrl / source.name)
+        for exercise in assignment.exercises:
+            write_inputs(folders, exercise, assignment.cases[exercise.name])
+        cells, exercise_cells = program_cells(notebook)
+        run = Run(box, folders, limits, time.monotonic() + limits.per_submission)
+        verdicts, problems = _run_rounds(run, assignment, cells)
+    result.cell_problems = notable_cell_problems(problems, exercise_cells)
+    result.exercises = [verdicts[e.name] for e in assignment.exercises]
 
 
 def _chapter_problem(chapter: str | None, wanted: str | None, path: Path) -> str:

@@ -1,10 +1,20 @@
 """Starting a child process for untrusted code, with every protection this machine offers.
 
-Always: its own empty working directory, a scrubbed environment, rlimits (memory, CPU
-time, file size, no core dumps), its own process group killed on timeout. Where bubblewrap
-(`bwrap`) is present on Linux, also: read-only system and Python, nothing else of the host
-file system visible, no network, its own PID namespace, killed with the parent. Which of
-these were active is recorded in every result.
+The parent keeps what the child reads (child code, program, inputs) in a folder the child
+cannot write, gives each round a fresh working folder and a fresh output folder, captures
+the child's output through a pipe with a size cap, and learns that the child started from
+a byte the trusted child code sends before any submitted code runs, never from text the
+child prints. Layers, strongest first, each recorded in every result:
+
+- bubblewrap (`bwrap`): read-only system and Python, nothing else visible, no network, own
+  PID namespace (everything the child started dies with it);
+- an unprivileged uid of its own per job slot (when the grader runs as root and that uid
+  can run Python), whose every process is killed after each round;
+- Landlock, seccomp, `no_new_privs`, dropped capabilities (see confine.py);
+- rlimits, a size-limited folder (tmpfs where it can be mounted, else a watchdog), one
+  deadline per submission, its process group killed after every round.
+
+Without bubblewrap and Landlock the grader refuses to grade unless told `unsafe`.
 """
 
 from __future__ import annotations
@@ -12,16 +22,29 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import queue
+import selectors
 import shutil
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import confine
+
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
-FILE_SIZE_LIMIT = 256 * 1024**2
+FILE_SIZE_LIMIT = 64 * 1024**2
 FRAMEWORK_MEMORY_LIMIT = 8 * 1024**3  # address space when TensorFlow or JAX may be imported
+DISK_LIMIT = 512 * 1024**2  # bytes a submission may keep in its folders
+INODE_LIMIT = 5000
+PROCESS_LIMIT = 256  # threads count too: TensorFlow and JAX start dozens
+OUTPUT_CAP = 64 * 1024  # bytes of the child's own stdout/stderr kept for diagnosis
+UID_BASE = 64000  # the uids (and gids) of job slots: UID_BASE + slot
+MODES = ("auto", "bubblewrap", "fallback")
 
 
 @dataclass(frozen=True)
@@ -37,6 +60,40 @@ class Limits:
 class ChildResult:
     returncode: int | None
     timed_out: bool
+    started: bool = True
+    disk_exceeded: bool = False
+    launcher_output: str = ""
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot protect the grader; the message says what is missing and how."""
+
+
+class SandboxFailure(RuntimeError):
+    """The sandbox itself did not start: a grader problem, never the student's."""
+
+
+@dataclass
+class Sandbox:
+    """How children are confined here; detected once per batch by `detect`."""
+
+    bwrap: str | None = None
+    landlock_abi: int = 0
+    seccomp: bool = False
+    run_as_root: bool = False
+    uid_slots: queue.Queue | None = None
+    tmpfs: bool = False
+    unsafe: bool = False
+    probes: list[str] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        if self.bwrap:
+            return "bubblewrap"
+        return "unsafe: rlimits only" if self.unsafe and not self.landlock_abi else "fallback"
+
+    def layers(self) -> list[str]:
+        return protections(self)
 
 
 def bubblewrap() -> str | None:
@@ -51,57 +108,198 @@ def bubblewrap() -> str | None:
     return path if probe.returncode == 0 else None
 
 
-def protections(bwrap: str | None) -> list[str]:
+def _uid_can_run_python(uid: int) -> bool:
+    """The dedicated uid must be able to start this Python (a venv under /root cannot)."""
+    try:
+        probe = subprocess.run([sys.executable, "-I", "-c", "import numpy"], user=uid, group=uid,
+                               extra_groups=[], capture_output=True, timeout=60, cwd="/",
+                               env={"PATH": "/usr/bin:/bin"}, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
+
+
+def _can_mount_tmpfs() -> bool:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    with tempfile.TemporaryDirectory() as folder:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", folder],
+                                 capture_output=True, check=False).returncode == 0
+        if mounted:
+            subprocess.run(["umount", folder], capture_output=True, check=False)
+    return mounted
+
+
+def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False) -> Sandbox:
+    """The strongest confinement this machine offers; refuse when it offers too little."""
+    if mode not in MODES:
+        raise SandboxUnavailable(f"unknown sandbox mode {mode!r}; choose one of {MODES}")
+    found = Sandbox(unsafe=unsafe, landlock_abi=confine.landlock_abi(),
+                    seccomp=confine.seccomp_available(), tmpfs=_can_mount_tmpfs())
+    if mode != "fallback":
+        found.bwrap = bubblewrap()
+        if mode == "bubblewrap" and not found.bwrap:
+            raise SandboxUnavailable(
+                "bubblewrap was asked for but is missing or refused here; install it "
+                "(apt-get install bubblewrap) or run with --sandbox fallback.")
+    if os.geteuid() == 0:
+        found.run_as_root = not _uid_can_run_python(UID_BASE)
+        if not found.run_as_root:
+            found.uid_slots = queue.Queue()
+            for slot in range(max(1, jobs)):
+                found.uid_slots.put(UID_BASE + slot)
+    if not found.bwrap and not found.landlock_abi and not unsafe:
+        raise SandboxUnavailable(
+            "Neither bubblewrap nor Landlock is available, so submitted code could read "
+            "and write anything the grader can. Install bubblewrap (apt-get install "
+            "bubblewrap), or use a Linux kernel >= 5.13 with Landlock enabled; or, on a "
+            "machine you do not mind losing, pass --unsafe-no-sandbox.")
+    return found
+
+
+def protections(box: Sandbox | None) -> list[str]:
+    """What is enforced, in words an instructor can check; recorded in every result."""
+    box = box or Sandbox(unsafe=True)
     active = [
-        "separate process per submission",
-        "own empty working directory",
+        "separate process per submission, fresh folders each round",
+        "child code, program and inputs in a folder the child cannot write",
         "scrubbed environment",
         f"memory limit {MEMORY_LIMIT // 1024**2} MiB "
         f"({FRAMEWORK_MEMORY_LIMIT // 1024**2} MiB where TensorFlow or JAX is allowed)",
-        "time limits per exercise and per submission",
-        "process group killed on timeout",
+        "one time limit per submission across all its rounds, and per exercise",
+        "process group killed after every round",
+        "output captured through a capped pipe; result files read without following links",
         "inputs only: no references, no seed in the child",
-        "results read as arrays with allow_pickle=False; only the grader writes results",
+        "results read as bounded, validated JSON and arrays; only the grader writes results",
+        (f"folder limited to {DISK_LIMIT // 1024**2} MiB and {INODE_LIMIT} files "
+         f"({'size-limited tmpfs' if box.tmpfs else 'watchdog'})"),
     ]
-    if bwrap:
-        active += [
-            "bubblewrap: read-only system and Python, rest of file system hidden",
-            "bubblewrap: no network",
-            "bubblewrap: own PID namespace, dies with the grader",
-        ]
-    else:
-        active.append("bubblewrap not available: network and file system NOT isolated")
+    active += _isolation_layers(box)
+    if box.unsafe:
+        active.append("UNSAFE: graded with --unsafe-no-sandbox")
     return active
 
 
-def _existing(paths: list[str]) -> list[str]:
-    return sorted({os.path.realpath(p) for p in paths if os.path.exists(p)})
+def _isolation_layers(box: Sandbox) -> list[str]:
+    layers = []
+    if box.bwrap:
+        layers += ["bubblewrap: read-only system and Python, rest of file system hidden",
+                   "bubblewrap: no network", "bubblewrap: own PID namespace, dies with it"]
+    if box.uid_slots is not None:
+        layers.append(f"own unprivileged uid per job ({UID_BASE}+), all its processes "
+                      f"killed after each round, at most {PROCESS_LIMIT} processes")
+    elif box.run_as_root:
+        layers.append("runs as root without capabilities (this Python is not readable by an "
+                      "unprivileged uid)")
+    layers.append("no_new_privs")
+    if box.landlock_abi:
+        layers.append(f"Landlock ABI {box.landlock_abi}: reads only Python, system libraries "
+                      "and its inputs; writes only its own folders"
+                      + ("; no TCP" if box.landlock_abi >= 4 else "")
+                      + ("; no signals outside the sandbox" if box.landlock_abi >= 6 else ""))
+    if box.seccomp:
+        layers.append("seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
+                      "non-UNIX sockets or raised rlimits")
+    if not box.bwrap and not box.landlock_abi:
+        layers.append("bubblewrap and Landlock not available: network and file system "
+                      "NOT isolated")
+    return layers
+
+
+# ---------------------------------------------------------------- folders
+
+
+@dataclass(frozen=True)
+class Box:
+    """One submission's folders: `ctrl` the child reads, `work` and `out` it writes."""
+
+    base: Path
+    ctrl: Path
+    work: Path
+    out: Path
+    uid: int | None
 
 
 def _readable_roots() -> list[str]:
     """What the child must read: system libraries, Python, numpy, the teaching helpers."""
-    roots = ["/usr", "/etc/alternatives", "/etc/ld.so.cache", sys.base_prefix, sys.prefix]
+    roots = ["/usr", "/lib", "/lib64", "/bin", "/etc/alternatives", "/etc/ld.so.cache",
+             "/etc/localtime", "/sys/devices/system/cpu", "/dev/null", "/dev/urandom",
+             sys.base_prefix, sys.prefix, *sys.path[1:]]
     spec = importlib.util.find_spec("coursekit")
     if spec and spec.submodule_search_locations:
         roots += list(spec.submodule_search_locations)
     return _existing(roots)
 
 
-def _bwrap_command(bwrap: str, workdir: Path, argv: list[str]) -> list[str]:
-    # /tmp first: a tmpfs mounted later would hide anything bound below it (a venv in /tmp).
-    command = [bwrap, "--tmpfs", "/tmp"]
-    for root in _readable_roots():
-        command += ["--ro-bind", root, root]
-    for link in ("/bin", "/lib", "/lib64", "/sbin"):
-        if os.path.islink(link):
-            command += ["--symlink", os.readlink(link), link]
-    command += [
-        "--dev", "/dev", "--proc", "/proc",
-        "--bind", str(workdir), str(workdir), "--chdir", str(workdir),
-        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-        "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-    ]
-    return command + argv
+def _existing(paths: list[str]) -> list[str]:
+    found = {os.path.realpath(p) for p in paths if p and os.path.exists(p)}
+    return sorted(p for p in found if not _is_repo_root(p))
+
+
+def _is_repo_root(path: str) -> bool:
+    """A checkout on sys.path (an editable install) would expose solutions/: never allow."""
+    return os.path.isdir(os.path.join(path, "solutions"))
+
+
+@contextlib.contextmanager
+def submission_box(box: Sandbox) -> Iterator[Box]:
+    """A private folder tree for one submission, removed with everything in it."""
+    uid = box.uid_slots.get() if box.uid_slots is not None else None
+    base = Path(tempfile.mkdtemp(prefix="grading-"))
+    mounted = box.tmpfs and _mount_tmpfs(base)
+    try:
+        base.chmod(0o711)
+        ctrl = base / "ctrl"
+        ctrl.mkdir(mode=0o750)
+        if uid is not None:
+            os.chown(ctrl, 0, uid)
+        yield Box(base, ctrl, base / "work", base / "out", uid)
+    finally:
+        if uid is not None:
+            kill_uid(uid)
+            box.uid_slots.put(uid)
+        if mounted:
+            subprocess.run(["umount", "-l", str(base)], capture_output=True, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _mount_tmpfs(base: Path) -> bool:
+    options = f"size={DISK_LIMIT + 64 * 1024**2},nr_inodes={INODE_LIMIT + 100},mode=0700"
+    return subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(base)],
+                          capture_output=True, check=False).returncode == 0
+
+
+def fresh_round(box: Box, round_number: int) -> Box:
+    """New, empty work and out folders: nothing a previous round planted is reused."""
+    work, out = box.base / f"work{round_number}", box.base / f"out{round_number}"
+    for folder in (work, out):
+        folder.mkdir(mode=0o700)
+        if box.uid is not None:
+            os.chown(folder, box.uid, box.uid)
+    return Box(box.base, box.ctrl, work, out, box.uid)
+
+
+def share_read_only(box: Box, path: Path) -> None:
+    """A file the parent wrote into ctrl, readable (not writable) by the child's uid."""
+    path.chmod(0o640 if box.uid is not None else 0o644)
+    if box.uid is not None:
+        os.chown(path, 0, box.uid)
+
+
+def confinement_plan(sandbox: Sandbox, box: Box, limits: dict) -> dict:
+    """What the child applies to itself (confine.confine) before submitted code runs."""
+    plan: dict = {"limits": dict(limits), "no_new_privs": True,
+                  "seccomp": sandbox.seccomp,
+                  "drop_capabilities": os.geteuid() == 0 and box.uid is None}
+    if box.uid is not None:
+        plan["limits"]["processes"] = PROCESS_LIMIT
+    if sandbox.landlock_abi:
+        plan["landlock"] = {"read": [*_readable_roots(), str(box.ctrl)],
+                            "write": [str(box.work), str(box.out), "/dev/null"]}
+    return plan
+
+
+# ---------------------------------------------------------------- running
 
 
 def scrubbed_environment(workdir: Path) -> dict[str, str]:
@@ -126,8 +324,7 @@ def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
     """The rlimits the child applies to itself before running any submitted code.
 
     They are set in the child rather than between fork and exec (preexec_fn), which is not
-    safe in a multithreaded parent such as one that has imported JAX. Under bubblewrap all
-    capabilities are dropped, so the submitted code cannot raise them again.
+    safe in a multithreaded parent such as one that has imported JAX.
     """
     return {
         # TensorFlow and JAX reserve far more address space than they use.
@@ -137,29 +334,143 @@ def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
     }
 
 
-def run_child(script: Path, workdir: Path, limits: Limits, bwrap: str | None) -> ChildResult:
-    """Run `python -I script` in `workdir`; kill its whole process group on timeout."""
-    argv = [sys.executable, "-I", str(script)]
-    command = _bwrap_command(bwrap, workdir, argv) if bwrap else argv
-    with (workdir / "child.log").open("wb") as log:
+def _bwrap_command(bwrap: str, box: Box, argv: list[str]) -> list[str]:
+    # /tmp first: a tmpfs mounted later would hide anything bound below it (a venv in /tmp).
+    command = [bwrap, "--tmpfs", "/tmp"]
+    for root in _readable_roots():
+        command += ["--ro-bind", root, root]
+    for link in ("/bin", "/lib", "/lib64", "/sbin"):
+        if os.path.islink(link):
+            command += ["--symlink", os.readlink(link), link]
+    command += [
+        "--dev", "/dev", "--proc", "/proc", "--ro-bind", str(box.ctrl), str(box.ctrl),
+        "--bind", str(box.work), str(box.work), "--bind", str(box.out), str(box.out),
+        "--chdir", str(box.work),
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    ]
+    return command + argv
+
+
+def run_child(sandbox: Sandbox, box: Box, deadline: float) -> ChildResult:
+    """Run `python -I ctrl/child.py` in `box.work` until it ends or the deadline passes.
+
+    The child writes one byte to the `ready` pipe once it has confined itself; a child
+    that never does so means the sandbox failed to start (SandboxFailure).
+    """
+    ready_read, ready_write = os.pipe()
+    argv = [sys.executable, "-I", str(box.ctrl / "child.py"), str(ready_write)]
+    command = _bwrap_command(sandbox.bwrap, box, argv) if sandbox.bwrap else argv
+    identity = {"user": box.uid, "group": box.uid, "extra_groups": []} if box.uid else {}
+    try:
         process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            env=scrubbed_environment(workdir),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            process_group=0,
-            close_fds=True,
-        )
-        try:
-            return ChildResult(process.wait(timeout=limits.per_submission), False)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            return ChildResult(None, True)
+            command, cwd=box.work, env=scrubbed_environment(box.work), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, process_group=0, close_fds=True,
+            pass_fds=(ready_write,), **identity)
+    except OSError as error:
+        os.close(ready_read)
+        raise SandboxFailure(f"could not start the child: {error}") from error
+    finally:
+        os.close(ready_write)
+    ready = os.fdopen(ready_read, "rb")
+    try:
+        return _supervise(process, ready, box, deadline, sandbox)
+    finally:
+        ready.close()
+        process.stdout.close()
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError):
+def _supervise(process: subprocess.Popen, ready, box: Box, deadline: float,
+               sandbox: Sandbox) -> ChildResult:
+    output, started, timed_out, full = bytearray(), False, False, False
+    streams = selectors.DefaultSelector()
+    streams.register(process.stdout, selectors.EVENT_READ, "output")
+    streams.register(ready, selectors.EVENT_READ, "ready")
+    next_disk_check = 0.0
+    while process.poll() is None:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = True
+            break
+        if not sandbox.tmpfs and now >= next_disk_check:
+            full, next_disk_check = over_disk_quota(box), now + 0.25
+            if full:
+                break
+        for key, _ in streams.select(timeout=min(0.1, deadline - now)):
+            chunk = os.read(key.fileobj.fileno(), 65536)
+            if not chunk:
+                streams.unregister(key.fileobj)
+            elif key.data == "ready":
+                started = True
+            elif len(output) < OUTPUT_CAP:
+                output += chunk[: OUTPUT_CAP - len(output)]
+    started = started or _drained_ready(ready)
+    end_processes(process, box)
+    streams.close()
+    return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
+                       started, full, output.decode(errors="replace"))
+
+
+def _drained_ready(ready) -> bool:
+    os.set_blocking(ready.fileno(), False)
+    try:
+        return bool(os.read(ready.fileno(), 1))
+    except BlockingIOError:
+        return False
+
+
+def end_processes(process: subprocess.Popen, box: Box) -> None:
+    """Kill the child's group (and, with a dedicated uid, every process of that uid)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+    if box.uid is not None:
+        kill_uid(box.uid)
     process.wait()
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process whose real uid is `uid`, until none is left."""
+    for _ in range(20):
+        victims = [pid for pid in _pids() if _real_uid(pid) == uid]
+        if not victims:
+            return
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _real_uid(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def over_disk_quota(box: Box) -> bool:
+    """True once the child's folders hold more than DISK_LIMIT bytes or INODE_LIMIT entries."""
+    size = count = 0
+    pending = [box.work, box.out]
+    while pending:
+        try:
+            entries = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            count += 1
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                size += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+            if size > DISK_LIMIT or count > INODE_LIMIT:
+                return True
+    return False

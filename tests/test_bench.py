@@ -182,7 +182,7 @@ def test_grade_problems_catch_wrong_grading():
 def test_read_grades(tmp_path):
     path = tmp_path / "grades.csv"
     path.write_text("submission,file,chapter,unbroadcast,matmul_vjp,total,max,problem\n"
-                    "sub01,x.ipynb,03,1.0,1.0,2.0,2.0,\n")
+                    "001-sub01,/in/sub01.ipynb,03,1.0,1.0,2.0,2.0,\n")
     assert bench.read_grades(path)["sub01"]["total"] == "2.0"
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import grading, sandbox
+from autograder import batch as batch_module
+from autograder import confine, grading, sandbox
 
 from .submissions import ROOT, write_all
 
@@ -37,7 +38,7 @@ def package_digest() -> str:
 def batch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
-    targets = [out / "good" / "results.json", out / "forged.json",
+    targets = [out / "001-good" / "results.json", out / "forged.json",
                ROOT / "autograder" / "forged.py", folder / "good.ipynb.forged"]
     expected = write_all(folder, targets)
     before = package_digest()
@@ -46,8 +47,14 @@ def batch(tmp_path_factory):
             "targets": targets, "package_before": before}
 
 
+def folder(out: Path, stem: str) -> Path:
+    """The output folder of the submission named `stem` (folders are `<index>-<stem>`)."""
+    (found,) = out.glob(f"[0-9]*-{stem}")
+    return found
+
+
 def results(batch, stem: str) -> dict:
-    return json.loads((batch["out"] / stem / "results.json").read_text())
+    return json.loads((folder(batch["out"], stem) / "results.json").read_text())
 
 
 def scores(batch, stem: str) -> tuple[float, float]:
@@ -87,11 +94,11 @@ def test_each_submission_costs_only_its_own_points(batch, stem):
 def test_each_problem_gets_a_clear_message(batch, stem, message):
     text = json.dumps(results(batch, stem))
     assert message in text, text[:3000]
-    assert message in (batch["out"] / stem / "feedback.txt").read_text()
+    assert message in (folder(batch["out"], stem) / "feedback.txt").read_text()
 
 
 def test_syntax_error_is_pointed_at(batch):
-    assert "SyntaxError" in (batch["out"] / "syntax_error" / "feedback.txt").read_text()
+    assert "SyntaxError" in (folder(batch["out"], "syntax_error") / "feedback.txt").read_text()
 
 
 def test_results_json_has_gradescope_fields_seed_and_protections(batch):
@@ -101,15 +108,17 @@ def test_results_json_has_gradescope_fields_seed_and_protections(batch):
         assert {"name", "score", "max_score", "status", "output", "visibility"} <= set(test)
     assert payload["score"] == 2
     assert payload["extra_data"]["seed"] == int(SEED)
-    assert payload["extra_data"]["protections"] == sandbox.protections(sandbox.bubblewrap())
+    protections = payload["extra_data"]["protections"]
+    assert "no_new_privs" in protections
+    assert any(p.startswith(("bubblewrap:", "Landlock")) for p in protections), protections
 
 
 def test_gradebook_has_a_row_per_submission_and_a_total(batch):
     with (batch["out"] / "grades.csv").open() as file:
         rows = list(csv.DictReader(file))
-    assert {row["submission"] for row in rows} == set(batch["expected"])
+    assert {row["submission"].split("-", 1)[1] for row in rows} == set(batch["expected"])
     for row in rows:
-        want = batch["expected"][row["submission"]]
+        want = batch["expected"][row["submission"].split("-", 1)[1]]
         assert float(row["total"]) == sum(want)
         assert {"unbroadcast", "matmul_vjp", "total", "max"} <= set(row)
 
@@ -117,19 +126,16 @@ def test_gradebook_has_a_row_per_submission_and_a_total(batch):
 def test_forged_files_land_nowhere_and_the_grader_is_untouched(batch):
     assert package_digest() == batch["package_before"]
     assert not (ROOT / "autograder" / "forged.py").exists()
-    assert "score\": 100" not in (batch["out"] / "good" / "results.json").read_text()
-    if sandbox.bubblewrap():
-        written_by_grader = batch["out"] / "good" / "results.json"
-        forged = [t for t in batch["targets"] if t != written_by_grader and t.exists()]
-        assert not forged, forged
-    else:  # without bubblewrap the weaker protection must at least be stated
-        assert "NOT isolated" in json.dumps(results(batch, "forges_files"))
+    assert "score\": 100" not in (folder(batch["out"], "good") / "results.json").read_text()
+    written_by_grader = batch["out"] / "001-good" / "results.json"
+    forged = [t for t in batch["targets"] if t != written_by_grader and t.exists()]
+    assert not forged, forged
 
 
 def test_good_result_does_not_depend_on_the_rest_of_the_batch(batch, tmp_path):
     alone = grade([batch["folder"] / "good.ipynb"], tmp_path)
     assert alone.returncode == 0, alone.stderr[-2000:]
-    solo = json.loads((tmp_path / "good" / "results.json").read_text())
+    solo = json.loads((folder(tmp_path, "good") / "results.json").read_text())
     assert solo["tests"] == results(batch, "good")["tests"]
 
 
@@ -140,11 +146,48 @@ def test_nothing_to_grade_is_an_error_exit(tmp_path):
 
 
 def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
-    """Where bubblewrap is missing, the child still dies alone and costs one exercise."""
+    """With only rlimits (--unsafe-no-sandbox), the child still dies alone."""
     assignment = grading.prepare("03", seed=int(SEED))
     limits = sandbox.Limits(per_exercise=3, per_submission=8)
+    bare = sandbox.Sandbox(unsafe=True)
     for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
         result = grading.grade_submission(batch["folder"] / f"{stem}.ipynb", stem,
-                                          {"03": assignment}, "03", limits, None, int(SEED))
+                                          {"03": assignment}, "03", limits, bare, int(SEED))
         got = tuple(e.score for e in result.exercises)
         assert got == batch["expected"][stem], (stem, [e.output for e in result.exercises])
+
+
+def test_grader_refuses_without_any_isolation(monkeypatch):
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: None)
+    monkeypatch.setattr(confine, "landlock_abi", lambda: 0)
+    with pytest.raises(sandbox.SandboxUnavailable, match="--unsafe-no-sandbox"):
+        sandbox.detect("auto")
+    unsafe = sandbox.detect("auto", unsafe=True)
+    assert "UNSAFE: graded with --unsafe-no-sandbox" in unsafe.layers()
+    assert any("NOT isolated" in layer for layer in unsafe.layers())
+
+
+def test_a_sandbox_that_cannot_start_is_a_loud_grading_error(batch, tmp_path, monkeypatch):
+    """A launcher that fails (here: a Python that does not exist) is the grader's failure."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
+    out = tmp_path / "out"
+    code = batch_module.grade(submissions=[batch["folder"] / "good.ipynb"], out=out, jobs=1,
+                              seed=int(SEED), timeout=10, assignment="03",
+                              sandbox_mode="fallback")
+    assert code == 1
+    payload = json.loads((folder(out, "good") / "results.json").read_text())
+    assert payload["score"] == 0 and "GRADING ERROR" in payload["output"]
+    assert "not your fault" in payload["output"]
+
+
+def test_an_unknown_chapter_costs_only_its_notebook(batch, tmp_path):
+    unknown = json.loads((batch["folder"] / "good.ipynb").read_text())
+    unknown["metadata"]["course"]["chapter"] = "99"
+    (tmp_path / "unknown.ipynb").write_text(json.dumps(unknown))
+    command = [sys.executable, "-m", "autograder", "grade", str(tmp_path / "unknown.ipynb"),
+               str(batch["folder"] / "good.ipynb"), "--out", str(tmp_path / "out"),
+               "--seed", SEED, "--timeout", "10"]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert results({"out": tmp_path / "out"}, "good")["score"] == 2
+    assert "chapter 99" in results({"out": tmp_path / "out"}, "unknown")["output"]

@@ -1,0 +1,190 @@
+"""Confinement the sandboxed child applies to itself before any submitted code runs.
+
+This file runs inside the child (copied beside child.py, which loads it by path), so it
+uses only the standard library, plus libseccomp's Python binding where installed. It is
+also imported by the trusted grader, to probe which layers this machine offers.
+
+The layers, each optional and each reported by the grader when active:
+- rlimits: memory, CPU time, file size, core dumps, and (for a dedicated uid) processes;
+- `no_new_privs` and, when the child still runs as root, every capability dropped;
+- Landlock (Linux >= 5.13): reads only of the Python installation, system libraries and the
+  grader's read-only folder; writes only to the child's own folders; no TCP (ABI >= 4); no
+  signals to processes outside the sandbox (ABI >= 6);
+- seccomp: no ptrace, no reading other processes' memory, no mounts or namespaces, no new
+  sessions or process groups (so nothing escapes the kill of its group), no device files,
+  no sockets but UNIX ones, and rlimits that cannot be raised again.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import resource
+import signal
+import socket
+import stat
+
+PR_SET_NO_NEW_PRIVS = 38
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+# Filesystem access rights by ABI version (uapi/linux/landlock.h).
+FS_READ = (1 << 0) | (1 << 2) | (1 << 3)  # execute, read file, read dir
+FS_ALL_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 16) - 1}
+# The rights a rule on a file (not a folder) may carry: execute, write, read, truncate, ioctl.
+FS_FILE = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
+NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
+SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
+CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
+                         0x20000000, 0x40000000, 0x00000080)  # NEWNS ... NEWNET, NEWTIME
+DENIED_SYSCALLS = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
+    "chroot", "unshare", "setns", "setsid", "setpgid", "mknod", "mknodat", "setrlimit",
+    "kexec_load", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
+    "request_key", "open_by_handle_at", "fsopen", "fsmount", "move_mount", "open_tree",
+    "capset", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
+    "setgroups", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
+    "reboot", "sethostname", "setdomainname", "iopl", "ioperm", "settimeofday",
+    "clock_settime", "adjtimex", "acct",
+)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+
+class RulesetAttr(ctypes.Structure):
+    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
+                ("scoped", ctypes.c_uint64)]
+
+
+class PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+class ConfinementError(RuntimeError):
+    """A layer the grader declared could not be applied: the child must not go on."""
+
+
+def landlock_abi() -> int:
+    """Landlock's ABI version here, 0 where the kernel lacks it or it is switched off."""
+    version = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+                            ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    return max(int(version), 0)
+
+
+def seccomp_available() -> bool:
+    """True where libseccomp and its Python binding load."""
+    try:
+        import pyseccomp  # noqa: F401
+    except (ImportError, OSError):
+        return False
+    return True
+
+
+def set_no_new_privs() -> None:
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise ConfinementError(f"prctl(NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}")
+
+
+def drop_capabilities() -> None:
+    """A child still running as root keeps uid 0 but loses every capability."""
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
+    data = (ctypes.c_uint32 * 6)()
+    for cap in range(64):
+        _libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last capability
+    if _libc.capset(header, data) != 0:
+        raise ConfinementError(f"capset failed: {os.strerror(ctypes.get_errno())}")
+
+
+def _fs_rights(abi: int) -> int:
+    return FS_ALL_BY_ABI[max(v for v in FS_ALL_BY_ABI if v <= abi)]
+
+
+def _add_path(ruleset: int, path: str, access: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError:
+        return  # a path this machine lacks needs no rule
+    try:
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            access &= FS_FILE
+        rule = PathBeneathAttr(access, fd)
+        if _libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                         ctypes.byref(rule), 0) != 0:
+            raise ConfinementError(f"landlock_add_rule({path}) failed: "
+                                   f"{os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(fd)
+
+
+def apply_landlock(read: list[str], write: list[str]) -> int:
+    """Restrict this process and its children to reading `read` and writing `write`."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise ConfinementError("Landlock is not available")
+    everything = _fs_rights(abi)
+    attr = RulesetAttr(everything, (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
+                       (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0)
+    size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
+                            ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise ConfinementError(f"landlock_create_ruleset failed: "
+                               f"{os.strerror(ctypes.get_errno())}")
+    try:
+        for path in read:
+            _add_path(ruleset, path, FS_READ & everything)
+        for path in write:
+            _add_path(ruleset, path, everything)
+        if _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+            raise ConfinementError(f"landlock_restrict_self failed: "
+                                   f"{os.strerror(ctypes.get_errno())}")
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def apply_seccomp() -> None:
+    """Deny the system calls a grading child never needs (EPERM, so Python sees OSError)."""
+    import pyseccomp as seccomp
+
+    rules = seccomp.SyscallFilter(seccomp.ALLOW)
+    deny = seccomp.ERRNO(errno.EPERM)
+    for name in DENIED_SYSCALLS:
+        rules.add_rule(deny, name)
+    rules.add_rule(deny, "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
+    rules.add_rule(deny, "prlimit64", seccomp.Arg(2, seccomp.NE, 0))
+    # clone3 passes its flags in memory, out of seccomp's sight: make libc fall back to clone.
+    rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for flag in CLONE_NAMESPACE_FLAGS:
+        rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    rules.load()
+
+
+def apply_rlimits(limits: dict) -> None:
+    """Memory, CPU time, file size and (for a dedicated uid) process count limits."""
+    memory, cpu, size = limits["memory"], limits["cpu_seconds"], limits["file_size"]
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if limits.get("processes"):
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"], limits["processes"]))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large write fails instead of killing
+
+
+def confine(plan: dict) -> None:
+    """Apply every layer in the grader's plan, in an order where each still can be applied."""
+    apply_rlimits(plan["limits"])
+    if plan.get("no_new_privs"):
+        set_no_new_privs()
+    if plan.get("drop_capabilities"):
+        drop_capabilities()
+    landlock = plan.get("landlock")
+    if landlock:
+        own = f"/proc/{os.getpid()}"
+        apply_landlock([*landlock["read"], own], landlock["write"])
+    if plan.get("seccomp"):
+        apply_seccomp()  # last: it forbids capset and setrlimit, which the steps above use

@@ -1,0 +1,200 @@
+"""A corpus of hostile chapter-03 submissions: each attacks the grader, not the exercise.
+
+Every attack sits in a notebook whose `matmul_vjp` is right and whose `unbroadcast` is wrong
+unless the attack succeeds: an attack that forges, steals or reads what it should not turns
+its own `unbroadcast` into a pass. So the expected scores are (0, 1) in every mode, and any
+(1, ...) is a hole. The attacks write into `TARGETS` (files the test digests afterwards).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import nbformat
+import numpy as np
+
+from .submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
+
+WRONG = GOOD_UNBROADCAST.replace("return summed", "return 2 * summed")
+
+
+def _correct_if(condition: str) -> str:
+    """An unbroadcast that is right only when `condition` (the attack's success) holds."""
+    return WRONG.replace("    return 2 * summed", "    factor = 1 if (" + condition + ") else 2\n"
+                         "    return factor * summed")
+
+
+def _exit_in_unbroadcast(body: str) -> str:
+    """An unbroadcast that runs `body`, then leaves at once (forcing another round)."""
+    lines = "\n".join("    " + line for line in body.splitlines())
+    return f"def unbroadcast(grad, shape):\n{lines}\n    import os\n    os._exit(3)\n"
+
+
+def _huge_npz() -> bytes:
+    """An npz whose one member claims 10**13 float64 elements but holds eight bytes."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
+                                                  "shape": (10**13,)})
+    member = np.lib.format.MAGIC_PREFIX + b"\x01\x00" + header.getvalue()[8:] + b"\0" * 8
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("c0_0.npy", member)
+    return buffer.getvalue()
+
+
+def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
+    """name -> (unbroadcast cell, extra cells) for every attack."""
+    paths = {k: str(v) for k, v in targets.items()}
+    # The real output folder, as an attacker finds it: program.json beside sys.argv[0].
+    outs = ("[__import__('json').load(open(__import__('os').path.join(__import__('os').path"
+            ".dirname(__import__('sys').argv[0]), 'program.json')))['out']]")
+    plant = (
+        "import os, json, glob\n"
+        "here = os.getcwd()\n"
+        f"outs = {outs}\n"
+        "for folder in [here, *outs]:\n"
+        "    for name in ['child.log', 'program.json', 'cells.json', 'out_unbroadcast.json',\n"
+        "                 'out_unbroadcast.npz', 'out_matmul_vjp.json']:\n"
+        f"        for target in [{paths['victim']!r}, {paths['script']!r}]:\n"
+        "            try:\n"
+        "                os.symlink(target, os.path.join(folder, name))\n"
+        "                break\n"
+        "            except OSError:\n"
+        "                pass\n"
+    )
+    write_out = (
+        "import os, glob\n"
+        "for folder in " + outs + ":\n"
+        "    with open(os.path.join(folder, 'out_unbroadcast.json'), 'w') as f:\n"
+        "        f.write(PAYLOAD)\n"
+    )
+    return {
+        "symlink_next_round": (_exit_in_unbroadcast(plant), []),
+        "fifo_outputs": (_exit_in_unbroadcast(
+            "import os\n"
+            "for folder in " + outs + ":\n"
+            "    for name in ['out_unbroadcast.json', 'cells.json', 'out_unbroadcast.npz']:\n"
+            "        try:\n"
+            "            os.mkfifo(os.path.join(folder, name))\n"
+            "        except OSError:\n"
+            "            pass"), []),
+        "dev_zero_outputs": (_exit_in_unbroadcast(
+            "import os\n"
+            "for folder in " + outs + ":\n"
+            "    for name in ['out_unbroadcast.json', 'out_unbroadcast.npz']:\n"
+            "        try:\n"
+            "            os.symlink('/dev/zero', os.path.join(folder, name))\n"
+            "        except OSError:\n"
+            "            pass"), []),
+        "deep_json": (_exit_in_unbroadcast("PAYLOAD = '[' * 200000\n" + write_out), []),
+        "wrong_types_json": (_exit_in_unbroadcast(
+            "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": 5}], \"defined\": 7}'\n"
+            + write_out), []),
+        "huge_npz_header": (_exit_in_unbroadcast(
+            f"import os\nBLOB = {_huge_npz()!r}\n"
+            "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": \"c0_0\"}]}'\n" + write_out
+            + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
+            "        f.write(BLOB)\n"), []),
+        "daemon": (WRONG, [
+            "import os, time\n"
+            "if os.fork() == 0:\n"
+            "    try:\n"
+            "        os.setsid()\n"
+            "    except OSError:\n"
+            "        pass\n"
+            "    if os.fork() == 0:\n"
+            "        for _ in range(600):\n"
+            "            time.sleep(0.1)\n"
+            f"            for t in [{paths['victim']!r}, {paths['script']!r}]:\n"
+            "                try:\n"
+            "                    open(t, 'w').write('{\"score\": 100}')\n"
+            "                except OSError:\n"
+            "                    pass\n"
+            "    os._exit(0)\n"]),
+        "disk_hog": (WRONG, [
+            "import os\n"
+            "block = b'x' * (1 << 20)\n"
+            "for i in range(3000):\n"
+            "    try:\n"
+            "        with open(f'hog{i}', 'wb') as f:\n"
+            "            f.write(block)\n"
+            "    except OSError:\n"
+            "        break\n"
+            "for i in range(60000):\n"
+            "    try:\n"
+            "        open(f'inode{i}', 'w').close()\n"
+            "    except OSError:\n"
+            "        break\n"]),
+        "reads_parent_proc": (_correct_if("_peek()"), [
+            "import os\n"
+            "def _peek():\n"
+            "    for pid in [os.getppid(), 1]:\n"
+            "        try:\n"
+            "            text = open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+            "            if b'--seed' in text or b'pytest' in text:\n"
+            "                return True\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    return False\n"]),
+        "reads_solutions": (_correct_if("_solution_read()"), [
+            "def _solution_read():\n"
+            "    try:\n"
+            f"        return 'BEGIN SOLUTION' in open({paths['solution']!r}).read()\n"
+            "    except OSError:\n"
+            "        return False\n"]),
+        "lifts_rlimits_and_kills_parent": (_correct_if("_lifted()"), [
+            "import os, resource, signal\n"
+            "def _lifted():\n"
+            "    try:\n"
+            "        resource.setrlimit(resource.RLIMIT_AS, (-1, -1))\n"
+            "        return True\n"
+            "    except (OSError, ValueError):\n"
+            "        return False\n"
+            "for pid in [os.getppid()]:\n"
+            "    try:\n"
+            "        os.kill(pid, signal.SIGKILL)\n"
+            "    except OSError:\n"
+            "        pass\n"]),
+        "writes_grader": (WRONG, [
+            "import os\n"
+            f"for target in {[paths[k] for k in ('package', 'script', 'victim', 'site')]!r}:\n"
+            "    try:\n"
+            "        with open(target, 'w') as f:\n"
+            "            f.write('{\"score\": 100}')\n"
+            "    except OSError:\n"
+            "        pass\n"]),
+        "forged_sandbox_message": (_exit_in_unbroadcast(
+            "print('bwrap: execvp /usr/bin/python: No such file or directory', flush=True)\n"
+            "import sys\n"
+            "sys.__stdout__.write('bwrap: Creating new namespace failed\\n')\n"
+            "sys.__stdout__.flush()"), [
+            "import sys\nsys.__stdout__.write('bwrap: setting up uid map: Permission denied\\n')"
+            "\nsys.__stdout__.flush()"]),
+    }
+
+
+def write_corpus(folder: Path, targets: dict[str, Path]) -> dict[str, tuple[float, float]]:
+    """Write the hostile notebooks and the honest ones they might harm; return expected."""
+    learner = nbformat.read(LEARNER_COPY, as_version=4)
+    expected: dict[str, tuple[float, float]] = {}
+    for name, (unbroadcast, extra) in attacks(targets).items():
+        nbformat.write(fill(learner, unbroadcast, GOOD_MATMUL, extra), folder / f"{name}.ipynb")
+        expected[name] = (0, 1)
+    # A full disk leaves no room for any result: the hog costs its whole run, nothing else.
+    expected["disk_hog"] = (0, 0)
+    honest = fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, [])
+    for name in ("honest", "grades.csv", "..."):
+        nbformat.write(honest, folder / f"{name}.ipynb")
+        expected[name] = (1, 1)
+    for student, cell in (("alice", GOOD_UNBROADCAST), ("bob", WRONG)):
+        (folder / student).mkdir()
+        nbformat.write(fill(learner, cell, GOOD_MATMUL, []), folder / student / "hw.ipynb")
+    unknown = fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, [])
+    unknown.metadata["course"] = {**unknown.metadata["course"], "chapter": "99"}
+    nbformat.write(unknown, folder / "unknown_chapter.ipynb")
+    return expected
+
+
+SOLUTION = ROOT / "solutions" / "03_unbroadcasting.ipynb"
