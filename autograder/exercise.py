@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from .cases import Case, Profile
 from .compare import Mismatch, outputs_close
+from .precision import exact_invoke
 
 Outputs = tuple[np.ndarray, ...]
 
@@ -54,6 +55,12 @@ class Exercise:
     # Frameworks the learner's code may use in the grader's child ("tensorflow", "jax");
     # empty for a numpy exercise, where using either scores 0.
     frameworks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # A learner who uses a framework is checked at full precision (no TF32 on a GPU), in
+        # the notebook and in the grader's child alike, because both run this `invoke`.
+        if self.frameworks:
+            object.__setattr__(self, "invoke", exact_invoke(self.invoke))
 
     def invoker(self) -> Callable[..., Any]:
         """The compiled `invoke` function (or a plain call)."""

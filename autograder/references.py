@@ -21,6 +21,7 @@ import numpy as np
 
 from .cases import Case
 from .compare import compare_outputs
+from .precision import exact_precision
 
 Outputs = tuple[np.ndarray, ...]
 
@@ -28,6 +29,9 @@ Outputs = tuple[np.ndarray, ...]
 # The reference program is run once and is tiny; what a learner waits for is its compilation.
 # Without XLA's fusion emitters and backend optimisation it compiles 6-9x faster here
 # (0.4 s instead of 2.5-3.8 s for chapter 03's matmul cases); TensorFlow cross-checks it.
+# These are XLA debug options that come and go between releases (jaxlib 0.11 dropped
+# `xla_cpu_use_fusion_emitters`), so they are used only where `fast_compile_options` finds
+# that the running XLA accepts them.
 FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
 
 
@@ -67,24 +71,56 @@ def jax_module() -> Any:
 def tensorflow_references(
     reference: Callable[[Any, Case], Outputs], cases: Sequence[Case]
 ) -> list[Outputs]:
+    """Eagerly, case by case, on the CPU with TF32 off: the same numbers on any machine."""
     tf = tensorflow()
-    return [tuple(np.asarray(o) for o in reference(tf, case)) for case in cases]
+    with exact_precision(), tf.device("/CPU:0"):
+        return [tuple(np.asarray(o) for o in reference(tf, case)) for case in cases]
 
 
 def jax_references(
     reference: Callable[[Any, dict[str, Any], dict[str, Any]], Outputs], cases: Sequence[Case]
 ) -> list[Outputs]:
-    """All cases in one compiled program: static parameters are closed over, arrays traced."""
+    """All cases in one compiled program: static parameters are closed over, arrays traced.
+
+    It runs on the CPU device at the highest matmul precision, whatever the default device
+    and the learner's settings: on a GPU the default float32 matmul is TF32.
+    """
     jax = jax_module()
     params = [case.params() for case in cases]
 
     def batch(arrays: list[dict[str, Any]]) -> list[Outputs]:
         return [reference(jax, p, a) for p, a in zip(params, arrays, strict=True)]
 
-    arrays = [case.arrays() for case in cases]
-    with jax.enable_x64(True):
-        compiled = jax.jit(batch).lower(arrays).compile(compiler_options=FAST_COMPILE)
+    with jax.enable_x64(True), exact_precision():
+        arrays = jax.device_put([case.arrays() for case in cases], cpu_device())
+        compiled = jax.jit(batch).lower(arrays).compile(compiler_options=fast_compile_options())
         return [tuple(np.asarray(o) for o in outputs) for outputs in compiled(arrays)]
+
+
+def cpu_device() -> Any:
+    """JAX's first CPU device: references are computed there on every machine."""
+    return jax_module().devices("cpu")[0]
+
+
+@cache
+def fast_compile_options() -> dict[str, Any]:
+    """The FAST_COMPILE options that the running XLA accepts (maybe none), decided once.
+
+    Each option is tried on a tiny program on the CPU device; one that is refused (unknown
+    to this XLA, or a value it rejects) is left out and XLA's default applies. A missing
+    option costs compile time, never a check, and nothing is printed.
+    """
+    return {name: value for name, value in FAST_COMPILE.items() if _accepted(name, value)}
+
+
+def _accepted(name: str, value: Any) -> bool:
+    jax = jax_module()
+    probe = jax.device_put(np.zeros(2, np.float32), cpu_device())
+    try:
+        jax.jit(lambda x: x + 1).lower(probe).compile(compiler_options={name: value})
+    except Exception:  # XLA raises its own runtime error types, which vary by release
+        return False
+    return True
 
 
 def ensure_agreement(

@@ -35,11 +35,29 @@ FRAMEWORKS = ("jax",)
 # Each exercise's `invoke` is this header plus its own `invoke` function. It runs in the
 # learner's kernel and in the grader's child, so it imports what it needs itself.
 INVOKE_HEADER = '''
+import contextlib
 import functools
 
 import numpy as np
 import jax
 import jax.numpy as jnp
+
+
+@contextlib.contextmanager
+def double_precision():
+    """float64 on every thread while the learner's function runs; the old setting returns.
+
+    jax.enable_x64 alone holds on this thread only. On a GPU, jax.pure_callback runs its
+    Python on a host-callback thread, which would then see float32, turn float64 inputs
+    into float32 and refuse the callback's float64 result ("CpuCallback error").
+    """
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        with jax.enable_x64(True):
+            yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
 
 LIKELY_MISTAKES = (
     ("nondiff_argnums", "an array (a traced value) was passed in a `nondiff_argnums` "
@@ -122,7 +140,7 @@ def second_vmap_jit(fn, x):
 LOG1PEXP_INVOKE = INVOKE_HEADER + '''
 
 def invoke(fn, x, t, ct):
-    with jax.enable_x64(True):
+    with double_precision():
         x, t, ct = jnp.asarray(x), jnp.asarray(t), jnp.asarray(ct)
         f = jax.jit(fn)
         return (
@@ -155,7 +173,7 @@ def chained_grad_jit(fn, lo, hi, x, ct):
 
 
 def invoke(fn, lo, hi, x, ct):
-    with jax.enable_x64(True):
+    with double_precision():
         x, ct = jnp.asarray(x), jnp.asarray(ct)
         return (
             run("jax.jit(fn)(lo, hi, x)", lambda: value_jit(fn, lo, hi, x)),
@@ -170,7 +188,7 @@ def invoke(fn, lo, hi, x, ct):
 FIXED_POINT_INVOKE = INVOKE_HEADER + '''
 
 def invoke(fn, a, ct):
-    with jax.enable_x64(True):
+    with double_precision():
         a, ct = jnp.asarray(a), jnp.asarray(ct)
         f = jax.jit(fn)
         return (
@@ -183,7 +201,7 @@ def invoke(fn, a, ct):
 BESSEL_INVOKE = INVOKE_HEADER + '''
 
 def invoke(fn, x, t):
-    with jax.enable_x64(True):
+    with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
         f = jax.jit(fn)
         return (

@@ -1,0 +1,238 @@
+"""Checks give the same verdicts on any release and any device (issue 21).
+
+There is no GPU here, so what a GPU would change is observed from inside: the settings in
+force while references and learners' functions run (JAX's matmul precision, TensorFlow's
+TF32 switch, x64 as other threads see it), and that the learner's own settings come back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from autograder import check, precision, references
+from autograder.cases import Case, Profile, draw_cases
+from autograder.engine import check_function, reference_outputs
+from autograder.exercises import EXERCISES
+from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
+from autograder.exercises.ch04_custom_gradient_tf import LOGADDEXP
+from autograder.exercises.ch06_jacobians import JACOBIAN_VIA_VJP
+
+TINY = Profile("precision-tests", max_examples=4, max_side=3, max_dims=3)
+
+
+@pytest.fixture
+def learner_settings():
+    """A learner who asked for fast, inexact matmuls in both frameworks; undone afterwards."""
+    jax.config.update("jax_default_matmul_precision", "bfloat16")
+    tf.config.experimental.enable_tensor_float_32_execution(True)
+    yield
+    jax.config.update("jax_default_matmul_precision", None)
+    tf.config.experimental.enable_tensor_float_32_execution(True)
+
+
+@pytest.fixture
+def fresh_compile_probe():
+    """Forget which compile options were accepted, before and after the test."""
+    references.fast_compile_options.cache_clear()
+    yield
+    references.fast_compile_options.cache_clear()
+
+
+# ---------------------------------------------------------------- version-specific options
+
+
+def test_compile_options_this_xla_refuses_are_dropped_silently(
+    monkeypatch, fresh_compile_probe, capfd
+):
+    bogus = {"xla_no_such_option_for_this_test": True}
+    monkeypatch.setattr(references, "FAST_COMPILE", {**references.FAST_COMPILE, **bogus})
+    cases = draw_cases(MATMUL_VJP.strategy(TINY), TINY)
+    outputs = reference_outputs(MATMUL_VJP, cases)  # raises if an option reached XLA
+    report = check_function(UNBROADCAST, _unbroadcast, TINY)
+    assert "xla_no_such_option_for_this_test" not in references.fast_compile_options()
+    assert len(outputs) == len(cases) and report.passed, str(report)
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+
+
+def test_accepted_compile_options_are_probed_once(monkeypatch, fresh_compile_probe):
+    calls = []
+    probe = references._accepted
+    monkeypatch.setattr(references, "_accepted", lambda *a: calls.append(a) or probe(*a))
+    first = references.fast_compile_options()
+    assert references.fast_compile_options() == first
+    assert len(calls) == len(references.FAST_COMPILE)
+    assert set(first) <= set(references.FAST_COMPILE)
+
+
+def _unbroadcast(grad, shape):
+    leading = grad.ndim - len(shape)
+    axes = tuple(range(leading)) + tuple(leading + i for i, n in enumerate(shape) if n == 1)
+    return np.asarray(grad.sum(axis=axes)).reshape(shape)
+
+
+# ---------------------------------------------------------------- references at full precision
+
+
+def _record_jax(seen: list[Any]):
+    def reference(jax_module: Any, params: dict, arrays: dict) -> tuple:
+        seen.append(jax_module.config.jax_default_matmul_precision)
+        return (arrays["a"] @ arrays["b"],)
+
+    return reference
+
+
+def _record_tf(seen: list[Any]):
+    def reference(tf_module: Any, case: Case) -> tuple:
+        product = tf_module.constant(case.arg("a")) @ tf_module.constant(case.arg("b"))
+        tf32 = tf_module.config.experimental.tensor_float_32_execution_enabled()
+        seen.append((tf32, product.device))
+        return (product.numpy(),)
+
+    return reference
+
+
+def _matmul_case() -> Case:
+    rng = np.random.default_rng(21)
+    a, b = (rng.standard_normal((3, 4, 4)).astype(np.float32) for _ in range(2))
+    return Case((("a", a), ("b", b)))
+
+
+def test_references_run_at_full_precision_on_the_cpu_whatever_the_learner_set(
+    learner_settings,
+):
+    jax_seen: list[Any] = []
+    tf_seen: list[Any] = []
+    references.jax_references(_record_jax(jax_seen), [_matmul_case()])
+    references.tensorflow_references(_record_tf(tf_seen), [_matmul_case()])
+    assert jax_seen == ["highest"]
+    assert tf_seen[0][0] is False and tf_seen[0][1].endswith("CPU:0")
+    assert jax.config.jax_default_matmul_precision == "bfloat16"
+    assert tf.config.experimental.tensor_float_32_execution_enabled() is True
+
+
+def test_matmul_references_are_the_float64_math_under_a_bfloat16_setting(learner_settings):
+    cases = [c for c in draw_cases(MATMUL_VJP.strategy(TINY), TINY)
+             if c.arg("g").dtype == np.float32]
+    assert cases, "the matmul strategy draws float32 cases"
+    for case, (grad_a, grad_b) in zip(cases, reference_outputs(MATMUL_VJP, cases), strict=True):
+        g, a, b = (case.arg(k).astype(np.float64) for k in ("g", "a", "b"))
+        exact_a, exact_b = _float64_matmul_vjp(g, a, b)
+        # TF32 or bfloat16 products would be off by ~1e-3; float32 ones by ~1e-7.
+        np.testing.assert_allclose(grad_a, exact_a, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(grad_b, exact_b, rtol=1e-5, atol=1e-5)
+
+
+def _float64_matmul_vjp(g, a, b):
+    grad_a = g @ np.swapaxes(b, -1, -2)
+    grad_b = np.swapaxes(a, -1, -2) @ g
+    return _sum_to(grad_a, a.shape), _sum_to(grad_b, b.shape)
+
+
+def _sum_to(grad, shape):
+    while grad.ndim > len(shape):
+        grad = grad.sum(axis=0)
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True)
+
+
+# ---------------------------------------------------------------- the learner's function
+
+
+def test_a_jax_learner_runs_at_highest_precision_and_gets_their_setting_back(learner_settings):
+    seen: list[Any] = []
+
+    def jacobian_via_vjp(f, x):
+        seen.append(jax.config.jax_default_matmul_precision)
+        y, vjp_fn = jax.vjp(f, x)
+        rows = jnp.eye(y.size, dtype=y.dtype).reshape((y.size, *y.shape))
+        return jax.vmap(vjp_fn)(rows)[0].reshape(y.shape + x.shape)
+
+    report = check.jacobian_via_vjp(jacobian_via_vjp)
+    assert report.passed, str(report)
+    assert seen and set(seen) == {"highest"}
+    assert jax.config.jax_default_matmul_precision == "bfloat16"
+
+
+def test_a_tensorflow_learner_runs_without_tf32_and_gets_their_setting_back(learner_settings):
+    seen: list[bool] = []
+
+    def logaddexp(a, b):
+        seen.append(tf.config.experimental.tensor_float_32_execution_enabled())
+        return tf.reduce_logsumexp(tf.stack([a, b]), axis=0)
+
+    report = check_function(LOGADDEXP, logaddexp, TINY)
+    assert report.passed, str(report)
+    assert seen and set(seen) == {False}
+    assert tf.config.experimental.tensor_float_32_execution_enabled() is True
+
+
+def test_a_failing_learner_also_gets_their_setting_back(learner_settings):
+    def wrong(f, x):
+        raise ValueError("not yet")
+
+    assert not check_function(JACOBIAN_VIA_VJP, wrong, TINY).passed
+    assert jax.config.jax_default_matmul_precision == "bfloat16"
+    assert tf.config.experimental.tensor_float_32_execution_enabled() is True
+
+
+def test_every_framework_exercise_is_invoked_at_full_precision_and_only_once():
+    for exercise in EXERCISES.values():
+        wrapped = exercise.invoke.count(precision.MARKER)
+        assert wrapped == (1 if exercise.frameworks else 0), exercise.name
+    again = dataclasses.replace(JACOBIAN_VIA_VJP, name="copy")
+    assert again.invoke.count(precision.MARKER) == 1
+
+
+def test_the_wrapped_invoke_runs_without_the_autograder():
+    namespace: dict = {}
+    exec(precision.exact_invoke(""), namespace)  # as the grader's child runs it
+    assert namespace["invoke"](lambda x: x + 1, 1) == 2
+
+
+# ---------------------------------------------------------------- pure_callback and threads
+
+
+def _bessel_on_another_thread():
+    """A correct bessel_i0 whose callback does its numpy on a worker thread.
+
+    It stands in for a GPU, where JAX runs pure_callback's Python on a host-callback
+    thread and puts the arguments on the CPU device there (jax.device_put): under a
+    thread-local x64 setting that thread would see float32.
+    """
+    pool = ThreadPoolExecutor(1)
+
+    def on_worker(v):  # XLA hands a callback numpy buffers; JAX moves them to its CPU device
+        return np.asarray(jax.device_put(np.asarray(v), jax.devices("cpu")[0]))
+
+    def host(v):
+        moved = pool.submit(on_worker, v).result()
+        return np.i0(moved).astype(moved.dtype)
+
+    @jax.custom_jvp
+    def bessel_i0(x):
+        shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(host, shape, x, vmap_method="expand_dims")
+
+    @bessel_i0.defjvp
+    def bessel_i0_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return bessel_i0(x), jax.scipy.special.i1(x) * t
+
+    return bessel_i0
+
+
+def test_pure_callback_answers_pass_when_the_callback_runs_on_another_thread():
+    assert threading.current_thread() is threading.main_thread()
+    report = check.bessel_i0(_bessel_on_another_thread())
+    assert report.passed, str(report)
+    assert jax.config.jax_enable_x64 is False
