@@ -33,8 +33,8 @@ def test_solution_scores_full_marks_and_learner_copy_scores_zero(notebook, tmp_p
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    solution = json.loads((out / "solution" / "results.json").read_text())
-    learner = json.loads((out / "learner" / "results.json").read_text())
+    solution = json.loads((out / "001-solution" / "results.json").read_text())
+    learner = json.loads((out / "002-learner" / "results.json").read_text())
     assert [t["name"].split()[0] for t in solution["tests"]] == exercises
     failed = [t for t in solution["tests"] if t["status"] != "passed"]
     assert not failed, json.dumps(failed, indent=1)[:3000]
