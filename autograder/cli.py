@@ -7,13 +7,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import coursemap, notebooks
+from . import coursemap
+
+# `notebooks` (nbclient, Jupyter) is imported by the commands that execute notebooks only:
+# the grader's own install (Gradescope, requirements-grader.txt) has no Jupyter.
 
 ROOT = Path.cwd()
 
 
 def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> int:
     """Execute solutions/ and regenerate course/ from it."""
+    from . import notebooks
+
     for pair in notebooks.pairs(solutions, course):
         if only and not any(pair.solution.name.startswith(prefix) for prefix in only):
             continue
@@ -24,6 +29,8 @@ def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> 
 
 def check_sync(*, solutions: Path, course: Path) -> int:
     """Exit 1, listing the notebooks, when course/ is not what solutions/ generates."""
+    from . import notebooks
+
     pairs = notebooks.pairs(solutions, course)
     problems = [p for pair in pairs for p in notebooks.sync_problems(pair)]
     for problem in problems:
@@ -76,6 +83,9 @@ def parser() -> argparse.ArgumentParser:
     zipped.add_argument("--assignment", required=True, help="chapter, e.g. 03")
     zipped.add_argument("--out", type=Path, default=Path("autograder.zip"))
     zipped.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
+    zipped.add_argument("--seed", type=int, default=None,
+                        help="hidden cases' seed for the whole assignment (drawn and printed "
+                             "when left out)")
     return top
 
 

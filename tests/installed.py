@@ -4,15 +4,13 @@ Colab (`%pip install "autodiff-course @ git+..."`) and Gradescope (`pip install 
 both get a non-editable install. These helpers build the wheel from a clean copy of the
 sources and install it into a fresh venv that holds the pinned packages (numpy, TensorFlow,
 JAX, Jupyter) without a second download: hard links to this interpreter's site-packages, the
-editable install's files left out.
+editable install's files left out (work_folder picks a place where hard links can be made).
 
 Why not simply PYTHONPATH=<target> with this .venv's Python: its site-packages holds the
 editable install's import hook, which would quietly serve any module missing from the wheel
 (`autograder.exercises`, say) from the checkout: the very bug these tests exist to catch.
 Why links rather than a path line to that folder: the grader's sandbox shows the child its
-own Python's prefix only, as on Gradescope, where the packages live inside the venv. Where
-hard links cannot be made (another file system) a .pth path line is the fallback; it adds the
-folder only, never runs the hooks inside it.
+own Python's prefix only, as on Gradescope, where the packages live inside the venv.
 """
 
 from __future__ import annotations
@@ -24,7 +22,11 @@ import sys
 import sysconfig
 import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 # Not part of any distribution: kept out of the copy the wheel is built from.
@@ -67,43 +69,103 @@ def wheel_modules(wheel: Path) -> set[str]:
         return {name for name in archive.namelist() if name.endswith(".py")}
 
 
-def make_venv(where: Path) -> Install:
-    """A venv (no pip: the outer pip installs into it) holding this interpreter's packages."""
+def bare_venv(where: Path) -> Install:
+    """An empty venv without pip (this interpreter's pip installs into it)."""
     run([sys.executable, "-m", "venv", "--without-pip", str(where)], cwd=where.parent)
     python = where / "bin" / "python"
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    site = Path(run([str(python), "-c", purelib], cwd=where).stdout.strip())
-    _share_packages(Path(sysconfig.get_paths()["purelib"]), site)
+    return Install(python=python, site=Path(run([str(python), "-c", purelib],
+                                                cwd=where).stdout.strip()))
+
+
+def make_venv(where: Path) -> Install:
+    """A venv holding all of this interpreter's packages except the editable course."""
+    install = bare_venv(where)
+    _share_packages(Path(sysconfig.get_paths()["purelib"]), install.site)
     ipython = Path(sys.prefix) / "etc" / "ipython"
     if ipython.is_dir():  # the kernel configuration `make install` puts there
         shutil.copytree(ipython, where / "etc" / "ipython")
-    return Install(python=python, site=site)
+    return install
 
 
 def _share_packages(source: Path, site: Path) -> None:
     """Fill `site` with hard links to `source`'s packages, minus the editable course."""
     linked = site.with_name("linking")
-    done = subprocess.run(["cp", "-al", str(source), str(linked)], capture_output=True)
-    if done.returncode != 0:  # another file system: see the module docstring
-        shutil.rmtree(linked, ignore_errors=True)
-        (site / "pinned_packages.pth").write_text(f"{source}\n")
-        return
+    run(["cp", "-al", str(source), str(linked)], cwd=site.parent)
     site.rmdir()
     linked.rename(site)
     for editable in [*site.glob("__editable__*"), *site.glob("autodiff_course-*.dist-info")]:
         shutil.rmtree(editable) if editable.is_dir() else editable.unlink()
 
 
+def work_folder(tmp: Path, name: str) -> Path:
+    """A fresh folder for an install: under `tmp`, or, where `tmp` is another file system than
+    the packages (a tmpfs /tmp), under the checkout's ignored test-artifacts/, so that hard
+    links work. Either way it is not an importable part of the checkout."""
+    packages = Path(sysconfig.get_paths()["purelib"])
+    same_device = tmp.stat().st_dev == packages.stat().st_dev
+    folder = tmp / name if same_device else ROOT / "test-artifacts" / "installs" / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def make_grader_venv(where: Path, requirements: Path) -> Install:
+    """A venv holding only what `requirements` needs (its pins and their dependencies), as
+    setup.sh's `pip install -r requirements-grader.txt` would: hard links to this
+    interpreter's copies, so a module the grader imports from anything else is missing."""
+    install = bare_venv(where)
+    source = Path(sysconfig.get_paths()["purelib"])
+    for name in sorted(dependency_closure(requirement_names(requirements))):
+        _link_distribution(metadata.distribution(name), source, install.site)
+    return install
+
+
+def requirement_names(requirements: Path) -> list[str]:
+    lines = [line.split("#")[0].strip() for line in requirements.read_text().splitlines()]
+    return [Requirement(line).name for line in lines if line]
+
+
+def dependency_closure(names: list[str]) -> set[str]:
+    """The distributions pip would install for `names` on this machine (markers evaluated)."""
+    seen: set[str] = set()
+    todo = [canonicalize_name(name) for name in names]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in metadata.requires(name) or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(canonicalize_name(requirement.name))
+    return seen
+
+
+def _link_distribution(distribution: metadata.Distribution, source: Path, site: Path) -> None:
+    """Hard-link one installed distribution's files (its RECORD) from `source` into `site`."""
+    for file in distribution.files or []:
+        path = Path(distribution.locate_file(file)).resolve()
+        if not path.is_file() or not path.is_relative_to(source):
+            continue  # console scripts in bin/, stale RECORD lines
+        target = site / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            os.link(path, target)
+
+
 def install_wheel(wheel: Path, install: Install) -> None:
-    """`pip install --no-deps`, non-editable, into the venv's site-packages."""
+    """`pip install --no-deps`, non-editable, into the venv's site-packages (a wheel, or a
+    source folder that pip builds with the setuptools already installed)."""
     run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
-         "--target", str(install.site), str(wheel)], cwd=install.site)
+         "--no-build-isolation", "--target", str(install.site), str(wheel)], cwd=install.site)
 
 
-def installed_course(work: Path) -> Install:
-    """Build the wheel from the checkout and install it into a fresh venv under `work`."""
+def installed_course(tmp: Path) -> Install:
+    """Build the wheel from the checkout and install it into a fresh venv (see work_folder)."""
+    work = work_folder(tmp, "course")
     wheels = work / "wheels"
-    wheels.mkdir(parents=True)
+    wheels.mkdir()
     install = make_venv(work / "venv")
     install_wheel(build_wheel(ROOT, wheels), install)
     return install
