@@ -34,6 +34,7 @@ set -euo pipefail
 base="${{AUTOGRADER_ROOT:-/autograder}}"
 python="${{AUTOGRADER_SETUP_PYTHON:-python3.11}}"
 
+# AUTOGRADER_SETUP_PYTHON: a Python 3.11+ on an image prepared by hand (no apt-get then).
 if [ -z "${{AUTOGRADER_SETUP_PYTHON:-}}" ]; then
   # Ubuntu 22.04's python3 is 3.10; its python3.11 package is the one we need.
   apt-get update
