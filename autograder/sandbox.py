@@ -420,12 +420,31 @@ def _drained_ready(ready) -> bool:
 
 
 def end_processes(process: subprocess.Popen, box: Box) -> None:
-    """Kill the child's group (and, with a dedicated uid, every process of that uid)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    if box.uid is not None:
-        kill_uid(box.uid)
+    """Kill the child's group (and, with a dedicated uid, every process of that uid), and
+    wait until they are gone: SIGKILL is delivered asynchronously."""
+    for _ in range(200):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if box.uid is not None:
+            kill_uid(box.uid)
+        if not _live_members(process.pid):
+            break
+        time.sleep(0.025)
     process.wait()
+
+
+def _live_members(group: int) -> list[int]:
+    """Processes of this process group that are still running (zombies do not count)."""
+    members = []
+    for pid in _pids():
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) == group:
+            members.append(pid)
+    return members
 
 
 def kill_uid(uid: int) -> None:

@@ -134,7 +134,11 @@ def test_attacks_score_zero_and_honest_submissions_keep_their_scores(graded):
 
 
 def test_nothing_outside_the_childs_folders_changed(graded):
-    assert graded["after"] == graded["before"]
+    (files_before, site_before), (files_after, site_after) = graded["before"], graded["after"]
+    changed = {p for p in files_before.keys() | files_after.keys()
+               if files_before.get(p) != files_after.get(p)}
+    assert not changed
+    assert site_after == site_before
     assert not graded["targets"]["package"].exists()
     assert not graded["targets"]["site"].exists()
     for path in graded["out"].rglob("*"):
