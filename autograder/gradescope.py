@@ -119,6 +119,10 @@ def build_zip(*, assignment: str, out: Path, timeout: float = 120.0,
               seed: int | None = None) -> int:
     """Write the Gradescope autograder zip for one chapter, its hidden cases fixed by `seed`
     (drawn now and printed when not given: every submission then meets the same cases)."""
+    missing = [name for name in SOURCES if not (ROOT / name).is_file()]
+    if missing:
+        raise SystemExit(f"gradescope: {', '.join(missing)} not found in {ROOT}: build the zip "
+                         "from a checkout of the course (the zip carries its sources).")
     seed = secrets.randbelow(2**31) if seed is None else seed
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         _add_script(archive, "setup.sh", setup_script())

@@ -177,3 +177,12 @@ def test_the_installed_grader_is_the_one_from_source(gradescope):
     assert (site / "autograder" / "exercises" / "ch03_unbroadcasting.py").is_file()
     assert not list(site.glob("__editable__*")) and not (site / "jupyterlab").exists()
     assert os.access(gradescope / "venv" / "bin" / "python", os.X_OK)
+
+
+def test_building_the_zip_outside_a_checkout_says_so(tmp_path, monkeypatch):
+    from autograder import gradescope as module
+
+    monkeypatch.setattr(module, "ROOT", tmp_path)
+    with pytest.raises(SystemExit, match="from a checkout of the course"):
+        module.build_zip(assignment="03", out=tmp_path / "autograder.zip")
+    assert not (tmp_path / "autograder.zip").exists()
