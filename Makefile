@@ -41,3 +41,35 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) bench-out test-artifacts
+
+# The supported-versions matrix (README "Supported versions"): besides the pinned Python 3.11
+# set in .venv, a second environment with Python 3.12 and the newest releases of jax, jaxlib,
+# numpy and TensorFlow that pyproject.toml admits (what Colab and a fresh environment get).
+# There it runs the check engine's tests (every chapter's right and wrong answers, precision
+# settings) and nbval over every solution notebook. Each run upgrades it to the newest releases.
+LATEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python) \
+                             $(shell command -v python3.12 2>/dev/null))
+LATEST := .venv-latest
+LATEST_PY := $(LATEST)/bin/python
+VERSIONS_TESTS := $(sort $(wildcard tests/test_check_ch*.py)) tests/test_precision.py
+# nbval compares stored outputs, so it runs over the chapters whose printed text does not vary
+# between releases (04: TensorFlow, 06: JAX, 03 and 07: both); the others print versions, JAX's
+# own messages or its residual names, and their checks are covered by VERSIONS_TESTS.
+VERSIONS_NOTEBOOKS := $(addprefix solutions/,02_reverse_mode_tape.ipynb 03_unbroadcasting.ipynb \
+  04_custom_gradient_tf.ipynb 06_jacobians.ipynb 07_capstone.ipynb)
+
+.PHONY: versions
+versions:
+	@test -n "$(LATEST_PYTHON)" || { echo "make versions needs Python 3.12:" \
+	  "pyenv install 3.12, or LATEST_PYTHON=/path/to/python3.12" >&2; exit 1; }
+	test -x $(LATEST_PY) || $(LATEST_PYTHON) -m venv $(LATEST)
+	$(LATEST_PY) -m pip install --quiet --upgrade pip
+	$(LATEST_PY) -m pip install --quiet --upgrade --upgrade-strategy eager \
+	  -e . jax jaxlib numpy tensorflow pytest nbval ipykernel
+	mkdir -p $(LATEST)/etc/ipython
+	cp etc/ipython/ipython_kernel_config.py $(LATEST)/etc/ipython/
+	@$(LATEST_PY) -c 'import platform; print("versions: Python", platform.python_version())'
+	@$(LATEST_PY) -m pip list --format=freeze | grep -iE '^(jax|jaxlib|numpy|tensorflow)=='
+	$(LATEST_PY) -m pytest $(VERSIONS_TESTS)
+	$(LATEST_PY) -m pytest --nbval --nbval-current-env \
+	  --nbval-sanitize-with etc/nbval-sanitize.cfg $(VERSIONS_NOTEBOOKS)
