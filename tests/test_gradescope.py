@@ -3,9 +3,10 @@
 The zip that `python -m autograder gradescope` builds is unpacked into a Gradescope-shaped root
 (source/, submission/, results/; AUTOGRADER_ROOT points run_autograder there), the grader is
 installed the way setup.sh installs it (a venv holding only requirements-grader.txt's packages,
-then `pip install --no-deps .` from source/, non-editable), and run_autograder grades each kind
-of submission a class sends: right, wrong, blank, not a notebook, two notebooks. When the grader
-itself fails, results.json must still be written, say so, and score 0.
+then `pip install --no-deps .` from source/, non-editable, then the warm-up), and run_autograder
+grades each kind of submission a class sends: right, wrong, blank, not a notebook, two
+notebooks. When the grader itself fails, results.json must still be written, say so, and
+score 0.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def gradescope(tmp_path_factory) -> Path:
     shutil.copy(base / "source" / "run_autograder", base / "run_autograder")
     install = make_grader_venv(base / "venv", base / "source" / "requirements-grader.txt")
     install_wheel(base / "source", install)  # setup.sh: pip install --no-deps .
+    done = subprocess.run([str(install.python), "-m", "autograder", "warm-up"], cwd=base,
+                          env=clean_environment(HOME=str(base / "home")), capture_output=True,
+                          text=True, timeout=600)  # setup.sh's last step, in root's home there
+    assert done.returncode == 0 and "prepared the references" in done.stdout, done.stderr[-3000:]
     return base
 
 
@@ -60,7 +65,8 @@ def run_autograder(base: Path, files: dict[str, str], tmp_path: Path, **env: str
     for name, text in files.items():
         (base / "submission" / name).write_text(text)
     done = subprocess.run(["bash", str(base / "run_autograder")], cwd=tmp_path,
-                          env=clean_environment(AUTOGRADER_ROOT=str(base), **env),
+                          env=clean_environment(AUTOGRADER_ROOT=str(base),
+                                                HOME=str(base / "home"), **env),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = base / "results" / "results.json"
