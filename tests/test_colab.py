@@ -106,3 +106,12 @@ def test_a_learner_copy_runs_on_colab_from_the_wheel(installed, tmp_path):
     files = json.loads(outputs_text(code[-1]))
     for file in files:
         assert Path(file).is_relative_to(installed.site), f"{file} is not from the wheel"
+
+
+def test_the_install_cell_follows_the_repository_and_branch_settings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.course]\nrepository = "https://github.com/someone/fork/"\nbranch = "spring-term"\n')
+    cell = coursemap.colab_cell(tmp_path)
+    assert 'course = "autodiff-course @ git+https://github.com/someone/fork@spring-term"' in cell
+    assert '%pip install --quiet "{course}"' in cell and "stop_if_restart_needed()" in cell
+    assert 'if "google.colab" in sys.modules:' in cell  # does nothing outside Colab
