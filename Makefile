@@ -37,7 +37,7 @@ course: $(STAMP)
 	$(PY) -m autograder build-course
 
 bench: $(STAMP)
-	$(PY) -m autograder.bench
+	$(PY) -m benchmarks.bench
 
 clean:
 	rm -rf $(VENV) bench-out test-artifacts

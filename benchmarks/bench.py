@@ -10,7 +10,7 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    executing one submission with `jupyter nbconvert --execute` (what nbgrader and otter do
    per submission). The grades are checked too: a fast grader that grades wrongly is worthless.
 
-Run with `python -m autograder.bench` (or `make bench`).
+Run with `python -m benchmarks.bench` (or `make bench`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from .notebooks import strip_solutions
+from autograder.notebooks import strip_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_NOTEBOOK = "03_unbroadcasting.ipynb"

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from autograder import bench
+from benchmarks import bench
 from coursekit.fixes import Measurement
 
 STUB_UNBROADCAST = '''def unbroadcast(grad, shape):
