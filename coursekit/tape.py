@@ -9,6 +9,7 @@ imports this module; notebooks and tests do.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -168,6 +169,11 @@ def backward_steps(root: Tensor, cotangent: np.ndarray,
     """The backward pass one node at a time: yields (node, cotangent it passed on,
     [(parent, contribution)]) so a widget can show each step."""
     root.grad += cotangent
+    yield from visit_steps(root, order)
+
+
+def visit_steps(root: Tensor, order: Callable[[Tensor], list[Tensor]] = reverse_topological):
+    """The steps of `backward_steps` after the root was seeded: each applied, then yielded."""
     for node in order(root):
         if node.vjp is None:
             continue
@@ -284,6 +290,21 @@ def step_table(steps: list) -> list[str]:
     return lines
 
 
+def replay(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangent: np.ndarray,
+           k: int | None, order: Callable[[Tensor], list[Tensor]] = reverse_topological,
+           ) -> tuple[Tensor, list]:
+    """The graph after exactly `k` backward steps (all of them for None), traced afresh.
+
+    The root is seeded first, so at k = 0 it alone holds a cotangent. `islice` then asks
+    for k steps and no more: each step is applied before it is yielded, so pulling one
+    more and discarding it (the old loop) left the graph one step ahead of its caption.
+    """
+    root, names = build()
+    name_nodes(root, names)
+    root.grad += cotangent
+    return root, list(itertools.islice(visit_steps(root, order), k))
+
+
 def step_through(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangent: np.ndarray,
                  order: Callable[[Tensor], list[Tensor]] = reverse_topological):
     """A slider over the backward steps: the graph as it is after step k, the visited node
@@ -295,22 +316,12 @@ def step_through(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangen
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    def replay(k: int) -> tuple[Tensor, list]:
-        root, names = build()
-        name_nodes(root, names)
-        steps = []
-        for step in backward_steps(root, cotangent, order):
-            if len(steps) == k:
-                break
-            steps.append(step)
-        return root, steps
-
-    _, all_steps = replay(10**6)
+    _, all_steps = replay(build, cotangent, None, order)
     slider = widgets.IntSlider(value=0, min=0, max=len(all_steps), description="step")
     out = widgets.Output()
 
     def show(change: Any = None) -> None:
-        root, steps = replay(slider.value)
+        root, steps = replay(build, cotangent, slider.value, order)
         out.clear_output(wait=True)
         with out:
             node, _, contributions = steps[-1] if steps else (None, None, [])

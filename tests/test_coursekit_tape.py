@@ -102,3 +102,45 @@ def test_step_through_has_one_slider_position_per_step():
 def test_measure_overhead_reports_both_times():
     seconds = tape.measure_overhead(repeats=2, batch=4, width=8, depth=2)
     assert set(seconds) == {"tape", "jit"} and all(s > 0 for s in seconds.values())
+
+
+def named_trap():
+    """Chapter 02's trap graph at x = 0.5, every node named as the notebook names it."""
+    x = tape.Tensor(np.array(0.5), name="x")
+    v3 = tape.tanh(x)
+    v4 = tape.exp(v3)
+    v5 = tape.mul(v3, v4)
+    v6 = tape.add(v3, v5)
+    return v6, {"x": x, "v3": v3, "v4": v4, "v5": v5, "v6": v6}
+
+
+def hand_computed_cotangents(step: int) -> dict[str, float]:
+    """The cotangents after `step` backward steps in reverse topological order, by hand.
+
+    v6 = v3 + v5 gives v3 and v5 one each; v5 = v3 * v4 gives v3 += v4 = e and v4 += v3 = t.
+    """
+    t = np.tanh(0.5)
+    e = np.exp(t)
+    table = [
+        {"x": 0.0, "v3": 0.0, "v4": 0.0, "v5": 0.0, "v6": 1.0},  # only the root
+        {"x": 0.0, "v3": 1.0, "v4": 0.0, "v5": 1.0, "v6": 1.0},  # v6 visited
+        {"x": 0.0, "v3": 1.0 + e, "v4": t, "v5": 1.0, "v6": 1.0},  # v5 visited
+    ]
+    return table[step]
+
+
+@pytest.mark.parametrize("step", [0, 1, 2])
+def test_replay_stops_after_exactly_k_steps(step):
+    root, steps = tape.replay(named_trap, np.array(1.0), step)
+    assert len(steps) == step
+    got = {node.name: float(node.grad) for node in tape.toposort(root)}
+    expected = hand_computed_cotangents(step)
+    assert got == pytest.approx(expected, rel=1e-12), f"after step {step}"
+
+
+def test_replay_of_all_steps_gives_the_full_gradient():
+    root, steps = tape.replay(named_trap, np.array(1.0), None)
+    with jax.enable_x64(True):
+        expected = float(jax.grad(trap_jnp)(0.5))
+    x = next(node for node in tape.toposort(root) if node.name == "x")
+    assert len(steps) == 4 and np.isclose(float(x.grad), expected, rtol=1e-12)
