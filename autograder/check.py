@@ -5,16 +5,21 @@
 
 Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhere). A wrong
 answer or an exception inside the learner's function is reported, never raised.
+`check.progress()` shows every chapter's exercises as passed, failed or not answered.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .engine import check_function
 from .exercises import EXERCISES
 from .report import Report
+
+if TYPE_CHECKING:
+    from .progress import Progress
 
 
 def _checker(name: str) -> Callable[[Any], Report]:
@@ -31,6 +36,14 @@ def _checker(name: str) -> Callable[[Any], Report]:
     return check_exercise
 
 
+def progress(folder: str | Path | None = None) -> Progress:
+    """Every chapter's exercises as passed, failed or not answered, from the saved notebooks
+    in `folder` (default: this notebook's folder, course/). Save first: it reads the files."""
+    from .progress import progress as course_progress
+
+    return course_progress(Path.cwd() if folder is None else folder)
+
+
 def __getattr__(name: str) -> Callable[[Any], Report]:
     if name in EXERCISES:
         return _checker(name)
@@ -39,4 +52,4 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
 
 
 def __dir__() -> list[str]:
-    return sorted(EXERCISES)
+    return sorted([*EXERCISES, "progress"])

@@ -65,6 +65,10 @@ def parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=ROOT
     )
     commands.add_parser("warm-up", help="compile the notebook checks' references once")
+    commands.add_parser(
+        "progress", help="every chapter's exercises as passed, failed or not answered"
+    ).add_argument("folder", nargs="?", type=Path, default=ROOT / "course",
+                   help="the folder of chapter notebooks (default: course/)")
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -105,5 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .gradescope import build_zip
 
         return build_zip(**args)
+    if command == "progress":
+        from .progress import main as progress
+
+        return progress(**args)
     commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}
     return commands[command](**args)

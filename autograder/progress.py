@@ -1,0 +1,133 @@
+"""Progress across the course: every chapter's exercises as passed, failed or not answered.
+
+Read from the check cells' **saved outputs**, never by running anything: what the table shows
+is what the learner last saw under each exercise, it costs a file read per chapter (no
+TensorFlow, no JAX, no kernel), and it cannot disagree with the notebook on screen. The cost
+of that choice: a check run but not yet saved (JupyterLab autosaves every two minutes) is not
+seen, so the view says to save first.
+
+An exercise's check cell is the one whose code is `check.<name>(<name>)`; its output's
+headline ("PASSED name", "FAILED name", "NOT ANSWERED YET name", "CANNOT CHECK name") is its
+status. No output, or no such cell, counts as not answered; an error output as failed.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from .report import FAILED, NOT_ANSWERED, PASSED
+
+CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
+HEADLINES = (("PASSED ", PASSED), ("FAILED ", FAILED), ("CANNOT CHECK ", FAILED),
+             ("NOT ANSWERED YET ", NOT_ANSWERED))
+COLOURS = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ANSWERED: "#9a6700"}
+
+
+@dataclass(frozen=True)
+class ExerciseProgress:
+    """One exercise's status as its saved check cell shows it."""
+
+    chapter: str
+    notebook: str
+    exercise: str
+    status: str
+
+
+def check_cell_source(exercise: str) -> re.Pattern[str]:
+    """The check cell of `exercise`: `check.name(name)`, as the notebooks write it."""
+    return re.compile(rf"\bcheck\.{exercise}\(\s*{exercise}\s*\)")
+
+
+def status_of_outputs(outputs: list[NotebookNode]) -> str:
+    """The status a check cell's saved outputs show; nothing shown means not answered."""
+    for output in outputs:
+        if output.get("output_type") == "error":
+            return FAILED
+        text = output.get("data", {}).get("text/plain", "") or output.get("text", "")
+        for prefix, status in HEADLINES:
+            if text.lstrip("'\"").startswith(prefix):
+                return status
+    return NOT_ANSWERED
+
+
+def notebook_progress(path: Path) -> list[ExerciseProgress]:
+    """Each exercise the notebook declares (metadata `course.exercises`), with its status."""
+    notebook = nbformat.read(path, as_version=4)
+    meta = notebook.metadata.get("course", {})
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    rows = []
+    for exercise in meta.get("exercises", []):
+        pattern = check_cell_source(exercise)
+        cells = [cell for cell in code if pattern.search(cell.source)]
+        status = status_of_outputs(cells[-1].outputs) if cells else NOT_ANSWERED
+        rows.append(ExerciseProgress(meta.get("chapter", path.name[:2]), path.name, exercise,
+                                     status))
+    return rows
+
+
+def course_progress(folder: Path) -> list[ExerciseProgress]:
+    """Every chapter notebook of `folder`, in chapter order."""
+    paths = sorted(Path(folder).glob(CHAPTER_GLOB))
+    if not paths:
+        raise FileNotFoundError(
+            f"No chapter notebooks (NN_name.ipynb) in {folder}: pass the course folder, "
+            "e.g. `python -m autograder progress course/`."
+        )
+    return [row for path in paths for row in notebook_progress(path)]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The whole course's progress: a text table, and an HTML table in Jupyter."""
+
+    folder: Path
+    rows: tuple[ExerciseProgress, ...]
+
+    def counts(self) -> dict[str, int]:
+        return {status: sum(row.status == status for row in self.rows)
+                for status in (PASSED, FAILED, NOT_ANSWERED)}
+
+    def summary(self) -> str:
+        counts = self.counts()
+        return (f"{counts[PASSED]} of {len(self.rows)} exercises passed, {counts[FAILED]} "
+                f"failed, {counts[NOT_ANSWERED]} not answered (from the saved notebooks in "
+                f"{self.folder}: save a notebook to count its latest checks).")
+
+    def __str__(self) -> str:
+        width = max([len(row.exercise) for row in self.rows] + [len("exercise")])
+        lines = [f"chapter  {'exercise':<{width}}  status"]
+        lines += [f"{row.chapter:<7}  {row.exercise:<{width}}  {row.status}" for row in self.rows]
+        return "\n".join([*lines, "", self.summary()])
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr><td>{html.escape(row.chapter)}</td><td><code>{html.escape(row.exercise)}"
+            f"</code></td><td style='color:{COLOURS[row.status]};font-weight:bold'>"
+            f"{html.escape(row.status)}</td></tr>"
+            for row in self.rows
+        )
+        return (
+            "<div class='autograder-progress'><table><thead><tr><th>chapter</th>"
+            f"<th>exercise</th><th>status</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<p style='white-space:normal'>{html.escape(self.summary())}</p></div>"
+        )
+
+
+def progress(folder: Path | str) -> Progress:
+    """The progress view of the chapter notebooks in `folder`."""
+    return Progress(Path(folder), tuple(course_progress(Path(folder))))
+
+
+def main(*, folder: Path) -> int:
+    """`python -m autograder progress [FOLDER]`: print the table; exit 0 (a view, not a test)."""
+    print(progress(folder))
+    return 0
