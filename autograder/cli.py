@@ -69,6 +69,11 @@ def parser() -> argparse.ArgumentParser:
         "progress", help="every chapter's exercises as passed, failed or not answered"
     ).add_argument("folder", nargs="?", type=Path, default=ROOT / "course",
                    help="the folder of chapter notebooks (default: course/)")
+    reset = commands.add_parser("reset", help="restore one exercise cell to its original stub")
+    reset.add_argument("notebook", type=Path, metavar="NOTEBOOK.ipynb")
+    reset.add_argument("exercise", metavar="EXERCISE", help="the function's name, e.g. unbroadcast")
+    reset.add_argument("--solutions", type=Path, default=None,
+                       help="the solutions folder (default: solutions/ beside the notebook's)")
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
@@ -109,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .gradescope import build_zip
 
         return build_zip(**args)
+    if command == "reset":
+        from .reset import main as reset
+
+        return reset(**args)
     if command == "progress":
         from .progress import main as progress
 
