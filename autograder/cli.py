@@ -41,11 +41,14 @@ def check_sync(*, solutions: Path, course: Path) -> int:
 
 
 def course_map(*, root: Path) -> int:
-    """Rewrite the README's course map from course/ and the repository setting."""
+    """Rewrite the README's course map, and each notebook's Colab cell, badges and solutions
+    link, from course/ and the repository setting."""
     changed = coursemap.update_readme(root)
     print("README course map " + ("updated" if changed else "already up to date"))
     for path in coursemap.update_colab_cells(root):
         print(f"updated the Colab cell of {path}")
+    for path in coursemap.update_notebook_links(root):
+        print(f"updated the badges and solutions link of {path}")
     return 0
 
 

@@ -114,6 +114,76 @@ def update_colab_cells(root: Path) -> list[Path]:
     return changed
 
 
+BADGES_START, BADGES_END = "<!-- badges:start -->", "<!-- badges:end -->"
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
+SOLUTIONS_TAG = "solutions-link"
+
+
+def badges(root: Path, name: str) -> str:
+    """The "Open in Colab" and "Launch Binder" badges of chapter `name`'s learner copy."""
+    config = settings(root)
+    notebook = f"course/{name}"
+    colab = colab_url(config["repository"], config["branch"], notebook)
+    binder = binder_url(config["repository"], config["branch"], notebook)
+    return (f"{BADGES_START}[![Open in Colab]({COLAB_BADGE})]({colab}) "
+            f"[![Launch Binder]({BINDER_BADGE})]({binder}){BADGES_END}")
+
+
+def with_badges(source: str, line: str) -> str:
+    """The first markdown cell with `line` replacing its badges, else under its heading."""
+    if BADGES_START in source and BADGES_END in source:
+        before, rest = source.split(BADGES_START, 1)
+        return before + line + rest.split(BADGES_END, 1)[1]
+    heading, _, body = source.partition("\n")
+    return f"{heading}\n\n{line}\n{body}"
+
+
+def solutions_cell(root: Path, name: str) -> str:
+    """The last cell of every chapter: where this chapter's worked solutions are."""
+    config = settings(root)
+    repository, branch = config["repository"].rstrip("/"), config["branch"]
+    notebook = f"solutions/{name}"
+    return (
+        "## Worked solutions\n\n"
+        f"Every exercise of this chapter, answered and checked, is in [{notebook}](../{notebook}) "
+        f"([on GitHub]({repository}/blob/{branch}/{notebook}), "
+        f"[open in Colab]({colab_url(repository, branch, notebook)})). Try an exercise first; "
+        'when stuck, `check.hint("<exercise>")` names a mistake learners often make, and '
+        f"`python -m autograder reset course/{name} <exercise>` puts one exercise cell back "
+        "as it was. `check.progress()` shows what you have passed across the course."
+    )
+
+
+def notebook_links_changed(root: Path, notebook: nbformat.NotebookNode, name: str) -> bool:
+    """Put the badges in the first markdown cell and the solutions cell last; True if changed."""
+    first = next(cell for cell in notebook.cells if cell.cell_type == "markdown")
+    old_first, old_last = first.source, notebook.cells[-1].source
+    first.source = with_badges(first.source, badges(root, name))
+    last = notebook.cells[-1]
+    if SOLUTIONS_TAG not in last.metadata.get("tags", []):
+        # A fixed id: the cell is the same in solutions/ and course/, and across rebuilds.
+        last = nbformat.v4.new_markdown_cell(id=SOLUTIONS_TAG, metadata={"tags": [SOLUTIONS_TAG]})
+        notebook.cells.append(last)
+    last.source = solutions_cell(root, name)
+    return (first.source, notebook.cells[-1].source) != (old_first, old_last)
+
+
+def update_notebook_links(root: Path) -> list[Path]:
+    """Badges and the solutions cell of every chapter, in solutions/ and course/ alike.
+
+    Markdown only, so no stored output changes and nothing needs re-executing.
+    """
+    changed = []
+    for folder in ("solutions", "course"):
+        for path in sorted((root / folder).glob("[0-9][0-9]_*.ipynb")):
+            notebook = nbformat.read(path, as_version=4)
+            if notebook_links_changed(root, notebook, path.name):
+                nbformat.write(notebook, path)
+                changed.append(path)
+    return changed
+
+
 def update_readme(root: Path) -> bool:
     """Rewrite the README's map in place; True when it changed."""
     path = root / "README.md"

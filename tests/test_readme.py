@@ -54,3 +54,35 @@ def test_every_chapter_starts_with_the_colab_install_cell():
             first_code = next(cell for cell in cells if cell.cell_type == "code")
             assert first_code.source == expected, f"{path}: run the Colab cell update"
             assert "google.colab" in first_code.source  # does nothing outside Colab
+
+
+def chapter_notebooks():
+    return [path for folder in ("solutions", "course")
+            for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb"))]
+
+
+def test_every_notebook_carries_its_badges_and_solutions_link():
+    import nbformat
+
+    for path in chapter_notebooks():
+        cells = nbformat.read(path, as_version=4).cells
+        first = next(cell for cell in cells if cell.cell_type == "markdown")
+        assert coursemap.badges(ROOT, path.name) in first.source, (
+            f"{path}: run `.venv/bin/python -m autograder course-map`")
+        assert "Open in Colab" in first.source and "Launch Binder" in first.source
+        assert cells[-1].source == coursemap.solutions_cell(ROOT, path.name), path
+        assert f"(../solutions/{path.name})" in cells[-1].source
+
+
+def test_badges_follow_the_repository_setting(tmp_path):
+    import nbformat
+
+    setting = (ROOT / "pyproject.toml").read_text()
+    old = coursemap.settings(ROOT)["repository"]
+    (tmp_path / "pyproject.toml").write_text(setting.replace(old, "https://github.com/me/fork"))
+    notebook = nbformat.read(chapter_notebooks()[0], as_version=4)
+    assert coursemap.notebook_links_changed(tmp_path, notebook, chapter_notebooks()[0].name)
+    first = next(cell for cell in notebook.cells if cell.cell_type == "markdown")
+    assert "github/me/fork/blob/" in first.source and old not in first.source
+    assert first.source.count(coursemap.BADGES_START) == 1  # replaced, not added again
+    assert not coursemap.notebook_links_changed(tmp_path, notebook, chapter_notebooks()[0].name)
