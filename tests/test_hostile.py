@@ -53,14 +53,15 @@ def fake_bwrap(folder: Path) -> Path:
     return folder
 
 
-def leftover_children() -> list[str]:
+def leftover_children(folder: Path) -> list[str]:
+    """Grading children of this batch (their files live under `folder`) still running."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"ctrl/child.py" in cmdline:
+        if b"ctrl/child.py" in cmdline and str(folder).encode() in cmdline:
             found.append(f"{pid}: {cmdline!r}")
     return found
 
@@ -99,6 +100,8 @@ def graded(request, tmp_path_factory):
                "solution": SOLUTION}
     expected = write_corpus(folder, targets)
     flags, env = mode_command(request.param, tmp)
+    env["TMPDIR"] = str(tmp / "tmp")  # the grader's folders, so leftovers are ours alone
+    (tmp / "tmp").mkdir()
     watched = [ROOT / "autograder", script, folder, SOLUTION]
     before = digest(watched), listing(site)
     paths = sorted(folder.rglob("*.ipynb"))
@@ -108,7 +111,7 @@ def graded(request, tmp_path_factory):
                          env=env)
     return {"run": run, "out": out, "folder": folder, "expected": expected,
             "before": before, "after": (digest(watched), listing(site)), "targets": targets,
-            "leftovers": leftover_children(), "mode": request.param}
+            "leftovers": leftover_children(tmp / "tmp"), "mode": request.param}
 
 
 def rows(graded) -> dict[str, dict]:
