@@ -5,7 +5,8 @@
 
 Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhere). A wrong
 answer or an exception inside the learner's function is reported, never raised.
-`check.progress()` shows every chapter's exercises as passed, failed or not answered.
+`check.progress()` shows every chapter's exercises as passed, failed or not answered;
+`check.hint("unbroadcast")` offers a hint before any check fails.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .exercises import EXERCISES
 from .report import Report
 
 if TYPE_CHECKING:
+    from .hints import Hint
     from .progress import Progress
 
 
@@ -44,6 +46,14 @@ def progress(folder: str | Path | None = None) -> Progress:
     return course_progress(Path.cwd() if folder is None else folder)
 
 
+def hint(exercise: str, number: int = 1) -> Hint:
+    """An optional hint for `exercise` before (or after) its check: a mistake learners make.
+    `check.hint("unbroadcast", 2)` is the next one."""
+    from .hints import hint as exercise_hint
+
+    return exercise_hint(exercise, number)
+
+
 def __getattr__(name: str) -> Callable[[Any], Report]:
     if name in EXERCISES:
         return _checker(name)
@@ -52,4 +62,4 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
 
 
 def __dir__() -> list[str]:
-    return sorted([*EXERCISES, "progress"])
+    return sorted([*EXERCISES, "hint", "progress"])

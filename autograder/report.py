@@ -96,17 +96,35 @@ class Report:
 
     def _repr_html_(self) -> str:
         colour = {PASSED: "#1a7f37", NOT_ANSWERED: "#9a6700"}.get(self.status, "#cf222e")
+        # Plain divs, not <dl>: JupyterLab gives <dt> a narrow floated column that splits
+        # "Smallest failing case" mid-word.
         rows = "".join(
-            f"<dt style='font-weight:bold;margin-top:.4em'>{html.escape(title)}</dt>"
-            f"<dd style='margin-left:1em'><pre style='margin:0'>{html.escape(body)}</pre></dd>"
+            f"<div class='autograder-title' style='font-weight:bold;margin-top:.4em;{PROSE}'>"
+            f"{html.escape(title)}</div>"
+            f"<div style='margin-left:1em'>{_html_body(title, body)}</div>"
             for title, body in self.sections()
         )
         return (
             f"<div class='autograder-report' style='border-left:4px solid {colour};"
-            "padding:.3em .8em'>"
-            f"<div style='color:{colour};font-weight:bold'>{html.escape(self.headline())}</div>"
-            f"<dl style='margin:.2em 0'>{rows}</dl></div>"
+            f"padding:.3em .8em;{PROSE}'>"
+            f"<div class='autograder-headline' style='color:{colour};font-weight:bold;{PROSE}'>"
+            f"{html.escape(self.headline())}</div>"
+            f"<div style='margin:.2em 0'>{rows}</div></div>"
         )
+
+
+# JupyterLab styles output <pre> with `word-break: break-all`, which splits words anywhere.
+# Prose wraps between words; arrays and tracebacks keep their columns and scroll sideways.
+PROSE = "white-space:normal;word-break:normal;overflow-wrap:break-word"
+FIXED = "margin:0;white-space:pre;word-break:normal;overflow-x:auto;max-width:100%"
+PROSE_SECTIONS = ("Hint",)
+
+
+def _html_body(title: str, body: str) -> str:
+    """A section's body: wrapping prose for sentences, a scrolling fixed-width block else."""
+    if title in PROSE_SECTIONS:
+        return f"<div class='autograder-prose' style='{PROSE}'>{html.escape(body)}</div>"
+    return f"<pre class='autograder-fixed' style='{FIXED}'>{html.escape(body)}</pre>"
 
 
 def _show(value: Any) -> str:

@@ -201,6 +201,42 @@ def _run_all_and_read_reports(page, shots: Path) -> list[str]:
     return reports.all_inner_texts()
 
 
+# Every word of the element's text whose letters land on more than one line (hyphens and
+# slashes are allowed break points, so they separate words here).
+SPLIT_WORDS_JS = """(element) => {
+  const split = [];
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const node = walker.currentNode;
+    for (const match of node.data.matchAll(/[^\\s\\-\\/]+/g)) {
+      const range = document.createRange();
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const tops = new Set([...range.getClientRects()].filter(r => r.width > 0)
+                           .map(r => Math.round(r.top)));
+      if (tops.size > 1) split.push(match[0]);
+    }
+  }
+  return split;
+}"""
+
+
+def _failed_report_splits_no_word(page, shots: Path) -> None:
+    """At a narrow width, where the hint must wrap, no word of the FAILED report is split."""
+    page.set_viewport_size({"width": 720, "height": 1000})
+    report = page.locator(".autograder-report", has_text="FAILED forgets_the_cotangent").first
+    report.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)  # let the notebook re-lay out at the new width
+    report.screenshot(path=str(shots / "03b-failed-report.png"))
+    hint = report.locator(".autograder-prose").first
+    lines = hint.evaluate("e => { const r = document.createRange(); r.selectNodeContents(e);"
+                          " return new Set([...r.getClientRects()]"
+                          ".map(x => Math.round(x.top))).size; }")
+    assert lines >= 2, "the hint does not wrap at this width: the check would prove nothing"
+    assert report.evaluate(SPLIT_WORDS_JS) == []
+    page.set_viewport_size({"width": 1280, "height": 1000})
+
+
 def _move_slider_right(page, shots: Path) -> None:
     readout = page.locator(".widget-html-content", has_text="x = ")
     readout.wait_for(timeout=60_000)
@@ -254,6 +290,7 @@ def test_chapter_00_runs_in_jupyterlab_in_chromium(browser_binary, lab):
             assert any(t.startswith(f"NOT ANSWERED YET {EXERCISE}") for t in texts), texts
             assert any(t.startswith("FAILED forgets_the_cotangent") for t in texts), texts
             assert any("did not multiply by the incoming cotangent g" in t for t in texts), texts
+            _failed_report_splits_no_word(page, shots)
 
             _move_slider_right(page, shots)
 

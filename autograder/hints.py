@@ -1,0 +1,73 @@
+"""`check.hint("unbroadcast")`: an optional hint before any check fails.
+
+The hints are the exercise's own declared mistakes (`Exercise.mistakes`), the same text a
+failing check shows when a learner's answer reproduces that mistake, so a hint asked for
+early and a hint earned by failing never disagree. Several mistakes may share one hint
+(chapter 01's variants); each distinct hint is offered once, in declaration order, one at a
+time: `check.hint(name, 2)` is the next.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+from .exercises import EXERCISES
+from .report import PROSE
+
+
+def exercise_hints(name: str) -> tuple[str, ...]:
+    """The distinct hints of the exercise's declared mistakes, in the order declared."""
+    if name not in EXERCISES:
+        known = ", ".join(sorted(EXERCISES))
+        raise KeyError(f"There is no exercise called {name!r}. Exercises: {known}.")
+    return tuple(dict.fromkeys(mistake.hint for mistake in EXERCISES[name].mistakes))
+
+
+@dataclass(frozen=True)
+class Hint:
+    """Hint `number` (from 1) of an exercise's hints; text in a terminal, wrapping HTML in
+    Jupyter."""
+
+    exercise: str
+    number: int
+    hints: tuple[str, ...]
+
+    def text(self) -> str:
+        if not self.hints:
+            return (f"{self.exercise} declares no hints: run its check, whose report "
+                    "describes what it finds.")
+        return self.hints[self.number - 1]
+
+    def footer(self) -> str:
+        if not self.hints:
+            return ""
+        if self.number < len(self.hints):
+            return (f"Hint {self.number} of {len(self.hints)}. Another: "
+                    f"check.hint({self.exercise!r}, {self.number + 1})")
+        return f"Hint {self.number} of {len(self.hints)}."
+
+    def __str__(self) -> str:
+        return f"Hint for {self.exercise}: {self.text()}\n{self.footer()}".rstrip()
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return (
+            f"<div class='autograder-hint' style='border-left:4px solid #0969da;"
+            f"padding:.3em .8em;{PROSE}'><b>Hint for <code>{html.escape(self.exercise)}</code>"
+            f"</b><div style='{PROSE}'>{html.escape(self.text())}</div>"
+            f"<div style='color:#57606a;{PROSE}'>{html.escape(self.footer())}</div></div>"
+        )
+
+
+def hint(name: str, number: int = 1) -> Hint:
+    """Hint `number` of exercise `name`; says how many there are when asked for too many."""
+    hints = exercise_hints(name)
+    if hints and not 1 <= number <= len(hints):
+        raise ValueError(
+            f"{name} has {len(hints)} hints: ask for check.hint({name!r}, n) "
+            f"with n from 1 to {len(hints)}."
+        )
+    return Hint(name, number if hints else 0, hints)
