@@ -1,25 +1,28 @@
 """The sandboxed side of grading: runs ONE submission's code, then its exercise functions.
 
-The grader copies this file and confine.py into a folder the child can read but not write,
-and runs it with a fresh Python (under bubblewrap where present) in an empty working folder.
-Before any submitted code runs, it confines itself (confine.py: rlimits, no_new_privs,
-Landlock, seccomp, as the grader's plan says) and then sends one byte on the `ready` file
-descriptor it was given, which is how the grader knows the sandbox started. It imports only
-the standard library and numpy, never the grader: the child sees the case inputs and
-nothing else (no references, no seed). It writes plain data only, into the output folder:
-`out_<exercise>.npz` (arrays) and `out_<exercise>.json` (per-case status), which the
-grader reads as untrusted data and judges itself.
+The grader copies this file, confine.py and the harness package (how each exercise calls
+the learner's function, shared with the in-notebook check) into a folder the child can read
+but not write, and runs it with a fresh Python (under bubblewrap where present) in an empty
+working folder. Before any submitted code runs, it confines itself (confine.py: rlimits,
+no_new_privs, Landlock, seccomp, as the grader's plan says) and then sends one byte on the
+`ready` file descriptor it was given, which is how the grader knows the sandbox started. It
+imports only the standard library, numpy and the harness, never the grader: the child sees
+the case inputs and nothing else (no references, no seed). It writes plain data only, into
+the output folder: `out_<exercise>.npz` (arrays) and `out_<exercise>.json` (per-case
+status), which the grader reads as untrusted data and judges itself.
 
 Layout of the read-only folder, written by the grader:
   child.py, confine.py  this code
+  harness/              the invokes, imported as the package `harness`
   program.json          {"cells": [...], "exercises": [...], "time_limit": s, "out": folder,
-                         "confine": plan, "allowed": [...], "invoke": {...}}
+                         "confine": plan, "allowed": [...], "invoke": {name: invoke name}}
   inputs_<name>.npz     the arrays of every case, keys "c<case>_<argument>"
   inputs_<name>.json    {"arguments": [...], "params": [{name: value}, ...]}
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -29,7 +32,6 @@ import os
 import re
 import signal
 import sys
-import traceback
 import types
 from pathlib import Path
 
@@ -149,14 +151,6 @@ def run_cells(cells: list[str], namespace: dict) -> list[dict]:
     return problems
 
 
-def _learner_traceback(error: BaseException) -> str:
-    """The traceback from the learner's own frames on (this runner's frame dropped)."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)[1:]
-              if f.filename != "<exercise invoke>"]
-    text = "".join(traceback.format_list(frames) + traceback.format_exception_only(error))
-    return text[-3000:].rstrip()
-
-
 def _on_alarm(signum, frame):
     raise ExerciseTimeout()
 
@@ -201,18 +195,17 @@ def _as_static(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def _invoker(source: str):
-    """The exercise's way of calling the learner's function (source sent by the grader).
+def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...]):
+    """The exercise's way of calling the learner's function: its invoke, named by the grader,
+    resolved as the notebook check resolves it. `allowed` is this child's frameworks, which
+    are the exercise's own (the grader groups exercises by them), so a framework exercise
+    runs at full precision here as in the notebook.
 
     If it cannot even be set up (say the learner's cells broke an import), every case
     reports that error instead of the child dying.
     """
-    if not source.strip():
-        return lambda fn, *args: fn(*args)
-    scope: dict = {}
     try:
-        exec(compile(source, "<exercise invoke>", "exec"), scope)
-        return scope["invoke"]
+        return harness.invoker(name, allowed)
     except Exception as error:
         failure = error
 
@@ -223,10 +216,13 @@ def _invoker(source: str):
 
 
 def run_exercise(
-    inputs: Path, out: Path, name: str, namespace: dict, time_limit: float,
-    invoke_source: str = "",
+    inputs: Path, out: Path, name: str, namespace: dict, program: dict,
+    harness: types.ModuleType,
 ) -> None:
-    """Call the learner's function on every case; write out_<name>.npz and .json."""
+    """Call the learner's function on every case; write out_<name>.npz and .json.
+
+    The exercise's invoke is resolved under its time limit: importing a framework takes a
+    while, and the learner's cells may have left it broken."""
     (out / f"started_{name}").write_text("")
     fn = namespace.get(name)
     report: dict = {"cases": []}
@@ -239,10 +235,11 @@ def run_exercise(
         arguments, params, arrays_in = _load_cases(inputs, name)
         writer = BoundedWriter()
         signal.signal(signal.SIGALRM, _on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, time_limit)
+        signal.setitimer(signal.ITIMER_REAL, float(program["time_limit"]))
         sys.stdout = sys.stderr = writer
         try:
-            invoke = _invoker(invoke_source)
+            invoke = _invoker(harness, program.get("invoke", {}).get(name, ""),
+                              tuple(program.get("allowed", [])))
             for index, case_params in enumerate(params):
                 args = _case_args(index, arguments, case_params, arrays_in)
                 try:
@@ -255,7 +252,7 @@ def run_exercise(
                         "kind": "error",
                         "type": type(error).__name__,
                         "message": str(error)[:1000],
-                        "traceback": _learner_traceback(error),
+                        "traceback": harness.learner_traceback(error, 3000),
                     })
         except ExerciseTimeout:
             report["timeout"] = True
@@ -265,6 +262,17 @@ def run_exercise(
         report["printed"] = writer.text()[:2000]
     np.savez(out / f"out_{name}.npz", **arrays)
     (out / f"out_{name}.json").write_text(json.dumps(report))
+
+
+def _load_harness(folder: Path) -> types.ModuleType:
+    """The harness package from this file's folder, which `python -I` leaves off sys.path.
+
+    Imported before any submitted code runs, so `harness` is this package and no other;
+    the folder is read-only, so no bytecode is written beside it.
+    """
+    sys.dont_write_bytecode = True
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("harness")
 
 
 def _load_confine(folder: Path):
@@ -282,13 +290,13 @@ def main() -> None:
     os.write(int(sys.argv[1]), b"1")  # confined: only now may submitted code run
     os.close(int(sys.argv[1]))
     out = Path(program["out"])
+    harness = _load_harness(inputs)
     _install_guards(program.get("allowed", []))
     namespace: dict = {"__name__": "__main__"}
     problems = run_cells(program["cells"], namespace)
     (out / "cells.json").write_text(json.dumps(problems))
     for name in program["exercises"]:
-        source = program.get("invoke", {}).get(name, "")
-        run_exercise(inputs, out, name, namespace, float(program["time_limit"]), source)
+        run_exercise(inputs, out, name, namespace, program, harness)
     sys.stdout.flush()
     # Leave at once: the learner's atexit handlers and threads have no say in the result.
     os._exit(0)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
@@ -20,12 +19,12 @@ from hypothesis import Phase
 from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
-from .exercise import Exercise, Outputs, plain_call
+from .exercise import Exercise, Outputs
+from .harness import learner_traceback, plain_call
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
-INVOKE_FILE = "<exercise invoke>"
 
 
 @dataclass(frozen=True)
@@ -49,20 +48,13 @@ def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None =
         with contextlib.redirect_stdout(printed):
             value = invoke(fn, *case.fresh_values())
     except Exception as error:
-        return Attempt(error=error, traceback=_learner_traceback(error), printed=_cut(printed))
+        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed))
     return Attempt(value=value, printed=_cut(printed))
 
 
 def _cut(buffer: io.StringIO) -> str:
     text = buffer.getvalue()
     return text if len(text) <= PRINTED_LIMIT else text[:PRINTED_LIMIT] + "\n... (cut)"
-
-
-def _learner_traceback(error: BaseException) -> str:
-    """The traceback without this module's own frame: the learner's code is what matters."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__)[1:] if f.filename != INVOKE_FILE]
-    lines = traceback.format_list(frames) + traceback.format_exception_only(error)
-    return "".join(lines).rstrip()
 
 
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:

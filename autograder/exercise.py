@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
+from . import harness
 from .cases import Case, Profile
 from .compare import Mismatch, outputs_close
-from .precision import exact_invoke
 
 Outputs = tuple[np.ndarray, ...]
 
@@ -47,24 +46,23 @@ class Exercise:
     references_text: str
     mistakes: tuple[Mistake, ...] = ()
     hints_by_kind: dict[str, str] = field(default_factory=dict)
-    # Python source defining `def invoke(fn, *args)`: how to call the learner's function on a
-    # case and turn its result into numpy arrays (e.g. under a GradientTape, eagerly and in
-    # tf.function). It runs in the learner's kernel and in the grader's sandboxed child, so it
-    # imports what it needs itself. Empty: `fn(*args)`.
+    # How to call the learner's function on a case and turn its result into numpy arrays
+    # (e.g. under a GradientTape, eagerly and in tf.function): the name of a function
+    # `invoke(fn, *values)` in the harness package, "<module>:<function>" ("ch05:invoke_log1pexp"),
+    # which runs in the learner's kernel and in the grader's sandboxed child. Empty: `fn(*args)`.
     invoke: str = ""
     # Frameworks the learner's code may use in the grader's child ("tensorflow", "jax");
     # empty for a numpy exercise, where using either scores 0.
     frameworks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # A learner who uses a framework is checked at full precision (no TF32 on a GPU), in
-        # the notebook and in the grader's child alike, because both run this `invoke`.
-        if self.frameworks:
-            object.__setattr__(self, "invoke", exact_invoke(self.invoke))
+        if self.invoke:  # a misspelt name fails when the exercise is declared
+            harness.split_name(self.invoke)
 
     def invoker(self) -> Callable[..., Any]:
-        """The compiled `invoke` function (or a plain call)."""
-        return compile_invoker(self.invoke)
+        """The `invoke` function, at full precision when a framework is allowed: the grader's
+        child resolves it by the same name, with the same frameworks."""
+        return harness.invoker(self.invoke, self.frameworks)
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch) -> str:
         """The hint for this failure: a known mistake it reproduces, else one for its kind."""
@@ -87,20 +85,6 @@ GENERIC_HINTS = {
     "nonfinite": "Look for a division by zero or an overflow in your rule.",
     "structure": "Return exactly the outputs the exercise asks for, as a tuple, in that order.",
 }
-
-
-def plain_call(fn: Callable[..., Any], *args: Any) -> Any:
-    return fn(*args)
-
-
-@cache
-def compile_invoker(source: str) -> Callable[..., Any]:
-    """Run an exercise's `invoke` source in a fresh namespace and return its `invoke`."""
-    if not source.strip():
-        return plain_call
-    namespace: dict[str, Any] = {}
-    exec(compile(source, "<exercise invoke>", "exec"), namespace)  # engine.INVOKE_FILE
-    return namespace["invoke"]
 
 
 def _as_tuple(value: Any, outputs: tuple[str, ...]) -> Any:

@@ -28,6 +28,7 @@ from .exercises import for_chapter
 from .report import FAILED, Failure, Report
 
 CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
+HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
 SKIPPED_TAGS = {"display-only"}
 RECORD_KINDS = {"array", "other", "sequence", "error"}
 
@@ -427,9 +428,7 @@ def grade_submission(
 def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignment,
                     limits: sandbox.Limits, box: sandbox.Sandbox) -> None:
     with sandbox.submission_box(box) as folders:
-        for source in CHILD_FILES:
-            shutil.copy(source, folders.ctrl / source.name)
-            sandbox.share_read_only(folders, folders.ctrl / source.name)
+        _copy_child_files(folders)
         for exercise in assignment.exercises:
             write_inputs(folders, exercise, assignment.cases[exercise.name])
         cells, exercise_cells = program_cells(notebook)
@@ -437,6 +436,21 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
         verdicts, problems = _run_rounds(run, assignment, cells)
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
     result.exercises = [verdicts[e.name] for e in assignment.exercises]
+
+
+def _copy_child_files(folders: sandbox.Box) -> None:
+    """child.py, confine.py and the harness package into ctrl, readable (not writable) by
+    the child: the harness is how the child calls each exercise, as the notebook check does."""
+    for source in CHILD_FILES:
+        shutil.copy(source, folders.ctrl / source.name)
+        sandbox.share_read_only(folders, folders.ctrl / source.name)
+    harness = folders.ctrl / HARNESS.name
+    harness.mkdir(mode=0o750)  # as ctrl itself: the parent's, the child's uid may only read
+    if folders.uid is not None:
+        os.chown(harness, 0, folders.uid)
+    for source in sorted(HARNESS.glob("*.py")):
+        shutil.copy(source, harness / source.name)
+        sandbox.share_read_only(folders, harness / source.name)
 
 
 def _chapter_problem(chapter: str | None, wanted: str | None, path: Path) -> str:

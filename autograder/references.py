@@ -21,7 +21,7 @@ import numpy as np
 
 from .cases import Case
 from .compare import compare_outputs
-from .precision import exact_precision
+from .harness.precision import exact_precision
 
 Outputs = tuple[np.ndarray, ...]
 

@@ -17,7 +17,6 @@ from autograder import check
 from autograder.cases import NOTEBOOK, draw_cases
 from autograder.compare import compare_outputs
 from autograder.engine import call_learner, judge
-from autograder.exercise import compile_invoker
 from autograder.exercises import for_chapter
 from autograder.exercises.ch01_chain_rule import (
     JACOBIAN_BY_ROWS,
@@ -25,6 +24,7 @@ from autograder.exercises.ch01_chain_rule import (
     QA_GRADIENTS,
     TO_NUMPY_INVOKE,
 )
+from autograder.harness import invoker
 
 # ---------------------------------------------------------------- predict_tape_gradient
 
@@ -410,7 +410,7 @@ def test_chapter_lists_its_exercises_in_notebook_order():
 
 
 def test_invoke_converts_tensors_only():
-    invoke = compile_invoker(TO_NUMPY_INVOKE)
+    invoke = invoker(TO_NUMPY_INVOKE)
     out = invoke(lambda a: (tf.constant(a), jnp.asarray(a), [1.0]), np.ones(2, np.float32))
     assert isinstance(out[0], np.ndarray) and isinstance(out[1], np.ndarray)
     assert out[0].dtype == out[1].dtype == np.float32
@@ -418,7 +418,7 @@ def test_invoke_converts_tensors_only():
 
 
 def test_invoke_reports_framework_shape_errors_as_value_errors():
-    invoke = compile_invoker(TO_NUMPY_INVOKE)
+    invoke = invoker(TO_NUMPY_INVOKE)
     with pytest.raises(ValueError, match=r"^InvalidArgumentError: Incompatible shapes"):
         invoke(lambda: tf.ones((4, 2)) * tf.ones((3, 2)))
     with pytest.raises(ValueError, match="TypeError"):

@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from autograder.cases import NOTEBOOK, Case, draw_cases
 from autograder.engine import check_function, reference_outputs
-from autograder.exercise import compile_invoker
 from autograder.exercises.ch04_custom_gradient_tf import (
     CLIP_COTANGENT,
     EXERCISES,
@@ -372,7 +371,7 @@ def test_exercises_allow_tensorflow_only_and_chapter_is_04():
     for exercise in EXERCISES:
         assert exercise.chapter == "04"
         assert exercise.frameworks == ("tensorflow",)
-        assert "tf.function" in exercise.invoke
+        assert exercise.invoker().__wrapped__.__module__ == "autograder.harness.ch04"
 
 
 # ---------------------------------------------------------------- cases and references
@@ -412,7 +411,7 @@ def test_logaddexp_references_match_numerical_differentiation():
     )
     np.testing.assert_allclose(grad_a, numeric[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(grad_b, numeric[1], rtol=1e-6, atol=1e-8)
-    invoke = compile_invoker(LOGADDEXP.invoke)
+    invoke = LOGADDEXP.invoker()
     _, learner_a, learner_b = invoke(logaddexp_custom, a, b, dy)
     np.testing.assert_allclose(learner_a, numeric[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(learner_b, numeric[1], rtol=1e-6, atol=1e-8)

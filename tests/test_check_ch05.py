@@ -411,7 +411,7 @@ def test_second_derivatives_match_finite_differences():
 def test_every_exercise_is_a_jax_exercise_with_an_invoke():
     for exercise in EXERCISES:
         assert exercise.frameworks == ("jax",)
-        assert "def invoke(" in exercise.invoke
+        assert exercise.invoker().__wrapped__.__module__ == "autograder.harness.ch05"
         assert exercise.chapter == "05"
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from autograder import check, precision, references
+from autograder import check, harness, references
 from autograder.cases import Case, Profile, draw_cases
 from autograder.engine import check_function, reference_outputs
 from autograder.exercises import EXERCISES
@@ -185,18 +185,22 @@ def test_a_failing_learner_also_gets_their_setting_back(learner_settings):
     assert tf.config.experimental.tensor_float_32_execution_enabled() is True
 
 
-def test_every_framework_exercise_is_invoked_at_full_precision_and_only_once():
+def test_every_framework_exercise_is_invoked_at_full_precision_and_only_once(learner_settings):
+    seen: list[Any] = []
+
+    def learner(x):
+        seen.append(jax.config.jax_default_matmul_precision)
+        return x + 1
+
     for exercise in EXERCISES.values():
-        wrapped = exercise.invoke.count(precision.MARKER)
-        assert wrapped == (1 if exercise.frameworks else 0), exercise.name
+        invoke = exercise.invoker()
+        wrapped = getattr(invoke, "__wrapped__", None)
+        assert (wrapped is not None) == bool(exercise.frameworks), exercise.name
+        assert not hasattr(wrapped, "__wrapped__"), exercise.name  # wrapped once
     again = dataclasses.replace(JACOBIAN_VIA_VJP, name="copy")
-    assert again.invoke.count(precision.MARKER) == 1
-
-
-def test_the_wrapped_invoke_runs_without_the_autograder():
-    namespace: dict = {}
-    exec(precision.exact_invoke(""), namespace)  # as the grader's child runs it
-    assert namespace["invoke"](lambda x: x + 1, 1) == 2
+    assert again.invoker() is JACOBIAN_VIA_VJP.invoker()
+    assert harness.invoker("", ("jax",))(learner, 1) == harness.invoker("", ())(learner, 1) == 2
+    assert seen == ["highest", "bfloat16"]
 
 
 # ---------------------------------------------------------------- pure_callback and threads

@@ -2,9 +2,9 @@
 computed in two parts through a cotangent, and a Jacobian built row by row.
 
 `predict_tape_gradient` is a numpy exercise. `qa_gradients` and `jacobian_by_rows` are done
-with TensorFlow or JAX (either may be used), so their `invoke` turns returned tensors into
-numpy arrays. The private helpers below only build the known wrong answers; verdicts always
-come from TensorFlow and JAX.
+with TensorFlow or JAX (either may be used), so their `invoke` (autograder/harness/ch01.py)
+turns returned tensors into numpy arrays. The private helpers below only build the known
+wrong answers; verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
@@ -21,42 +21,7 @@ from ..exercise import Exercise, Mistake
 CHAPTER = "01"
 F32 = np.dtype(np.float32)
 
-# The learner may return tf.Tensor or jax.Array: turn them (and only them) into numpy arrays,
-# so lists of numbers and other wrong types are still reported as such. A framework's shape
-# error (TF's InvalidArgumentError, JAX's TypeError) becomes a ValueError, as numpy's would
-# be, so the check recognises it as a shape error and can say why it happened.
-TO_NUMPY_INVOKE = '''
-import re
-
-import numpy as np
-
-
-def _to_numpy(value):
-    if isinstance(value, (np.ndarray, list, tuple, dict)) or not hasattr(value, "__array__"):
-        return value
-    return np.asarray(value)
-
-
-def _shape_error(error):
-    name = type(error).__name__
-    text = str(error)
-    return name == "InvalidArgumentError" or (name == "TypeError" and "shapes" in text)
-
-
-def invoke(fn, *args):
-    try:
-        result = fn(*args)
-    except Exception as error:
-        if not _shape_error(error):
-            raise
-        message = re.sub(r"\\{\\{.*?\\}\\}\\s*", "", str(error)).strip()
-        raise ValueError(f"{type(error).__name__}: {message}").with_traceback(
-            error.__traceback__
-        ) from None
-    if isinstance(result, (tuple, list)):
-        return type(result)(_to_numpy(item) for item in result)
-    return _to_numpy(result)
-'''
+TO_NUMPY_INVOKE = "ch01:invoke_to_numpy"  # tensors become arrays, shape errors ValueError
 
 
 def _rng_array(

@@ -6,9 +6,9 @@ pulls a cotangent through it, and `grad` mirrors `jax.grad`. All are numpy exerc
 The tape exercises are checked on random *programs*: small DAGs over three input arrays,
 with fan-out and reuse of values, written as readable text ("v3 = mul(v0, v1); v4 = ...").
 Each program is differentiated by TensorFlow and JAX (the verdict) and by the learner's
-tape. The `invoke` sources build the program from the learner's own `Tensor` and
-operations, found in the notebook namespace where the learner's function was defined
-(`fn.__globals__`). The numpy tape in PROGRAM_SOURCE only reproduces the known wrong
+tape. The invokes (autograder/harness/ch02.py) build the program from the learner's own
+`Tensor` and operations, found in the notebook namespace where the learner's function was
+defined (`fn.__globals__`). The numpy tape of the harness only reproduces the known wrong
 answers (and, for `toposort`, runs a backward pass in the learner's order).
 """
 
@@ -23,126 +23,25 @@ from hypothesis import strategies as st
 
 from ..cases import Case, Profile, dtypes
 from ..exercise import Exercise, Mistake
+from ..harness.ch02 import (
+    FORWARD,
+    RULES,
+    UNARY,
+    backward_in_order,
+    flat_nodes,
+    forward,
+    parse_program,
+)
 
 CHAPTER = "02"
-UNARY = ("neg", "exp", "log", "tanh")
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
 INPUTS = ("x0", "x1", "x2")
 
-# A numpy tape over programs, kept as source text: the `invoke` of `toposort` runs it in the
-# grader's child (which cannot import autograder), and this module runs the same text.
-PROGRAM_SOURCE = '''
-import re
-
-import numpy as np
-
-STATEMENT = re.compile(r"\\s*v(\\d+) = (\\w+)\\((.*)\\)\\s*")
-FUNCTION_NAMES = {"sum": "reduce_sum"}  # op "sum" is the learner's reduce_sum
-
-
-def parse_program(program):
-    """[(op, operand indices, params)] from "v3 = mul(v0, v1); v4 = sum(v3, axis=0)"."""
-    steps = []
-    for statement in program.split(";"):
-        _, op, inside = STATEMENT.fullmatch(statement).groups()
-        args = [a.strip() for a in inside.split(",")]
-        operands = tuple(int(a[1:]) for a in args if a.startswith("v"))
-        params = {a.split("=")[0]: int(a.split("=")[1]) for a in args if "=" in a}
-        steps.append((op, operands, params))
-    return steps
-
-
-FORWARD = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-    "matmul": np.matmul, "neg": np.negative, "exp": np.exp, "log": np.log, "tanh": np.tanh,
-    "sum": lambda x, axis=None: np.asarray(np.sum(x, axis=axis)),
-}
-
-
-def _unsum(g, x, axis=None):
-    return np.broadcast_to(g if axis is None else np.expand_dims(g, axis), x.shape).copy()
-
-
-RULES = {
-    "add": lambda g, x, y: (g, g),
-    "sub": lambda g, x, y: (g, -g),
-    "mul": lambda g, x, y: (g * y, g * x),
-    "div": lambda g, x, y: (g / y, -g * x / y**2),
-    "matmul": lambda g, x, y: (g @ y.T, x.T @ g),
-    "neg": lambda g, x: (-g,),
-    "exp": lambda g, x: (g * np.exp(x),),
-    "log": lambda g, x: (g / x,),
-    "tanh": lambda g, x: (g * (1 - np.tanh(x) ** 2),),
-    "sum": lambda g, x, axis=None: (_unsum(g, x, axis),),
-}
-
-
-def forward(steps, inputs):
-    values = list(inputs)
-    for op, operands, params in steps:
-        values.append(FORWARD[op](*(values[i] for i in operands), **params))
-    return values
-
-
-def backward_in_order(steps, values, order, cotangent, rules=RULES, accumulate=True,
-                      upstream=True):
-    """The inputs' cotangents and flat_nodes of the others, visiting the nodes (indices,
-    root first) in `order`: each node pushes the cotangent it holds when visited through its
-    rule to its operands, and keeps receiving what later nodes send it."""
-    n_inputs = len(values) - len(steps)
-    held = {len(values) - 1: cotangent}
-    for index in order:
-        if index < n_inputs:
-            continue
-        op, operands, params = steps[index - n_inputs]
-        g = held.get(index, np.zeros_like(values[index]))
-        if not upstream:
-            g = np.ones_like(g)
-        pulled = rules[op](g, *(values[i] for i in operands), **params)
-        for i, c in zip(operands, pulled):
-            held[i] = held[i] + c if accumulate and i in held else c
-    cotangents = [np.asarray(held.get(i, np.zeros_like(v)), dtype=v.dtype)
-                  for i, v in enumerate(values)]
-    return (*cotangents[:n_inputs], flat_nodes(cotangents[n_inputs:]))
-
-
-def flat_nodes(cotangents):
-    """The cotangents of v3, v4, ... (every value after the inputs), flattened, in order."""
-    return np.concatenate([np.ravel(np.asarray(c)) for c in cotangents])
-'''
-
-_P: dict[str, Any] = {}
-exec(compile(PROGRAM_SOURCE, "<chapter 02 program tape>", "exec"), _P)
-parse_program: Callable[[str], list] = _P["parse_program"]
-RULES: dict[str, Callable[..., tuple]] = _P["RULES"]
 
 
 # ---------------------------------------------------------------- vjp_rule
 
-VJP_INVOKE = '''
-import numpy as np
-
-UNARY = ("neg", "exp", "log", "tanh")
-
-
-def invoke(fn, op, axis, g, x, y):
-    """Call vjp_rule with the primals `op` has: (g, x), (g, x, y) or (g, x, axis=...)."""
-    if op == "sum":
-        result = fn(op, g, x, axis=axis)
-    elif op in UNARY:
-        result = fn(op, g, x)
-    else:
-        result = fn(op, g, x, y)
-    if not isinstance(result, (tuple, list)):
-        raise TypeError(f"vjp_rule({op!r}, ...) must return a tuple of cotangents, one per "
-                        f"primal; it returned a {type(result).__name__}.")
-    wanted = 1 if op == "sum" or op in UNARY else 2
-    if len(result) != wanted:
-        raise ValueError(f"{op} has {wanted} primal(s), so vjp_rule must return a tuple of "
-                         f"{wanted} cotangent(s); it returned {len(result)}.")
-    return (result[0], result[1]) if wanted == 2 else (result[0], y)
-'''
 
 
 def _values(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -348,7 +247,7 @@ VJP_RULE = Exercise(
             "primal: (cx,) for one primal, (cx, cy) for two."
         ),
     },
-    invoke=VJP_INVOKE,
+    invoke="ch02:invoke_vjp_rule",
 )
 
 
@@ -410,14 +309,14 @@ def program_case(length: int, n: int, dtype: Any, seed: int,
         for _ in range(length):
             op, operands, params = _step(draw, values)
             with np.errstate(all="ignore"):  # an invalid step is replaced just below
-                result = _P["FORWARD"][op](*(values[i] for i in operands), **params)
+                result = FORWARD[op](*(values[i] for i in operands), **params)
             if not _valid(op, [values[i] for i in operands], result):
                 op, operands, params = "neg", operands[:1], {}  # always well-conditioned
                 result = -values[operands[0]]
             steps.append((op, operands, params))
             values.append(result)
     else:
-        values = _P["forward"](steps, values)
+        values = forward(steps, values)
     cotangent = _values(rng, values[-1].shape, dtype)
     args = (("program", program_text(steps)), *zip(INPUTS, inputs, strict=True),
             ("cotangent", cotangent))
@@ -470,7 +369,7 @@ def _program_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     grads = tape.gradient(values[-1], values, output_gradients=tf.constant(cotangent),
                           unconnected_gradients=tf.UnconnectedGradients.ZERO)
     grads = [g.numpy() for g in grads]
-    return (*grads[: len(INPUTS)], _P["flat_nodes"](grads[len(INPUTS):]))
+    return (*grads[: len(INPUTS)], flat_nodes(grads[len(INPUTS):]))
 
 
 def _program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -540,7 +439,7 @@ def _tape_answer(order: str = "dfs", rules: dict | None = None, **flags: Any
     def answer(case: Case) -> tuple:
         program, *inputs, cotangent = case.values()
         steps = parse_program(program)
-        values = _P["forward"](steps, inputs)
+        values = forward(steps, inputs)
         root = len(values) - 1
         visit = {
             "dfs": lambda: dfs_order(steps, root),
@@ -548,7 +447,7 @@ def _tape_answer(order: str = "dfs", rules: dict | None = None, **flags: Any
             "bfs": lambda: bfs_order(steps, root),
             "requeue": lambda: requeue_order(steps, root),
         }[order]()
-        return _P["backward_in_order"](steps, values, visit, cotangent, rules or RULES, **flags)
+        return backward_in_order(steps, values, visit, cotangent, rules or RULES, **flags)
 
     return answer
 
@@ -630,7 +529,7 @@ def first_difference(case: Case, got: Any) -> str:
         return ""
     program, *inputs, _ = case.values()
     steps = parse_program(program)
-    values = _P["forward"](steps, inputs)[len(INPUTS):]
+    values = forward(steps, inputs)[len(INPUTS):]
     statements = [statement.strip() for statement in program.split(";")]
     ends = np.cumsum([v.size for v in values])
     for k in reversed(range(len(steps))):
@@ -690,51 +589,6 @@ PROGRAM_REFERENCES = (
 
 # ---------------------------------------------------------------- toposort
 
-TOPOSORT_INVOKE = PROGRAM_SOURCE + '''
-
-class Node:
-    """A traced value as toposort sees it: its parents (the values it was computed from)."""
-
-    def __init__(self, index, op, parents):
-        self.index, self.op, self.parents = index, op, tuple(parents)
-
-    def __repr__(self):
-        return f"Node(v{self.index} = {self.op})"
-
-
-def _reachable(root):
-    seen, stack = {}, [root]
-    while stack:
-        node = stack.pop()
-        if id(node) not in seen:
-            seen[id(node)] = node
-            stack.extend(node.parents)
-    return seen
-
-
-def invoke(fn, program, x0, x1, x2, cotangent):
-    """Backward through the program, visiting the nodes in the reverse of toposort's order."""
-    steps = parse_program(program)
-    values = forward(steps, [x0, x1, x2])
-    nodes = [Node(i, "input", ()) for i in range(3)]
-    for op, operands, _ in steps:
-        nodes.append(Node(len(nodes), op, [nodes[i] for i in operands]))
-    order = list(fn(nodes[-1]))
-    wanted = _reachable(nodes[-1])
-    seen = set()
-    for node in order:
-        if id(node) not in wanted:
-            raise ValueError(f"toposort returned {node!r}, which is not a node of the graph.")
-        if id(node) in seen:
-            raise ValueError(f"toposort returned {node!r} twice: list each node once.")
-        seen.add(id(node))
-    missing = [repr(node) for key, node in wanted.items() if key not in seen]
-    if missing:
-        raise ValueError(f"toposort left out {', '.join(missing)}: list every node the "
-                         "root depends on, the inputs and the root included.")
-    return backward_in_order(steps, values, [node.index for node in reversed(order)],
-                             cotangent)
-'''
 
 TOPOSORT = TapeExercise(
     name="toposort",
@@ -760,62 +614,14 @@ TOPOSORT = TapeExercise(
         ),
         "exception": "See the message: toposort must list every node of the graph once.",
     },
-    invoke=TOPOSORT_INVOKE,
+    invoke="ch02:invoke_toposort",
 )
 
 
 # ---------------------------------------------------------------- backward and grad
 
-BUILD_SOURCE = PROGRAM_SOURCE + '''
 
-def build(ops, program, inputs):
-    """The program traced with the learner's own Tensor and operations (from the notebook
-    namespace `ops`) on `inputs` (arrays are wrapped in Tensors): all its values."""
-    values = [x if isinstance(x, ops["Tensor"]) else ops["Tensor"](x) for x in inputs]
-    for op, operands, params in parse_program(program):
-        function = ops[FUNCTION_NAMES.get(op, op)]
-        values.append(function(*(values[i] for i in operands), **params))
-    return values
-'''
 
-BACKWARD_INVOKE = BUILD_SOURCE + '''
-
-def invoke(fn, program, x0, x1, x2, cotangent):
-    values = build(fn.__globals__, program, [x0, x1, x2])
-    fn(values[-1], cotangent)
-    return (*(x.grad for x in values[:3]), flat_nodes([v.grad for v in values[3:]]))
-'''
-
-GRAD_INVOKE = BUILD_SOURCE + '''
-
-def invoke(fn, program, x0, x1, x2, cotangent):
-    """grad of f(x0, x1, x2) = reduce_sum(program(x0, x1, x2) * cotangent), three ways."""
-    ops = fn.__globals__
-    traced = []
-
-    def f(*inputs):
-        values = build(ops, program, inputs)
-        traced.append(values)
-        return ops["reduce_sum"](ops["mul"](values[-1], ops["Tensor"](cotangent)))
-
-    together = fn(f, argnums=(0, 1, 2))(x0, x1, x2)
-    nodes = flat_nodes([v.grad for v in traced[0][3:]]) if traced else None
-    if not isinstance(together, tuple):
-        raise TypeError("grad(f, argnums=(0, 1, 2)) must return a tuple of three "
-                        f"gradients, as jax.grad does; it returned a {type(together).__name__}.")
-    first = fn(f)(x0, x1, x2)
-    second = fn(f, argnums=1)(x0, x1, x2)
-    for alone, index in ((first, 0), (second, 1)):
-        same = (isinstance(alone, np.ndarray) and isinstance(together[index], np.ndarray)
-                and alone.shape == together[index].shape
-                and np.allclose(alone, together[index], rtol=1e-5, atol=1e-6))
-        if not same:
-            raise ValueError(
-                f"grad(f{'' if index == 0 else ', argnums=1'}) should return the array "
-                f"grad(f, argnums=(0, 1, 2)) gives at position {index}, as jax.grad does "
-                "(an int argnums: one array; a tuple: a tuple of arrays).")
-    return (*together, nodes)
-'''
 
 
 def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) -> Exercise:
@@ -837,13 +643,13 @@ def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) ->
 
 BACKWARD = _tape_exercise(
     "backward", "backward(root, cotangent) -> None (accumulates .grad on every node)",
-    BACKWARD_INVOKE,
+    "ch02:invoke_backward",
     (Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
              _only_if_different(_seeded_with_ones, _tape_answer())),),
 )
 GRAD = _tape_exercise(
     "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
-    GRAD_INVOKE,
+    "ch02:invoke_grad",
 )
 
 EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD)

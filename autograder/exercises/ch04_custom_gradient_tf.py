@@ -1,8 +1,9 @@
 """Chapter 04 exercises: custom gradients in TensorFlow (`tf.custom_gradient`).
 
-Each learner function takes tensors and returns a tensor; the `invoke` source calls it under a
-`tf.GradientTape` with a random cotangent, once eagerly and once inside `tf.function`, insists
-that the two agree, and returns the primal output and the cotangent of every input as numpy.
+Each learner function takes tensors and returns a tensor; the invoke (autograder/harness/
+ch04.py) calls it under a `tf.GradientTape` with a random cotangent, once eagerly and once
+inside `tf.function`, insists that the two agree, and returns the primal output and the
+cotangent of every input as numpy.
 The references are the analytic or numerically stable formulas differentiated by JAX
 (`jax.vjp`) and by TensorFlow's own tape; the tests cross-check them with
 `tf.test.compute_gradient`. The private helpers below only build the known wrong answers.
@@ -22,106 +23,6 @@ from ..exercise import Exercise, Mistake
 CHAPTER = "04"
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
-
-# Exec'd in a fresh namespace (in the learner's kernel and in the grader's child): it must
-# import what it needs itself. `VARIABLES` lists the positions of arguments that are handed
-# to the learner as tf.Variable (the weights a layer reads) instead of tensors.
-INVOKE_TEMPLATE = '''
-VARIABLES = {variables}
-_GRAPHS = {{}}  # id(fn) -> (fn, its tf.function): traced once per input signature, not per call
-
-
-def invoke(fn, *args):
-    """(y, cotangent of each array argument), computed eagerly and inside tf.function.
-
-    The case's last array is the cotangent dy fed to tape.gradient(output_gradients=dy);
-    the other arrays become tensors (or tf.Variables, at the positions in VARIABLES) and are
-    passed to fn with the case's static parameters. The two runs must agree."""
-    import logging
-
-    import numpy as np
-    import tensorflow as tf
-
-    *values, dy = args
-    values = [
-        tf.Variable(v) if i in VARIABLES else tf.constant(v) if isinstance(v, np.ndarray) else v
-        for i, v in enumerate(values)
-    ]
-    logger = tf.get_logger()
-    level = logger.level
-    logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
-    try:
-        eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, dy)]
-        graph = [np.asarray(t) for t in _explained(_graph(fn), fn, values, dy)]
-    finally:
-        logger.setLevel(level)
-    for e, g in zip(eager, graph):
-        if e.shape != g.shape or not np.allclose(e, g, rtol=1e-4, atol=1e-5, equal_nan=True):
-            raise AssertionError(
-                "The result differs between the eager run and the run inside tf.function: "
-                "your function must not depend on Python state or on .numpy() values."
-            )
-    return tuple(eager)
-
-
-def _forward_backward(fn, values, dy):
-    import tensorflow as tf
-
-    sources = [v for v in values if isinstance(v, (tf.Tensor, tf.Variable))]
-    with tf.GradientTape() as tape:
-        tape.watch([v for v in sources if not isinstance(v, tf.Variable)])
-        y = fn(*values)
-    grads = tape.gradient(
-        y, sources, output_gradients=tf.convert_to_tensor(dy),
-        unconnected_gradients=tf.UnconnectedGradients.ZERO,
-    )
-    return (y, *grads)
-
-
-def _graph(fn):
-    import tensorflow as tf
-
-    entry = _GRAPHS.get(id(fn))
-    if entry is None or entry[0] is not fn:
-        if len(_GRAPHS) > 64:
-            _GRAPHS.clear()
-        entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, dy: _forward_backward(
-            fn, values, dy)))
-    return lambda fn, values, dy: entry[1](values, dy)
-
-
-def _explained(run, fn, values, dy):
-    """Run; say plainly what TensorFlow's errors about grad's return value mean."""
-    try:
-        return run(fn, values, dy)
-    except Exception as error:
-        text = str(error)
-        for clue, meaning in _MEANINGS:
-            if clue in text:
-                kind = TypeError if isinstance(error, TypeError) else ValueError
-                raise kind(meaning + " (TensorFlow said: " + text[:300] + ")") from None
-        raise
-
-
-_MEANINGS = [
-    ("keyword argument 'variables'",
-     "Your grad function does not accept `variables`. The function reads a tf.Variable, "
-     "so TensorFlow calls grad(upstream, variables=[w]) and expects "
-     "(input_grads, variable_grads) back. Define it as `def grad(upstream, variables=None)`."),
-    ("gradient for each variable",
-     "grad must return (input_grads, variable_grads): the variable gradients in a list, "
-     "one per variable in `variables`, e.g. (grad_x, [grad_w])."),
-    ("too few gradients",
-     "grad must return (input_grads, variable_grads): the variable gradients in a list, "
-     "one per variable in `variables`, e.g. (grad_x, [grad_w])."),
-    ("expected to return",
-     "grad must return one gradient per input of the custom-gradient function, in order."),
-]
-'''
-
-
-def invoke_source(variables: tuple[int, ...] = ()) -> str:
-    return INVOKE_TEMPLATE.format(variables=repr(variables))
 
 
 def _plain(dtype: np.dtype, bound: float = 10.0) -> st.SearchStrategy[float]:
@@ -240,7 +141,7 @@ LOGADDEXP = Exercise(
     tf_reference=_logaddexp_tf,
     jax_reference=_logaddexp_jax,
     references_text="jax.vjp(jax.nn.logsumexp) and tf.GradientTape(tf.reduce_logsumexp)",
-    invoke=invoke_source(),
+    invoke="ch04:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -365,7 +266,7 @@ LOG_OR_ZERO = Exercise(
     tf_reference=_log_or_zero_tf,
     jax_reference=_log_or_zero_jax,
     references_text="jax.vjp and tf.GradientTape of the double-where log",
-    invoke=invoke_source(),
+    invoke="ch04:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -492,7 +393,7 @@ CLIP_COTANGENT = Exercise(
     tf_reference=_clip_tf,
     jax_reference=_clip_jax,
     references_text="jax.custom_vjp (identity, clipped cotangent) and tf.clip_by_value",
-    invoke=invoke_source(),
+    invoke="ch04:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake("clips_forward", _CLIP_FORWARD_HINT, _clips_forward),
@@ -585,7 +486,7 @@ SIGN_STE = Exercise(
     tf_reference=_sign_tf,
     jax_reference=_sign_jax,
     references_text="jax.vjp of the analytic STE and tf.stop_gradient's straight-through form",
-    invoke=invoke_source(),
+    invoke="ch04:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -686,7 +587,7 @@ LINEAR_LAYER = Exercise(
     tf_reference=_linear_tf,
     jax_reference=_linear_jax,
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape over a tf.Variable",
-    invoke=invoke_source(variables=(1,)),
+    invoke="ch04:invoke_with_variable",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(

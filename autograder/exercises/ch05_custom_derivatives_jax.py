@@ -7,13 +7,14 @@
 * `bessel_i0(x)`: numpy's `np.i0` called through `jax.pure_callback`, made differentiable by a
   `jax.custom_jvp` rule.
 
-Each exercise's `invoke` runs the learner's function under `jax.jit`, `jax.jvp`/`jax.vjp`,
-`jax.vmap` and `jax.grad` (twice for the custom_jvp ones) and returns numpy arrays. When JAX
-refuses a transformation, `invoke` raises a ValueError naming the transformation and the
-likely mistake (a rule not linear in the tangent, residuals closing over tracers, a bwd
-returning the wrong structure, ...). The references are JAX's own derivatives of a stable
-formula and a TensorFlow twin of the same function; the known wrong answers below are small
-JAX programs a learner would write, run through the same `invoke`.
+Each exercise's invoke (autograder/harness/ch05.py) runs the learner's function under
+`jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` (twice for the custom_jvp ones)
+and returns numpy arrays. When JAX refuses a transformation, the invoke raises a ValueError
+naming the transformation and the likely mistake (a rule not linear in the tangent,
+residuals closing over tracers, a bwd returning the wrong structure, ...). The references
+are JAX's own derivatives of a stable formula and a TensorFlow twin of the same function;
+the known wrong answers below are small JAX programs a learner would write, run through the
+same invoke.
 """
 
 from __future__ import annotations
@@ -25,192 +26,18 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..cases import Case, Profile, dtypes, float_arrays
-from ..exercise import Exercise, Mistake, compile_invoker
+from ..exercise import Exercise, Mistake
+from ..harness import invoker
 
 CHAPTER = "05"
 FRAMEWORKS = ("jax",)
 
-# ---------------------------------------------------------------- invoke: shared part
-
-# Each exercise's `invoke` is this header plus its own `invoke` function. It runs in the
-# learner's kernel and in the grader's child, so it imports what it needs itself.
-INVOKE_HEADER = '''
-import contextlib
-import functools
-
-import numpy as np
-import jax
-import jax.numpy as jnp
-
-
-@contextlib.contextmanager
-def double_precision():
-    """float64 on every thread while the learner's function runs; the old setting returns.
-
-    jax.enable_x64 alone holds on this thread only. On a GPU, jax.pure_callback runs its
-    Python on a host-callback thread, which would then see float32, turn float64 inputs
-    into float32 and refuse the callback's float64 result ("CpuCallback error").
-    """
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        with jax.enable_x64(True):
-            yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
-
-LIKELY_MISTAKES = (
-    ("nondiff_argnums", "an array (a traced value) was passed in a `nondiff_argnums` "
-     "position. Pass arrays as ordinary arguments (bwd returns a cotangent for them, or "
-     "zeros) and keep nondiff_argnums for static Python values such as functions."),
-    ("Transpose rule", "your JVP rule is not linear in the tangent. JAX transposes the "
-     "tangent part to get reverse mode, so it must be (something of the primals) * tangent: "
-     "no t * t, sin(t), abs(t) or where() on the tangent."),
-    ("AssertionError", "your JVP rule is not linear in the tangent. JAX transposes the "
-     "tangent part to get reverse mode, so it must be (something of the primals) * tangent: "
-     "no t * t, sin(t), abs(t) or where() on the tangent."),
-    ("Custom VJP bwd rule must produce", "bwd returned the wrong structure. It must return "
-     "a TUPLE with one cotangent per differentiable argument of the primal function, in "
-     "order (for one argument: `return (x_bar,)`), and nothing for nondiff_argnums."),
-    ("unexpected JAX type", "your function changed the dtype (for example float32 in, "
-     "float64 out, after mixing in a float64 numpy array). Keep x's dtype: use "
-     "jnp.zeros_like(x) or plain Python floats for constants."),
-    ("Custom JVP rule must produce", "the JVP rule must return a pair "
-     "(primal_out, tangent_out) with matching shapes and dtypes."),
-    ("No constant handler", "your residuals close over tracers: fwd stored a value "
-     "outside itself (a global, nonlocal, list or attribute) and bwd read it from there. "
-     "Everything bwd needs must travel in the residuals fwd returns."),
-    ("UnexpectedTracerError", "your residuals close over tracers: fwd stored a value "
-     "outside itself (a global, nonlocal, list or attribute) and bwd read it from there. "
-     "Everything bwd needs must travel in the residuals fwd returns."),
-    ("Pure callbacks do not support JVP", "JAX cannot differentiate through "
-     "jax.pure_callback. Give the function a jax.custom_jvp rule, and write the rule itself "
-     "in jax.numpy (not with another callback) so it can be differentiated again."),
-    ("vmap_method", "jax.pure_callback needs a vmap_method to work under jax.vmap; for an "
-     "elementwise numpy routine, vmap_method='expand_dims' (or 'broadcast_all')."),
-    ("while_loop", "reverse mode cannot differentiate through lax.while_loop. That is what "
-     "the custom_vjp rule is for: differentiate the fixed-point equation, not the loop."),
-    ("Tracer", "a traced value was used where JAX needs a concrete one (a Python if, "
-     "float(), or numpy on a traced value). Use jnp functions, jnp.where or lax control flow."),
-)
-
-
-def explain(stage, error):
-    text = f"{type(error).__name__}: {error}"
-    first = text.strip().splitlines()[0][:300]
-    for needle, cause in LIKELY_MISTAKES:
-        if needle in text:
-            return f"{stage} failed ({first}). Likely mistake: {cause}"
-    return f"{stage} failed ({first})."
-
-
-def run(stage, thunk):
-    """thunk(), with JAX's refusal turned into a ValueError that names the transformation."""
-    try:
-        return np.asarray(thunk())
-    except NotImplementedError as error:
-        if str(error).startswith("Exercise "):  # the learner copy's stub: not answered yet
-            raise
-        raise ValueError(explain(stage, error)) from None
-    except Exception as error:
-        raise ValueError(explain(stage, error)) from None
-
-
-def elementwise(transform, x):
-    """transform applied to every element of x through jax.vmap, in x's shape."""
-    return jax.vmap(transform)(x.reshape(-1)).reshape(x.shape)
-
-
-# Compiled once per (function, shape, dtype): fn is a static argument.
-@functools.partial(jax.jit, static_argnums=0)
-def jvp_jit(fn, x, t):
-    return jax.jvp(fn, (x,), (t,))[1]
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def grad_vmap_jit(fn, x):
-    return elementwise(jax.grad(fn), x)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def second_vmap_jit(fn, x):
-    return elementwise(jax.grad(jax.grad(fn)), x)
-'''
-
-LOG1PEXP_INVOKE = INVOKE_HEADER + '''
-
-def invoke(fn, x, t, ct):
-    with double_precision():
-        x, t, ct = jnp.asarray(x), jnp.asarray(t), jnp.asarray(ct)
-        f = jax.jit(fn)
-        return (
-            run("jax.jit(fn)(x)", lambda: f(x)),
-            run("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
-            run("jax.vjp(jax.jit(fn))", lambda: jax.vjp(f, x)[1](ct)[0]),
-            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
-            run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
-        )
-'''
-
-CLIP_INVOKE = INVOKE_HEADER + '''
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def value_jit(fn, lo, hi, x):
-    return fn(lo, hi, x)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def rows_vjp_jit(fn, lo, hi, x, ct):
-    def row_vjp(row, row_ct):
-        return jax.vjp(lambda v: fn(lo, hi, v), row)[1](row_ct)[0]
-
-    return jax.vmap(row_vjp)(x, ct)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def chained_grad_jit(fn, lo, hi, x, ct):
-    return jax.grad(lambda v: jnp.sum(ct * jnp.sin(fn(lo, hi, 3 * v))))(x)
-
-
-def invoke(fn, lo, hi, x, ct):
-    with double_precision():
-        x, ct = jnp.asarray(x), jnp.asarray(ct)
-        return (
-            run("jax.jit(fn)(lo, hi, x)", lambda: value_jit(fn, lo, hi, x)),
-            run("jax.vjp(jax.jit(fn))",
-                lambda: jax.vjp(lambda v: value_jit(fn, lo, hi, v), x)[1](ct)[0]),
-            run("jax.jit(jax.vmap(VJP of each row))", lambda: rows_vjp_jit(fn, lo, hi, x, ct)),
-            run("jax.jit(jax.grad(sum(ct * sin(fn(lo, hi, 3 * x)))))",
-                lambda: chained_grad_jit(fn, lo, hi, x, ct)),
-        )
-'''
-
-FIXED_POINT_INVOKE = INVOKE_HEADER + '''
-
-def invoke(fn, a, ct):
-    with double_precision():
-        a, ct = jnp.asarray(a), jnp.asarray(ct)
-        f = jax.jit(fn)
-        return (
-            run("jax.jit(fn)(a)", lambda: f(a)),
-            run("jax.vjp(jax.jit(fn))", lambda: jax.vjp(f, a)[1](ct)[0]),
-            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, a)),
-        )
-'''
-
-BESSEL_INVOKE = INVOKE_HEADER + '''
-
-def invoke(fn, x, t):
-    with double_precision():
-        x, t = jnp.asarray(x), jnp.asarray(t)
-        f = jax.jit(fn)
-        return (
-            run("jax.jit(fn)(x)", lambda: f(x)),
-            run("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
-            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
-            run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
-        )
-'''
+# Each exercise's invoke, in autograder/harness/ch05.py (the learner's kernel and the
+# grader's child both run it).
+LOG1PEXP_INVOKE = "ch05:invoke_log1pexp"
+CLIP_INVOKE = "ch05:invoke_clip_gradient"
+FIXED_POINT_INVOKE = "ch05:invoke_fixed_point"
+BESSEL_INVOKE = "ch05:invoke_bessel_i0"
 
 EXCEPTION_HINT = (
     "JAX refused one of the transformations the check applies (jit, jvp, vjp, vmap, grad); "
@@ -220,7 +47,7 @@ EXCEPTION_HINT = (
 
 def _via_invoke(exercise_invoke: str, learner_fn: Any, case: Case) -> tuple[np.ndarray, ...]:
     """What a wrong learner function returns on this case (it runs in the trusted parent)."""
-    return compile_invoker(exercise_invoke)(learner_fn, *case.fresh_values())
+    return invoker(exercise_invoke)(learner_fn, *case.fresh_values())
 
 
 @functools.cache

@@ -2,15 +2,17 @@
 
 Each exercise takes a function, and a case cannot carry one (cases are data shipped to a
 sandbox). So a case names one of a few fixed test functions ("tanh_mix", "outer", ...): the
-exercise's `invoke` source builds that function with jax.numpy and hands it to the learner's
-code, and the references build the same function by name, once with TensorFlow and once with
-jax.numpy. The numpy Jacobians and Hessians at the bottom only build the known wrong answers;
-verdicts always come from TensorFlow and JAX.
+exercise's invoke (autograder/harness/ch06.py) builds that function with jax.numpy and hands
+it to the learner's code, and the references build the same function by name, once with
+TensorFlow and once with jax.numpy (the harness's own). The numpy Jacobians and Hessians at
+the bottom only build the known wrong answers; verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
 
+import importlib
 from functools import cache
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,79 +24,8 @@ from ..exercise import Exercise, Mistake
 CHAPTER = "06"
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
-BATCH_NORM_EPS = 0.1
 
 # ---------------------------------------------------------------- the test functions, three ways
-
-# jax.numpy versions: the source is shared by `invoke` (learner's kernel and grader's child)
-# and by the JAX references, so the learner's code sees exactly the function the reference saw.
-TEST_FUNCTIONS_SOURCE = '''
-import jax
-import jax.numpy as jnp
-
-
-def mix_matrix(rows, cols, dtype):
-    """A fixed, deterministic (rows, cols) matrix with no symmetry."""
-    i = jnp.arange(rows, dtype=dtype)[:, None]
-    j = jnp.arange(cols, dtype=dtype)[None, :]
-    return jnp.cos(1.3 * i - 0.7 * j + 0.5)
-
-
-def vector_function(name):
-    """Test functions for jacobian_via_vjp / jacobian_via_jvp: any shape in, some shape out."""
-    def tanh_mix(x):                     # x: any shape (n entries) -> (n + 1,)
-        v = jnp.ravel(x)
-        return jnp.tanh(mix_matrix(v.size + 1, v.size, x.dtype) @ v)
-
-    def cumsum_sin(x):                   # x: any shape (n entries) -> (n,)
-        v = jnp.ravel(x)
-        return jnp.cumsum(v * jnp.sin(v))
-
-    def outer(x):                        # x: (..., k) -> (..., k, k)
-        return x[..., :, None] * jnp.sin(x)[..., None, :]
-
-    def logsumexp_rows(x):               # x: (..., k) -> (...)
-        return jax.nn.logsumexp(x, axis=-1)
-
-    return {f.__name__: f for f in (tanh_mix, cumsum_sin, outer, logsumexp_rows)}[name]
-
-
-def batch_function(name):
-    """Test functions for batch_jacobian: x (B, n) -> y (B, n + 1)."""
-    def dense_tanh(x):                   # each row on its own
-        return jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
-
-    def softmax_rows(x):                 # each row on its own
-        return jax.nn.softmax(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype), axis=-1)
-
-    def batchnorm(x):                    # every row depends on the whole batch
-        h = x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype)
-        centred = h - jnp.mean(h, axis=0)
-        return centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0) + EPS)
-
-    def batch_centred(x):                # every row depends on the whole batch
-        t = jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
-        return t - jnp.mean(t, axis=0)
-
-    fns = (dense_tanh, softmax_rows, batchnorm, batch_centred)
-    return {f.__name__: f for f in fns}[name]
-
-
-def scalar_function(name):
-    """Test functions for hvp: any shape in, a scalar out."""
-    def rosenbrock(x):
-        v = jnp.ravel(x)
-        return jnp.sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
-
-    def logsumexp(x):
-        return jax.nn.logsumexp(x)
-
-    def sin_chain(x):
-        v = jnp.ravel(x)
-        return jnp.sum(jnp.sin(v) * jnp.roll(v, 1))
-
-    return {f.__name__: f for f in (rosenbrock, logsumexp, sin_chain)}[name]
-'''.replace("EPS", repr(BATCH_NORM_EPS))
 
 VECTOR_NAMES = ("tanh_mix", "cumsum_sin", "outer", "logsumexp_rows")
 ANY_RANK = ("tanh_mix", "cumsum_sin")  # these accept a scalar x; the others need an axis
@@ -102,49 +33,12 @@ BATCH_NAMES = ("dense_tanh", "softmax_rows", "batchnorm", "batch_centred")
 SCALAR_NAMES = ("rosenbrock", "logsumexp", "sin_chain")
 
 
-def _invoke_source(kind: str) -> str:
-    """`invoke` for an exercise: build the named function, call the learner, return numpy.
-
-    Eager JAX compiles every operation separately for every new shape, which would make a
-    check of ~35 cases slow. So the learner's function is first tried under jax.jit (one
-    compilation per case); if that raises (numpy calls on traced values, `bool(...)` of an
-    array), it is simply called as written.
-    """
-    return TEST_FUNCTIONS_SOURCE + f'''
-import numpy as np
-
-
-_TEST_FUNCTIONS = {{}}
-_JITTED = {{}}
-
-
-def _as_numpy(out):
-    if isinstance(out, tuple | list):
-        return tuple(np.asarray(o) for o in out)
-    return np.asarray(out)
-
-
-def invoke(fn, name, *arrays):
-    if name not in _TEST_FUNCTIONS:
-        _TEST_FUNCTIONS[name] = jax.jit({kind}_function(name))
-    f = _TEST_FUNCTIONS[name]
-    args = [jnp.asarray(a) for a in arrays]
-    key = (fn, name)
-    if key not in _JITTED:
-        _JITTED[key] = jax.jit(lambda *a: fn(f, *a))
-    try:
-        return _as_numpy(_JITTED[key](*args))
-    except Exception:
-        return _as_numpy(fn(f, *args))
-'''
-
-
 @cache
-def _jnp_functions() -> dict[str, Any]:
-    """The jax.numpy test functions, from the same source `invoke` runs."""
-    namespace: dict[str, Any] = {}
-    exec(compile(TEST_FUNCTIONS_SOURCE, "<chapter 06 test functions>", "exec"), namespace)
-    return namespace
+def _jnp_functions() -> ModuleType:
+    """The jax.numpy test functions, and BATCH_NORM_EPS, from the module whose invokes hand
+    them to the learner (autograder/harness/ch06.py): the references see the very same
+    functions. Imported only when needed, as it imports JAX."""
+    return importlib.import_module("..harness.ch06", __package__)
 
 
 def _tf_mix_matrix(tf: Any, rows: int, cols: int, dtype: Any) -> Any:
@@ -174,7 +68,8 @@ def _tf_batch_function(tf: Any, name: str, x: Any) -> Any:
         return tf.nn.softmax(h, axis=-1)
     if name == "batchnorm":
         centred = h - tf.reduce_mean(h, axis=0)
-        return centred / tf.sqrt(tf.reduce_mean(centred**2, axis=0) + BATCH_NORM_EPS)
+        eps = _jnp_functions().BATCH_NORM_EPS
+        return centred / tf.sqrt(tf.reduce_mean(centred**2, axis=0) + eps)
     t = tf.tanh(h)
     return t - tf.reduce_mean(t, axis=0)
 
@@ -273,7 +168,7 @@ def _batch_forward_jacobian(name: str, x: np.ndarray) -> np.ndarray:
         return np.einsum("bik,bc,jk->bicj", ds, eye_b, m)
     # batchnorm: y = c / sqrt(mean(c^2) + eps), c = h - mean(h), columns independent
     c = h - h.mean(axis=0)
-    s2 = (c**2).mean(axis=0) + BATCH_NORM_EPS
+    s2 = (c**2).mean(axis=0) + _jnp_functions().BATCH_NORM_EPS
     center = eye_b - 1.0 / b  # dc[b, i] / dh[c, i]
     dy_dh = center[:, None, :] / np.sqrt(s2)[None, :, None] - np.einsum(
         "bi,ci->bic", c, c
@@ -414,12 +309,12 @@ def _vector_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
 
 
 def _vector_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions()["vector_function"](params["name"])
+    f = _jnp_functions().vector_function(params["name"])
     return (jax.jacrev(f)(arrays["x"]),)
 
 
 def _vector_jax_forward(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions()["vector_function"](params["name"])
+    f = _jnp_functions().vector_function(params["name"])
     return (jax.jacfwd(f)(arrays["x"]),)
 
 
@@ -439,7 +334,7 @@ def _batch_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _batch_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions()["batch_function"](params["name"])
+    f = _jnp_functions().batch_function(params["name"])
     return _per_example(jax.jacrev(f)(arrays["x"]), jax.numpy)
 
 
@@ -462,7 +357,7 @@ def _hvp_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
 
 
 def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions()["scalar_function"](params["name"])
+    f = _jnp_functions().scalar_function(params["name"])
     return (jax.jvp(jax.grad(f), (arrays["x"],), (arrays["v"],))[1],)
 
 
@@ -547,7 +442,7 @@ JACOBIAN_VIA_VJP = Exercise(
     tf_reference=_vector_tf,
     jax_reference=_vector_jax,
     references_text="jax.jacrev and tf.GradientTape",
-    invoke=_invoke_source("vector"),
+    invoke="ch06:invoke_vector",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
@@ -581,7 +476,7 @@ JACOBIAN_VIA_JVP = Exercise(
     tf_reference=_vector_tf,
     jax_reference=_vector_jax_forward,
     references_text="jax.jacfwd and tf.GradientTape",
-    invoke=_invoke_source("vector"),
+    invoke="ch06:invoke_vector",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -650,7 +545,7 @@ BATCH_JACOBIAN = Exercise(
     tf_reference=_batch_tf,
     jax_reference=_batch_jax,
     references_text="the diagonal blocks of the Jacobian from jax.jacrev and from tf.GradientTape",
-    invoke=_invoke_source("batch"),
+    invoke="ch06:invoke_batch",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -738,7 +633,7 @@ HVP = Exercise(
     tf_reference=_hvp_tf,
     jax_reference=_hvp_jax,
     references_text="jax.jvp(jax.grad(f)) and nested tf GradientTapes",
-    invoke=_invoke_source("scalar"),
+    invoke="ch06:invoke_scalar",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(

@@ -1,0 +1,105 @@
+"""Chapter 04's invokes: a custom-gradient function under a GradientTape, eagerly and in graph.
+
+The case's last array is the cotangent dy fed to tape.gradient(output_gradients=dy); the
+other arrays become tensors (or tf.Variables, the weights a layer reads) and are passed to
+the learner's function with the case's static parameters. It runs once eagerly and once
+inside tf.function, and the two runs must agree.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+_GRAPHS: dict[int, tuple[Callable, Callable]] = {}  # id(fn) -> (fn, its tf.function)
+
+
+def invoke(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
+    """(y, cotangent of each array argument) of a function of tensors."""
+    return _invoke(fn, args, variables=())
+
+
+def invoke_with_variable(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
+    """The same, with the second argument handed over as a tf.Variable (a layer's weights)."""
+    return _invoke(fn, args, variables=(1,))
+
+
+def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, ...]
+            ) -> tuple[np.ndarray, ...]:
+    *values, dy = args
+    values = [
+        tf.Variable(v) if i in variables else tf.constant(v) if isinstance(v, np.ndarray) else v
+        for i, v in enumerate(values)
+    ]
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
+    try:
+        eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, dy)]
+        graph = [np.asarray(t) for t in _explained(_graph(fn), fn, values, dy)]
+    finally:
+        logger.setLevel(level)
+    for e, g in zip(eager, graph, strict=False):
+        if e.shape != g.shape or not np.allclose(e, g, rtol=1e-4, atol=1e-5, equal_nan=True):
+            raise AssertionError(
+                "The result differs between the eager run and the run inside tf.function: "
+                "your function must not depend on Python state or on .numpy() values."
+            )
+    return tuple(eager)
+
+
+def _forward_backward(fn: Callable[..., Any], values: list[Any], dy: np.ndarray) -> tuple:
+    sources = [v for v in values if isinstance(v, (tf.Tensor, tf.Variable))]
+    with tf.GradientTape() as tape:
+        tape.watch([v for v in sources if not isinstance(v, tf.Variable)])
+        y = fn(*values)
+    grads = tape.gradient(
+        y, sources, output_gradients=tf.convert_to_tensor(dy),
+        unconnected_gradients=tf.UnconnectedGradients.ZERO,
+    )
+    return (y, *grads)
+
+
+def _graph(fn: Callable[..., Any]) -> Callable[..., tuple]:
+    """_forward_backward inside tf.function, traced once per input signature, not per call."""
+    entry = _GRAPHS.get(id(fn))
+    if entry is None or entry[0] is not fn:
+        if len(_GRAPHS) > 64:
+            _GRAPHS.clear()
+        entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, dy: _forward_backward(
+            fn, values, dy)))
+    return lambda fn, values, dy: entry[1](values, dy)
+
+
+def _explained(run: Callable[..., tuple], fn: Callable[..., Any], values: list[Any],
+               dy: np.ndarray) -> tuple:
+    """Run; say plainly what TensorFlow's errors about grad's return value mean."""
+    try:
+        return run(fn, values, dy)
+    except Exception as error:
+        text = str(error)
+        for clue, meaning in _MEANINGS:
+            if clue in text:
+                kind = TypeError if isinstance(error, TypeError) else ValueError
+                raise kind(meaning + " (TensorFlow said: " + text[:300] + ")") from None
+        raise
+
+
+_VARIABLE_GRADS = (
+    "grad must return (input_grads, variable_grads): the variable gradients in a list, "
+    "one per variable in `variables`, e.g. (grad_x, [grad_w])."
+)
+_MEANINGS = [
+    ("keyword argument 'variables'",
+     "Your grad function does not accept `variables`. The function reads a tf.Variable, "
+     "so TensorFlow calls grad(upstream, variables=[w]) and expects "
+     "(input_grads, variable_grads) back. Define it as `def grad(upstream, variables=None)`."),
+    ("gradient for each variable", _VARIABLE_GRADS),
+    ("too few gradients", _VARIABLE_GRADS),
+    ("expected to return",
+     "grad must return one gradient per input of the custom-gradient function, in order."),
+]

@@ -1,0 +1,131 @@
+"""Chapter 06's test functions and invokes: the learner's code gets a jax.numpy function.
+
+A case cannot carry a function (cases are data shipped to a sandbox), so it names one of a
+few fixed test functions. They are built here with jax.numpy, for the learner's code (by
+the invokes) and for the JAX references (autograder.exercises.ch06 imports this module), so
+the learner's code sees exactly the function the reference saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+BATCH_NORM_EPS = 0.1
+Fn = Callable[..., Any]
+
+
+def mix_matrix(rows: int, cols: int, dtype: Any) -> Any:
+    """A fixed, deterministic (rows, cols) matrix with no symmetry."""
+    i = jnp.arange(rows, dtype=dtype)[:, None]
+    j = jnp.arange(cols, dtype=dtype)[None, :]
+    return jnp.cos(1.3 * i - 0.7 * j + 0.5)
+
+
+def vector_function(name: str) -> Fn:
+    """Test functions for jacobian_via_vjp / jacobian_via_jvp: any shape in, some shape out."""
+    def tanh_mix(x: Any) -> Any:  # x: any shape (n entries) -> (n + 1,)
+        v = jnp.ravel(x)
+        return jnp.tanh(mix_matrix(v.size + 1, v.size, x.dtype) @ v)
+
+    def cumsum_sin(x: Any) -> Any:  # x: any shape (n entries) -> (n,)
+        v = jnp.ravel(x)
+        return jnp.cumsum(v * jnp.sin(v))
+
+    def outer(x: Any) -> Any:  # x: (..., k) -> (..., k, k)
+        return x[..., :, None] * jnp.sin(x)[..., None, :]
+
+    def logsumexp_rows(x: Any) -> Any:  # x: (..., k) -> (...)
+        return jax.nn.logsumexp(x, axis=-1)
+
+    return {f.__name__: f for f in (tanh_mix, cumsum_sin, outer, logsumexp_rows)}[name]
+
+
+def batch_function(name: str) -> Fn:
+    """Test functions for batch_jacobian: x (B, n) -> y (B, n + 1)."""
+    def dense_tanh(x: Any) -> Any:  # each row on its own
+        return jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
+
+    def softmax_rows(x: Any) -> Any:  # each row on its own
+        return jax.nn.softmax(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype), axis=-1)
+
+    def batchnorm(x: Any) -> Any:  # every row depends on the whole batch
+        h = x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype)
+        centred = h - jnp.mean(h, axis=0)
+        return centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0) + BATCH_NORM_EPS)
+
+    def batch_centred(x: Any) -> Any:  # every row depends on the whole batch
+        t = jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
+        return t - jnp.mean(t, axis=0)
+
+    fns = (dense_tanh, softmax_rows, batchnorm, batch_centred)
+    return {f.__name__: f for f in fns}[name]
+
+
+def scalar_function(name: str) -> Fn:
+    """Test functions for hvp: any shape in, a scalar out."""
+    def rosenbrock(x: Any) -> Any:
+        v = jnp.ravel(x)
+        return jnp.sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
+
+    def logsumexp(x: Any) -> Any:
+        return jax.nn.logsumexp(x)
+
+    def sin_chain(x: Any) -> Any:
+        v = jnp.ravel(x)
+        return jnp.sum(jnp.sin(v) * jnp.roll(v, 1))
+
+    return {f.__name__: f for f in (rosenbrock, logsumexp, sin_chain)}[name]
+
+
+# ---------------------------------------------------------------- invokes
+
+BUILDERS = {"vector": vector_function, "batch": batch_function, "scalar": scalar_function}
+_TEST_FUNCTIONS: dict[tuple[str, str], Fn] = {}
+_JITTED: dict[tuple[Fn, str, str], Fn] = {}
+
+
+def invoke_vector(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
+    """The learner's fn(f, *arrays) for the vector test function `name`."""
+    return _invoke("vector", fn, name, arrays)
+
+
+def invoke_batch(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
+    """The learner's fn(f, *arrays) for the batch test function `name`."""
+    return _invoke("batch", fn, name, arrays)
+
+
+def invoke_scalar(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
+    """The learner's fn(f, *arrays) for the scalar test function `name`."""
+    return _invoke("scalar", fn, name, arrays)
+
+
+def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any:
+    """Build the named function, call the learner, return numpy.
+
+    Eager JAX compiles every operation separately for every new shape, which would make a
+    check of ~35 cases slow. So the learner's function is first tried under jax.jit (one
+    compilation per case); if that raises (numpy calls on traced values, `bool(...)` of an
+    array), it is simply called as written.
+    """
+    if (kind, name) not in _TEST_FUNCTIONS:
+        _TEST_FUNCTIONS[kind, name] = jax.jit(BUILDERS[kind](name))
+    f = _TEST_FUNCTIONS[kind, name]
+    args = [jnp.asarray(a) for a in arrays]
+    key = (fn, kind, name)
+    if key not in _JITTED:
+        _JITTED[key] = jax.jit(lambda *a: fn(f, *a))
+    try:
+        return _as_numpy(_JITTED[key](*args))
+    except Exception:
+        return _as_numpy(fn(f, *args))
+
+
+def _as_numpy(out: Any) -> Any:
+    if isinstance(out, tuple | list):
+        return tuple(np.asarray(o) for o in out)
+    return np.asarray(out)
