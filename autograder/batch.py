@@ -10,13 +10,13 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import sandbox
 from .exercises import for_chapter
 from .grading import (
     Assignment,
+    GradingRun,
     SubmissionResult,
     chapter_of,
     grade_submission,
@@ -60,7 +60,7 @@ def chapters_needed(paths: list[Path], assignment: str | None) -> set[str]:
     return chapters
 
 
-def results_json(result: SubmissionResult, seed: int, protections: list[str]) -> dict:
+def results_json(result: SubmissionResult, run: GradingRun) -> dict:
     """Gradescope's results.json: score, execution_time, output, tests[], plus our record."""
     tests = [
         {
@@ -87,7 +87,8 @@ def results_json(result: SubmissionResult, seed: int, protections: list[str]) ->
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "extra_data": {"seed": seed, "protections": protections, "grader_version": VERSION,
+        "extra_data": {"seed": run.seed, "protections": list(run.protections),
+                       "grader_version": VERSION,
                        "notebook_cell_errors": result.cell_problems[:20],
                        "grading_error": result.grading_error},
     }
@@ -109,13 +110,10 @@ def feedback_text(result: SubmissionResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_submission(
-    out: Path, result: SubmissionResult, seed: int, protections: list[str]
-) -> None:
+def write_submission(out: Path, result: SubmissionResult, run: GradingRun) -> None:
     folder = out / result.stem
     folder.mkdir(parents=True, exist_ok=True)
-    payload = results_json(result, seed, protections)
-    (folder / "results.json").write_text(json.dumps(payload, indent=2))
+    (folder / "results.json").write_text(json.dumps(results_json(result, run), indent=2))
     (folder / "feedback.txt").write_text(feedback_text(result))
 
 
@@ -159,42 +157,28 @@ def grade(
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
     limits = sandbox.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
-    batch = Batch(assignments, assignment, limits, box, seed, out, box.layers())
-    results = run_all(batch, paths, output_folders(paths), jobs)
+    run = GradingRun(seed, limits, box, assignments, assignment, tuple(box.layers()))
+    results = run_all(run, out, paths, output_folders(paths), jobs)
     write_gradebook(out, results)
     print_summary(results, out)
     return 1 if any(r.grading_error for r in results) else 0
 
 
-@dataclass(frozen=True)
-class Batch:
-    """What every submission of one run shares."""
-
-    assignments: dict[str, Assignment]
-    assignment: str | None
-    limits: sandbox.Limits
-    box: sandbox.Sandbox
-    seed: int
-    out: Path
-    protections: list[str]
-
-
-def grade_one(batch: Batch, path: Path, stem: str) -> SubmissionResult:
+def grade_one(run: GradingRun, out: Path, path: Path, stem: str) -> SubmissionResult:
     """Grade and write one submission; whatever goes wrong costs this one only."""
     started = time.perf_counter()
     try:
-        result = grade_submission(path, stem, batch.assignments, batch.assignment,
-                                  batch.limits, batch.box, batch.seed)
+        result = grade_submission(run, path, stem)
     except Exception as error:  # the grader's own failure: recorded loudly, batch goes on
         traceback.print_exc(file=sys.stderr)
-        result = SubmissionResult(path, stem, batch.assignment, grading_error=(
+        result = SubmissionResult(path, stem, run.assignment, grading_error=(
             f"{type(error).__name__}: {str(error)[:1000]}"))
         result.seconds = time.perf_counter() - started
-    write_submission(batch.out, result, batch.seed, batch.protections)
+    write_submission(out, result, run)
     return result
 
 
-def run_all(batch: Batch, paths: list[Path], stems: list[str], jobs: int
+def run_all(run: GradingRun, out: Path, paths: list[Path], stems: list[str], jobs: int
             ) -> list[SubmissionResult]:
     lock = threading.Lock()
     done = [0]
@@ -202,7 +186,7 @@ def run_all(batch: Batch, paths: list[Path], stems: list[str], jobs: int
 
     def one(item: tuple[Path, str]) -> SubmissionResult:
         path, stem = item
-        result = grade_one(batch, path, stem)
+        result = grade_one(run, out, path, stem)
         with lock:
             done[0] += 1
             total = sum(e.max_score for e in result.exercises)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -21,6 +21,7 @@ from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Exercise, Outputs
 from .harness import learner_traceback, plain_call
+from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
@@ -57,11 +58,34 @@ def _cut(buffer: io.StringIO) -> str:
     return text if len(text) <= PRINTED_LIMIT else text[:PRINTED_LIMIT] + "\n... (cut)"
 
 
+def error_type(attempt: Attempt) -> str:
+    """The name of the exception the attempt raised ("" if none), wherever it was raised:
+    errors from a grading child arrive as RemoteError carrying the original type name."""
+    if attempt.error is None:
+        return ""
+    return getattr(attempt.error, "type_name", type(attempt.error).__name__)
+
+
+def not_answered(attempt: Attempt) -> bool:
+    """The exercise stub's NotImplementedError: the learner has not answered yet."""
+    return error_type(attempt) == "NotImplementedError"
+
+
+def verdict(exercise: Exercise, function: str, cases_checked: int,
+            failure: Failure | None, *, unanswered: bool = False) -> Report:
+    """The one way the outcome of a run becomes a Report, in the notebook and the grader."""
+    report = Report(exercise.name, function, PASSED, cases_checked, exercise.references_text)
+    if unanswered:
+        return replace(report, status=NOT_ANSWERED, cases_checked=0)
+    if failure is None:
+        return report
+    return replace(report, status=FAILED, failure=failure)
+
+
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint."""
     if attempt.error is not None:
-        # Errors from a grading child arrive as RemoteError carrying the original type name.
-        type_name = getattr(attempt.error, "type_name", type(attempt.error).__name__)
+        type_name = error_type(attempt)
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
@@ -91,14 +115,6 @@ def exception_hint(exercise: Exercise, type_name: str) -> str:
     return exercise.hints_by_kind.get("exception", "") if type_name in SHAPE_ERRORS else ""
 
 
-def reference_outputs(exercise: Exercise, cases: Sequence[Case]) -> list[Outputs]:
-    """Both frameworks' answers for every case, checked to agree; TensorFlow's are returned."""
-    tf_outputs = references.tensorflow_references(exercise.tf_reference, cases)
-    jax_outputs = references.jax_references(exercise.jax_reference, cases)
-    references.ensure_agreement(exercise.outputs, cases, tf_outputs, jax_outputs)
-    return tf_outputs
-
-
 @cache
 def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], list[Outputs], int]:
     """Cases and references for a profile, computed once per process (they never change)."""
@@ -123,8 +139,8 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     first_edge: Failure | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
-        if isinstance(attempt.error, NotImplementedError):
-            return replace(base, status=NOT_ANSWERED)
+        if not_answered(attempt):
+            return verdict(exercise, name, 0, None, unanswered=True)
         failure = judge(exercise, case, attempt, expected)
         if failure is None:
             continue
@@ -137,9 +153,7 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         failure = shrink(exercise, fn, profile) or first_generated
     else:
         failure = first_edge
-    if failure is None:
-        return replace(base, cases_checked=len(cases))
-    return replace(base, status=FAILED, cases_checked=len(cases), failure=failure)
+    return verdict(exercise, name, len(cases), failure)
 
 
 def warm_up(profile: Profile = NOTEBOOK) -> int:

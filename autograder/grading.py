@@ -22,10 +22,11 @@ import numpy as np
 
 from . import sandbox, untrusted
 from .cases import Case, draw_cases, grading_profile
-from .engine import Attempt, judge, reference_outputs
+from .engine import Attempt, error_type, judge, not_answered, verdict
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
-from .report import FAILED, Failure, Report
+from .references import reference_outputs
+from .report import NOT_ANSWERED, Report
 
 CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
 HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
@@ -237,39 +238,56 @@ def judge_outputs(
             f"Functions defined: {defined}."
         ))
     records = report["cases"]
-    failures: list[Failure] = []
-    for index, (case, expected) in enumerate(zip(cases, refs, strict=True)):
-        attempt = attempt_from(records[index] if index < len(records) else None, arrays)
-        if getattr(attempt.error, "type_name", "") == "FrameworkUsed":
-            return _result(exercise, False, (
-                f"`{exercise.name}` calls TensorFlow or JAX. This is a numpy exercise: the "
-                f"gradient rule must be your own code, so it scores 0. ({attempt.error})"
-            ))
-        failure = judge(exercise, case, attempt, expected)
-        if failure is not None:
-            failures.append(failure)
+    attempts = [attempt_from(records[i] if i < len(records) else None, arrays)
+                for i in range(len(cases))]
+    framework = next((a for a in attempts if error_type(a) == "FrameworkUsed"), None)
+    if framework is not None:
+        return _result(exercise, False, (
+            f"`{exercise.name}` calls TensorFlow or JAX. This is a numpy exercise: the "
+            f"gradient rule must be your own code, so it scores 0. ({framework.error})"
+        ))
     checked = len(cases)
     if report["timeout"]:
         return _result(exercise, False, (
             f"`{exercise.name}` did not finish its {checked} cases within the time limit "
             f"(finished {len(records)}). Look for an endless loop."
         ))
-    if not failures:
-        return _result(exercise, True, f"Passed all {checked} cases (hidden cases included).")
-    if all("NotImplementedError" in f.message for f in failures):
-        return _result(exercise, False, (
-            f"Not answered: `{exercise.name}` still raises NotImplementedError. Replace that "
-            "line with your code."
-        ))
-    smallest = min(failures, key=lambda f: f.case.size())
-    feedback = Report(exercise.name, exercise.name, FAILED, checked, exercise.references_text,
-                      failure=smallest)
-    return _result(exercise, False, (
-        f"Failed {len(failures)} of {checked} cases. {feedback}"
-    ))
+    judged = [(attempt, judge(exercise, case, attempt, expected))
+              for case, attempt, expected in zip(cases, attempts, refs, strict=True)]
+    failures = [(attempt, failure) for attempt, failure in judged if failure is not None]
+    unanswered = bool(failures) and all(not_answered(attempt) for attempt, _ in failures)
+    smallest = min((f for _, f in failures), key=lambda f: f.case.size(), default=None)
+    feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered)
+    return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failures)))
+
+
+def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
+    """The verdict in the grader's words: hidden cases, and how many of them failed."""
+    if report.status == NOT_ANSWERED:
+        return (f"Not answered: `{exercise.name}` still raises NotImplementedError. Replace "
+                "that line with your code.")
+    if report.passed:
+        return f"Passed all {report.cases_checked} cases (hidden cases included)."
+    return f"Failed {failed} of {report.cases_checked} cases. {report}"
 
 
 # ---------------------------------------------------------------- running one submission
+
+
+@dataclass(frozen=True)
+class GradingRun:
+    """What every submission of one grading run shares, passed as one object.
+
+    The seed and the protections are recorded in every result; the assignments hold the
+    cases and references computed once for the run.
+    """
+
+    seed: int
+    limits: sandbox.Limits
+    sandbox: sandbox.Sandbox
+    assignments: dict[str, Assignment]
+    assignment: str | None = None
+    protections: tuple[str, ...] = ()
 
 
 @dataclass
@@ -401,18 +419,16 @@ def _cells_died_message(outcome: sandbox.ChildResult) -> str:
     )
 
 
-def grade_submission(
-    path: Path, stem: str, assignments: dict[str, Assignment], wanted: str | None,
-    limits: sandbox.Limits, box: sandbox.Sandbox, seed: int,
-) -> SubmissionResult:
+def grade_submission(grading: GradingRun, path: Path, stem: str) -> SubmissionResult:
     """Grade one notebook; a failure of the grader itself is kept apart as grading_error."""
     started = time.perf_counter()
     notebook, problem = read_notebook(path)
     chapter = chapter_of(notebook) if notebook is not None else None
+    wanted = grading.assignment
     result = SubmissionResult(path, stem, wanted or chapter, error=problem)
     if not problem:
         result.error = _chapter_problem(chapter, wanted, path)
-    assignment = assignments.get(result.chapter or "")
+    assignment = grading.assignments.get(result.chapter or "")
     if assignment is None:
         result.error = result.error or (
             f"chapter {result.chapter} has no graded exercises; submit a chapter notebook "
@@ -420,7 +436,7 @@ def grade_submission(
     elif result.error:
         result.exercises = [_result(e, False, result.error) for e in assignment.exercises]
     else:
-        _run_submission(result, notebook, assignment, limits, box)
+        _run_submission(result, notebook, assignment, grading.limits, grading.sandbox)
     result.seconds = time.perf_counter() - started
     return result
 

@@ -15,13 +15,16 @@ import os
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .cases import Case
 from .compare import compare_outputs
 from .harness.precision import exact_precision
+
+if TYPE_CHECKING:
+    from .exercise import Exercise
 
 Outputs = tuple[np.ndarray, ...]
 
@@ -134,3 +137,11 @@ def ensure_agreement(
                 "TensorFlow and JAX disagree, so no verdict is given. Please report this "
                 f"to the course maintainers.\nCase:\n{case.describe()}\n{mismatch.message}"
             )
+
+
+def reference_outputs(exercise: Exercise, cases: Sequence[Case]) -> list[Outputs]:
+    """Both frameworks' answers for every case, checked to agree; TensorFlow's are returned."""
+    tf_outputs = tensorflow_references(exercise.tf_reference, cases)
+    jax_outputs = jax_references(exercise.jax_reference, cases)
+    ensure_agreement(exercise.outputs, cases, tf_outputs, jax_outputs)
+    return tf_outputs

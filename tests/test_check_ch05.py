@@ -13,7 +13,6 @@ import pytest
 
 from autograder import check
 from autograder.cases import NOTEBOOK, draw_cases
-from autograder.engine import reference_outputs
 from autograder.exercises.ch05_custom_derivatives_jax import (
     BESSEL_I0,
     CLIP_GRADIENT,
@@ -21,6 +20,7 @@ from autograder.exercises.ch05_custom_derivatives_jax import (
     FIXED_POINT,
     LOG1PEXP,
 )
+from autograder.references import reference_outputs
 
 # ---------------------------------------------------------------- log1pexp
 

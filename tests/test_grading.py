@@ -149,10 +149,10 @@ def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
     """With only rlimits (--unsafe-no-sandbox), the child still dies alone."""
     assignment = grading.prepare("03", seed=int(SEED))
     limits = sandbox.Limits(per_exercise=3, per_submission=8)
-    bare = sandbox.Sandbox(unsafe=True)
+    run = grading.GradingRun(int(SEED), limits, sandbox.Sandbox(unsafe=True),
+                             {"03": assignment}, "03")
     for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
-        result = grading.grade_submission(batch["folder"] / f"{stem}.ipynb", stem,
-                                          {"03": assignment}, "03", limits, bare, int(SEED))
+        result = grading.grade_submission(run, batch["folder"] / f"{stem}.ipynb", stem)
         got = tuple(e.score for e in result.exercises)
         assert got == batch["expected"][stem], (stem, [e.output for e in result.exercises])
 
