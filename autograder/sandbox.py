@@ -316,6 +316,7 @@ def scrubbed_environment(workdir: Path) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "TF_CPP_MIN_LOG_LEVEL": "3",
+        "TF_ENABLE_ONEDNN_OPTS": "0",  # oneDNN's batch matmul can corrupt the heap (__main__)
         "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
     }
 

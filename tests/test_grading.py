@@ -191,3 +191,16 @@ def test_an_unknown_chapter_costs_only_its_notebook(batch, tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     assert results({"out": tmp_path / "out"}, "good")["score"] == 2
     assert "chapter 99" in results({"out": tmp_path / "out"}, "unknown")["output"]
+
+
+def test_seeds_that_draw_onednn_crash_shapes_still_grade(tmp_path):
+    """Seed 1 draws matmul_vjp's (6, 1, 6, 5) @ (5, 3) case, on which TF 2.21's oneDNN batch
+    matmul corrupted the grader's heap here (AVX-512): the grader runs TF without oneDNN."""
+    solution = tmp_path / "solution.ipynb"
+    solution.write_text((ROOT / "solutions" / "03_unbroadcasting.ipynb").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(solution), "--out",
+                          str(tmp_path / "out"), "--seed", "1", "--jobs", "1"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert results({"out": tmp_path / "out"}, "solution")["score"] == 2
