@@ -111,5 +111,24 @@ def compare_outputs(
 
 
 def outputs_close(got: object, expected: tuple[np.ndarray, ...], names: tuple[str, ...]) -> bool:
-    """True when `got` would pass against `expected` (used to recognise known mistakes)."""
+    """True when `got` would pass against `expected`."""
     return compare_outputs(names, got, expected) is None
+
+
+def outputs_match(got: object, wrong: tuple[np.ndarray, ...], names: tuple[str, ...]) -> bool:
+    """True when `got` is this wrong answer: close where it is finite, and NaN, +Inf and -Inf
+    at exactly its positions.
+
+    Passing against a reference skips the reference's non-finite entries; recognising a
+    mistake must not, or an answer without any NaN would be told about the mistake's NaN.
+    """
+    if not outputs_close(got, wrong, names):
+        return False
+    values = (got,) if len(names) == 1 else got
+    return all(_same_nonfinite(np.asarray(g), np.asarray(w))
+               for g, w in zip(values, wrong, strict=True))
+
+
+def _same_nonfinite(got: np.ndarray, wrong: np.ndarray) -> bool:
+    return all(np.array_equal(test(got), test(wrong)) for test in (np.isnan, np.isposinf,
+                                                                     np.isneginf))

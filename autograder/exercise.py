@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from . import harness
 from .cases import Case, Profile
-from .compare import Mismatch, outputs_close
+from .compare import Mismatch, outputs_match
 
 Outputs = tuple[np.ndarray, ...]
 
@@ -65,15 +65,19 @@ class Exercise:
         return harness.invoker(self.invoke, self.frameworks)
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch) -> str:
-        """The hint for this failure: a known mistake it reproduces, else one for its kind."""
+        """The hint for this failure: a known mistake it reproduces, else one for this kind on
+        this output ("value:jvp_primal"), else one for its kind."""
         for mistake in self.mistakes:
             try:
                 wrong = mistake.answer(case)
             except Exception:  # a mistake that cannot even run on this case is not the one
                 continue
-            if outputs_close(got, _as_tuple(wrong, self.outputs), self.outputs):
+            if outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs):
                 return mistake.hint
-        return self.hints_by_kind.get(mismatch.kind, GENERIC_HINTS.get(mismatch.kind, ""))
+        for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):
+            if key in self.hints_by_kind:
+                return self.hints_by_kind[key]
+        return GENERIC_HINTS.get(mismatch.kind, "")
 
 
 GENERIC_HINTS = {

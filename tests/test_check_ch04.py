@@ -451,3 +451,24 @@ def test_clip_cotangent_is_identity_forward_numerically():
     )
     np.testing.assert_allclose(grad, numeric, rtol=1e-6)  # no clipping below the limit
     np.testing.assert_array_equal(y, x)
+
+
+@tf.custom_gradient
+def log_or_zero_wrong_at_zero(x):
+    """Finite everywhere, wrong only at x = 0 (x >= 0 instead of x > 0): no NaN anywhere."""
+    positive = x > 0
+    safe = tf.where(positive, x, tf.ones_like(x))
+
+    def grad(upstream):
+        return tf.where(x >= 0, upstream / safe, tf.zeros_like(x))
+
+    return tf.where(positive, tf.math.log(safe), tf.zeros_like(x)), grad
+
+
+def test_an_answer_without_nan_is_not_told_about_nan():
+    """The single-where mistake has NaN at x = 0; an answer that is finite there is not it."""
+    report = check_function(LOG_OR_ZERO, log_or_zero_wrong_at_zero)
+    assert not report.passed
+    assert not np.isnan(report.failure.got).any()
+    assert "NaN" not in report.failure.hint, str(report)
+    assert report.failure.hint == LOG_OR_ZERO.hints_by_kind["value"]
