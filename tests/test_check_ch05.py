@@ -84,6 +84,19 @@ tangent_ignored = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x))
 sigmoid_of_minus_x = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(-x) * t)
 
 
+@jax.custom_jvp
+def unstable_rule_primal(x):
+    """The issue's false pass: stable itself, but the rule's primal overflows, and jax.jvp
+    and jax.vjp return the rule's primal ([inf, inf] at float32 x = [100, 1000])."""
+    return jnp.logaddexp(x, 0.0)
+
+
+@unstable_rule_primal.defjvp
+def _unstable_rule_primal_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return jnp.log(1 + jnp.exp(x)), jax.nn.sigmoid(x) * t
+
+
 def no_custom_rule(x):
     return jnp.log1p(jnp.exp(x))
 
@@ -102,14 +115,23 @@ LOG1PEXP_BUGS = [
     (tangent_ignored, "TIMES the input tangent"),
     (sigmoid_of_minus_x, "not sigmoid(-x)"),
     (upcasts, "Keep x's dtype"),
+    (unstable_rule_primal, "The primal output of your JVP rule"),
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), LOG1PEXP_BUGS, ids=[str(i) for i in range(9)])
+@pytest.mark.parametrize(("fn", "hint"), LOG1PEXP_BUGS,
+                         ids=[str(i) for i in range(len(LOG1PEXP_BUGS))])
 def test_wrong_log1pexp_fails_with_its_hint(fn, hint):
     report = check.log1pexp(fn)
     assert not report.passed
     assert hint in str(report), str(report)
+
+
+def test_the_rules_primal_is_what_overflows():
+    """The wrong answer above is stable through jit and wrong only through jax.jvp."""
+    x = jnp.asarray([100.0, 1000.0], jnp.float32)
+    assert np.isfinite(jax.jit(unstable_rule_primal)(x)).all()
+    assert np.isinf(jax.jvp(unstable_rule_primal, (x,), (jnp.ones_like(x),))[0]).all()
 
 
 def test_log1pexp_edges_are_the_issues_points():
@@ -174,15 +196,26 @@ bare_array = _clip_with_bwd(lambda lo, hi, r, g: jnp.clip(g, lo, hi))
 cotangents_for_bounds = _clip_with_bwd(lambda lo, hi, r, g: (0.0, 0.0, jnp.clip(g, lo, hi)))
 clips_ones = _clip_with_bwd(lambda lo, hi, r, g: (jnp.clip(jnp.ones_like(g), lo, hi),))
 
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def fwd_clips_primal(lo, hi, x):
+    """The identity under jit, but fwd's primal is clipped: wrong only through jax.vjp."""
+    return x
+
+
+fwd_clips_primal.defvjp(lambda lo, hi, x: (jnp.clip(x, lo, hi), None),
+                        lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
+
 CLIP_BUGS = [
     (clips_primal, "clipped the VALUE x"),
     (bare_array, "bwd returned the wrong structure"),
     (cotangents_for_bounds, "bwd returned the wrong structure"),
     (clips_ones, "does not depend on g"),
+    (fwd_clips_primal, "The primal output of fwd"),
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), CLIP_BUGS, ids=[str(i) for i in range(4)])
+@pytest.mark.parametrize(("fn", "hint"), CLIP_BUGS, ids=[str(i) for i in range(len(CLIP_BUGS))])
 def test_wrong_clip_gradient_fails_with_its_hint(fn, hint):
     report = check.clip_gradient(fn)
     assert not report.passed
@@ -370,11 +403,13 @@ def test_references_match_finite_differences_in_random_directions():
     nothing useful at x = 1000."""
     rng = np.random.default_rng(0)
     checked = 0
-    for exercise, f, tangent_index, vjp_index in [
-        (LOG1PEXP, _softplus, 1, 2),
-        (FIXED_POINT, _fixed_point_numpy, None, 1),
-        (BESSEL_I0, np.i0, 1, None),
+    for exercise, f, tangent_name, vjp_name in [
+        (LOG1PEXP, _softplus, "jvp", "vjp"),
+        (FIXED_POINT, _fixed_point_numpy, None, "vjp"),
+        (BESSEL_I0, np.i0, "jvp", None),
     ]:
+        tangent_index = exercise.outputs.index(tangent_name) if tangent_name else None
+        vjp_index = exercise.outputs.index(vjp_name) if vjp_name else None
         for case, outputs in zip(*_table(exercise), strict=True):
             x = case.values()[0]
             if x.dtype != np.float64 or np.abs(x).max() > 50:
@@ -382,7 +417,8 @@ def test_references_match_finite_differences_in_random_directions():
             v = rng.normal(size=x.shape)
             if tangent_index is not None:
                 t = case.values()[1]
-                np.testing.assert_allclose(outputs[1], _directional(f, x, t), rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(outputs[tangent_index], _directional(f, x, t),
+                                           rtol=1e-5, atol=1e-6)
             if vjp_index is not None:
                 ct = case.values()[-1]
                 lhs = float(ct @ _directional(f, x, v))
@@ -397,7 +433,7 @@ def test_second_derivatives_match_finite_differences():
             x = case.values()[0]
             if x.dtype != np.float64 or np.abs(x).max() > 50:
                 continue
-            first = outputs[3] if exercise is LOG1PEXP else outputs[2]
+            first = outputs[exercise.outputs.index("grad")]
             if grad is None:  # I0' = I1, checked against a difference of np.i0 first
                 np.testing.assert_allclose(first, _directional(np.i0, x, 1.0), rtol=1e-5)
                 grad_fn = lambda v: _directional(np.i0, v, 1.0, h=1e-4)  # noqa: E731
@@ -406,6 +442,17 @@ def test_second_derivatives_match_finite_differences():
             second = outputs[-1]
             np.testing.assert_allclose(second, _directional(grad_fn, x, 1.0, h=1e-4), rtol=1e-4,
                                        atol=1e-6)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_primal_of_every_jvp_and_vjp_is_compared_with_the_value(exercise):
+    """jax.jvp and jax.vjp return the primal of the learner's rule (the JVP rule, or fwd),
+    which may differ from the function's; the references expect the function's value."""
+    primals = [name for name in exercise.outputs if name.endswith("_primal")]
+    assert primals, exercise.name
+    for outputs in _table(exercise)[1]:
+        for name in primals:
+            np.testing.assert_array_equal(outputs[exercise.outputs.index(name)], outputs[0])
 
 
 def test_every_exercise_is_a_jax_exercise_with_an_invoke():
@@ -417,9 +464,10 @@ def test_every_exercise_is_a_jax_exercise_with_an_invoke():
 
 def test_the_clip_reference_is_clipped():
     cases, outputs = _table(CLIP_GRADIENT)
-    for case, (value, vjp, rows, chained) in zip(cases, outputs, strict=True):
+    for case, (value, vjp_primal, vjp, rows, chained) in zip(cases, outputs, strict=True):
         lo, hi, x, ct = case.values()
         np.testing.assert_array_equal(value, x)
+        np.testing.assert_array_equal(vjp_primal, x)
         np.testing.assert_allclose(vjp, np.clip(ct, lo, hi))
         np.testing.assert_allclose(rows, vjp)
         assert (np.abs(chained) <= 3 * max(-lo, hi) + 1e-5).all()

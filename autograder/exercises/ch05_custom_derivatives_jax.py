@@ -120,7 +120,7 @@ def _log1pexp_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
         y_forward = tf.math.softplus(x)
     jvp = accumulator.jvp(y_forward)
-    return tuple(v.numpy() for v in (y, jvp, vjp, grad, second))
+    return tuple(v.numpy() for v in (y, y_forward, jvp, y, vjp, grad, second))
 
 
 def _log1pexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -135,11 +135,12 @@ def _log1pexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> t
     scalar = lambda v: softplus(v)  # noqa: E731 - an elementwise function of one element
     grad = jax.vmap(jax.grad(scalar))(x)
     second = jax.vmap(jax.grad(jax.grad(scalar)))(x)
-    return y, jvp, vjp, grad, second
+    return y, y, jvp, y, vjp, grad, second
 
 
-def _custom_jvp_softplus(value: Any, tangent: Any) -> Any:
-    """A learner's log1pexp: `value(x)` going forward, `tangent(x, t)` as the JVP rule."""
+def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
+    """A learner's log1pexp: `value(x)` going forward, `tangent(x, t)` as the JVP rule,
+    whose primal output is `rule_primal(x)` (log1pexp(x) itself when None)."""
     jax = _jax()
 
     @jax.custom_jvp
@@ -149,15 +150,18 @@ def _custom_jvp_softplus(value: Any, tangent: Any) -> Any:
     @log1pexp.defjvp
     def log1pexp_jvp(primals: Any, tangents: Any) -> Any:
         (x,), (t,) = primals, tangents
-        return log1pexp(x), tangent(x, t)
+        return (rule_primal or log1pexp)(x), tangent(x, t)
 
     return log1pexp
 
 
-def _log1pexp_mistake(value: Any, tangent: Any) -> Any:
-    return lambda case: _via_invoke(
-        LOG1PEXP_INVOKE, _custom_jvp_softplus(value(), tangent()), case
-    )
+def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
+    def answer(case: Case) -> tuple[np.ndarray, ...]:
+        primal = rule_primal() if rule_primal else None
+        learner = _custom_jvp_softplus(value(), tangent(), primal)
+        return _via_invoke(LOG1PEXP_INVOKE, learner, case)
+
+    return answer
 
 
 def _naive_value() -> Any:
@@ -195,6 +199,29 @@ def _wrong_derivative() -> Any:
     return lambda x, t: jax.nn.sigmoid(-x) * t
 
 
+RULE_PRIMAL_HINT = (
+    "The primal output of your JVP rule (the first value it returns) is not log1pexp(x): "
+    "jax.jvp, jax.vjp and jax.grad take the primal from the rule, not from the function, "
+    "so a rule that returns log(1 + exp(x)) overflows to inf for large x even when "
+    "log1pexp itself is stable. Return log1pexp(x) from the rule."
+)
+FWD_PRIMAL_HINT = (
+    "The primal output of fwd (the first value it returns) is not the function's value: "
+    "jax.vjp and jax.grad take the primal from fwd, not from the function. fwd must return "
+    "(the same value the function returns, residuals)."
+)
+BESSEL_RULE_PRIMAL_HINT = (
+    "The primal output of your JVP rule (the first value it returns) is not bessel_i0(x): "
+    "jax.jvp and jax.grad take the primal from the rule, not from the function. Return "
+    "bessel_i0(x) itself from the rule."
+)
+
+
+def _primal_hints(outputs: tuple[str, ...], hint: str) -> dict[str, str]:
+    """The hint for a wrong or non-finite primal from the rule, on each of these outputs."""
+    return {f"{kind}:{output}": hint for kind in ("value", "nonfinite") for output in outputs}
+
+
 NAN_AT_EDGES_HINT = (
     "NaN or Inf at the edges: exp(x) overflows for large x (float32 above ~88), so "
     "log(1 + exp(x)) is inf and exp(x) / (1 + exp(x)) is inf / inf = NaN. Use a stable form: "
@@ -208,7 +235,7 @@ LOG1PEXP = Exercise(
     name="log1pexp",
     signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
     chapter=CHAPTER,
-    outputs=("value", "jvp", "vjp", "grad", "second_derivative"),
+    outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
     strategy=_log1pexp_case,
     edge_cases=_log1pexp_edges,
     tf_reference=_log1pexp_tf,
@@ -226,6 +253,8 @@ LOG1PEXP = Exercise(
         Mistake("naive_both", NAN_AT_EDGES_HINT, _log1pexp_mistake(_naive_value, _naive_tangent)),
         Mistake("naive_tangent", NAN_AT_EDGES_HINT,
                 _log1pexp_mistake(_stable_value, _naive_tangent)),
+        Mistake("naive_rule_primal", RULE_PRIMAL_HINT,
+                _log1pexp_mistake(_stable_value, _sigmoid_tangent, _naive_value)),
         Mistake(
             "ignores_tangent",
             "The tangent output must be the derivative TIMES the input tangent t: "
@@ -248,6 +277,10 @@ LOG1PEXP = Exercise(
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        **_primal_hints(("jvp_primal", "vjp_primal"), RULE_PRIMAL_HINT),
+        "value": "Right shape, wrong numbers: log1pexp(x) is log(1 + exp(x)), and its JVP rule "
+        "returns (log1pexp(x), jax.nn.sigmoid(x) * t).",
         "nonfinite": NAN_AT_EDGES_HINT,
         "dtype": "Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
         "floats (weakly typed), not float64 numpy arrays.",
@@ -306,7 +339,7 @@ def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     # Row by row, each row's VJP is that row of the whole VJP (the rule is elementwise).
     rows = tf.stack([tape.gradient(y, x, output_gradients=ct * mask)[i] for i, mask in
                      enumerate(tf.eye(x.shape[0], dtype=x.dtype)[:, :, None])])
-    return y.numpy(), vjp.numpy(), rows.numpy(), tape.gradient(chained, x).numpy()
+    return y.numpy(), y.numpy(), vjp.numpy(), rows.numpy(), tape.gradient(chained, x).numpy()
 
 
 def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -318,7 +351,7 @@ def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     # ct * cos(3x), from JAX's VJP of sin; it is clipped, then multiplied by 3.
     (at_clip,) = jax.vjp(jnp.sin, 3 * x)[1](ct)
     (chained,) = jax.vjp(lambda v: 3 * v, x)[1](jnp.clip(at_clip, lo, hi))
-    return y, clipped, clipped, chained
+    return y, y, clipped, clipped, chained
 
 
 def _clip_learner(forward: Any, backward: Any) -> Any:
@@ -371,7 +404,7 @@ CLIP_GRADIENT = Exercise(
     name="clip_gradient",
     signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
     chapter=CHAPTER,
-    outputs=("value", "vjp", "vmap_vjp", "chained_grad"),
+    outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
     tf_reference=_clip_tf,
@@ -403,6 +436,8 @@ CLIP_GRADIENT = Exercise(
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        **_primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
         "value": "Going forward clip_gradient is the identity; bwd returns "
         "(jnp.clip(g, lo, hi),), the clipped cotangent, and nothing for lo and hi.",
     },
@@ -440,7 +475,7 @@ def _fixed_point_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
         tape.watch(a)
         x = 2 * a / (1 + tf.sqrt(1 + 4 * a))
     vjp = tape.gradient(x, a, output_gradients=ct)
-    return x.numpy(), vjp.numpy(), tape.gradient(x, a).numpy()
+    return x.numpy(), x.numpy(), vjp.numpy(), tape.gradient(x, a).numpy()
 
 
 def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -451,7 +486,7 @@ def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
 
     a, ct = arrays["a"], arrays["ct"]
     x, vjp_fn = jax.vjp(closed_form, a)
-    return x, vjp_fn(ct)[0], jax.vmap(jax.grad(closed_form))(a)
+    return x, x, vjp_fn(ct)[0], jax.vmap(jax.grad(closed_form))(a)
 
 
 FIXED_POINT_ITERATIONS = 300
@@ -491,7 +526,7 @@ FIXED_POINT = Exercise(
     name="fixed_point",
     signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
     chapter=CHAPTER,
-    outputs=("value", "vjp", "grad"),
+    outputs=("value", "vjp_primal", "vjp", "grad"),
     strategy=_fixed_point_case,
     edge_cases=_fixed_point_edges,
     tf_reference=_fixed_point_tf,
@@ -523,6 +558,8 @@ FIXED_POINT = Exercise(
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        **_primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
         "value": "From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
         "the VJP multiplies the cotangent x_bar by that.",
     },
@@ -577,7 +614,8 @@ def _bessel_tf_outputs(tf: Any, i0: Any, x: Any, t: Any) -> tuple[np.ndarray, ..
     second = outer.gradient(grad, x)
     with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
         y_forward = i0(x)
-    return y.numpy(), accumulator.jvp(y_forward).numpy(), grad.numpy(), second.numpy()
+    return (y.numpy(), y_forward.numpy(), accumulator.jvp(y_forward).numpy(), grad.numpy(),
+            second.numpy())
 
 
 # I0(x) = (1 / 2pi) * integral over [0, 2pi) of exp(x cos(theta)): the integrand is periodic
@@ -597,7 +635,7 @@ def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
 
     x, t = arrays["x"], arrays["t"]
     y, jvp = jax.jvp(i0, (x,), (t,))
-    return y, jvp, jax.vmap(jax.grad(i0))(x), jax.vmap(jax.grad(jax.grad(i0)))(x)
+    return y, y, jvp, jax.vmap(jax.grad(i0))(x), jax.vmap(jax.grad(jax.grad(i0)))(x)
 
 
 def _bessel_learner(tangent: Any) -> Any:
@@ -630,7 +668,7 @@ BESSEL_I0 = Exercise(
     name="bessel_i0",
     signature="bessel_i0(x) -> np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
     chapter=CHAPTER,
-    outputs=("value", "jvp", "grad", "second_derivative"),
+    outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     strategy=_bessel_case,
     edge_cases=_bessel_edges,
     tf_reference=_bessel_tf,
@@ -663,6 +701,11 @@ BESSEL_I0 = Exercise(
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        **_primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
+        "value": "Right shape, wrong numbers: the value is np.i0(x), and the JVP rule returns "
+        "(bessel_i0(x), jax.scipy.special.i1(x) * t); i1 is differentiable in JAX, so the "
+        "second derivative follows.",
         "dtype": "np.i0 may return another dtype than x: cast inside the callback "
         "(np.i0(v).astype(v.dtype)) and declare jax.ShapeDtypeStruct(x.shape, x.dtype).",
     },
