@@ -108,11 +108,13 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
 
 
 def exception_hint(exercise: Exercise, type_name: str) -> str:
-    """A hint for this exception type (`exception:TypeError`), else the shape-error hint."""
-    specific = exercise.hints_by_kind.get(f"exception:{type_name}")
-    if specific:
-        return specific
-    return exercise.hints_by_kind.get("exception", "") if type_name in SHAPE_ERRORS else ""
+    """A hint for this exception type (`exception:TypeError`), else the shape-error hint
+    (`exception`) for a shape-like error, else the exercise's fallback for any exception
+    (`error`): what to look at, chosen by the exception's type, never by its message."""
+    hints = exercise.hints_by_kind
+    keys = [f"exception:{type_name}", *(["exception"] if type_name in SHAPE_ERRORS else []),
+            "error"]
+    return next((hints[key] for key in keys if key in hints), "")
 
 
 @cache

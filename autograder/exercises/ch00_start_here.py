@@ -93,6 +93,10 @@ WARMUP_SQUARE_VJP = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. warmup_square_vjp(g, x) gets "
+            "two numpy arrays of the same shape and returns one array: g * 2 * x."
+        ),
         "shape": "The cotangent of x has x's shape: multiply elementwise, g * 2 * x.",
         "value": (
             "For y = x**2 elementwise, the VJP is g * 2 * x (the cotangent times the derivative)."

@@ -201,6 +201,11 @@ PREDICT_TAPE_GRADIENT = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. jacobian is a numpy array of "
+            "shape y.shape + x_shape and x_shape a tuple; sum jacobian over its leading "
+            "jacobian.ndim - len(x_shape) axes (np.sum with a tuple of axes)."
+        ),
         "shape": (
             "The result has x's shape. jacobian.shape is y.shape + x_shape (y's axes first, as "
             "in tape.jacobian), so sum over the first jacobian.ndim - len(x_shape) axes."
@@ -414,6 +419,11 @@ QA_GRADIENTS = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. qa_gradients returns numpy "
+            "arrays (grad_W, grad_b): call .numpy() on the tensors tape.gradient gives, and watch "
+            "the inputs (or make them tf.Variables) before the forward pass."
+        ),
         "shape": (
             "grad_W has W's shape (n, m) and grad_b has b's shape (m,). b was broadcast over "
             "the batch, so its cotangent is g1 summed over axis 0; a framework does that for "
@@ -559,6 +569,12 @@ JACOBIAN_BY_ROWS = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. A TypeError from JAX's "
+            "dot_general or matmul means two operands' shapes do not fit: each row is one VJP, "
+            "whose cotangent is a one-hot vector of y's shape (m,), not x's; stack the m rows "
+            "into an (m, n) array. Print the shapes on that line."
+        ),
         "shape": (
             "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + x.shape "
             "(the order tape.jacobian and jax.jacrev use): one row per entry of y, row i being "

@@ -234,6 +234,17 @@ VJP_RULE = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. vjp_rule(op, g, *primals, "
+            "**params) returns one cotangent per primal, in order, each with its primal's shape. "
+            "A ValueError from numpy means two shapes do not broadcast or multiply: print g's and "
+            "the primals' shapes for the op in the failing case."
+        ),
+        "value": (
+            "Wrong cotangents for the op in the failing case: each is g times that op's "
+            "derivative with respect to that input (for out = x @ y: g @ y.T and x.T @ g), and it "
+            "must use g, not ones. Check the order too: x's cotangent first."
+        ),
         "shape": (
             "Every cotangent has its primal's shape. For sum(x, axis) put the summed axis "
             "back into g (np.expand_dims(g, axis)) and broadcast it to x.shape; for "
@@ -569,6 +580,11 @@ class TapeExercise(Exercise):
 
 
 TAPE_HINTS = {
+    "error": (
+        "The traceback names the line of your code that raised. Check that every node has a "
+        "cotangent (zeros of its value's shape to start) before its rule reads it, and that "
+        "each VJP rule is called with that node's own inputs and parameters."
+    ),
     "shape": "Each input's cotangent has that input's shape (and is zeros for an input the "
              "output does not use).",
     "dtype": "Keep the inputs' dtype: start cotangents with np.zeros_like(value).",

@@ -155,6 +155,11 @@ UNBROADCAST = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. Sum grad over its extra "
+            "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and return "
+            "an array of exactly `shape`."
+        ),
         "exception": (
             "grad cannot simply be reshaped or indexed to `shape`: its extra axes hold "
             "contributions that must be added up (summed)."
@@ -289,6 +294,11 @@ MATMUL_VJP = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. grad_a = g @ swap(b) and "
+            "grad_b = swap(a) @ g (swap the last two axes only), each then unbroadcast to its "
+            "input's shape; print the shapes of the product that failed."
+        ),
         "exception": (
             "A matmul shape error inside the rule usually means one of two things: "
             "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must swap "

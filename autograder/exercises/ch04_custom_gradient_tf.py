@@ -173,6 +173,11 @@ LOGADDEXP = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. Build y and the gradients "
+            "with tf ops on tensors (not numpy or Python if), so the function also runs inside "
+            "tf.function, and return (y, grad) from the @tf.custom_gradient function."
+        ),
         "exception": (
             "grad must return one gradient per input, in the order of the inputs: "
             "(grad_a, grad_b), each with the shape of its input."
@@ -293,6 +298,11 @@ LOG_OR_ZERO = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. Use tf ops on tensors "
+            "(tf.where, tf.math.log), not a Python if or numpy: the check also runs your function "
+            "inside tf.function, where values are symbolic."
+        ),
         "nonfinite": (
             "NaN or Inf at x = 0: the branch tf.where does not take is still differentiated. "
             "Make it safe (the double where) or write the gradient with tf.custom_gradient."
@@ -413,6 +423,11 @@ CLIP_COTANGENT = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. limit is a Python number, not "
+            "an input with a gradient: grad returns one gradient, for x, the upstream clipped "
+            "with tf.clip_by_value(upstream, -limit, limit)."
+        ),
         "value": "y must equal x; grad_x must be the upstream cotangent clipped elementwise.",
     },
 )
@@ -516,6 +531,11 @@ SIGN_STE = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. Use tf ops on tensors "
+            "(tf.sign, tf.abs, tf.where), not a Python if or numpy, and have grad return upstream "
+            "where |x| <= 1, else 0."
+        ),
         "value": "y = tf.sign(x); grad_x = upstream where |x| <= 1, else 0.",
     },
 )
@@ -611,6 +631,16 @@ LINEAR_LAYER = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. Inside @tf.custom_gradient, "
+            "linear_layer returns (x @ w, grad), and grad(upstream, variables=None) returns "
+            "(upstream @ w^T, [x^T @ upstream]); use tf ops on tensors, not numpy."
+        ),
+        "value": (
+            "Right shapes, wrong numbers: y = x @ w, grad_x = upstream @ w^T and grad_w = x^T @ "
+            "upstream (tf.linalg.matmul with transpose_a= or transpose_b=), both multiplied "
+            "through by upstream."
+        ),
         "exception": (
             "With a tf.Variable read inside, grad must be `def grad(upstream, variables=None)` "
             "and return a pair: (gradient of x, [gradient of w]) -- the variable gradients "

@@ -417,6 +417,12 @@ ALL_REVERSED_HINT = (
     "shape y.shape + x.shape."
 )
 JACOBIAN_HINTS = {
+    "error": (
+        "The traceback names the line of your code that raised. A TypeError from jnp.reshape "
+        "or from dot_general means the sizes do not fit: compute y = f(x) first, use one-hot "
+        "vectors of y's shape (VJPs) or of x's shape (JVPs), stack one result per one-hot "
+        "vector and reshape to y.shape + x.shape."
+    ),
     "shape": (
         "The Jacobian has shape y.shape + x.shape (output axes first), e.g. y:(3,) and "
         "x:(2, 2) give (3, 2, 2). Compute y = f(x) first to know y's shape."
@@ -583,6 +589,16 @@ BATCH_JACOBIAN = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. f maps a batch x:(B, n) to "
+            "y:(B, m); take the Jacobian of the whole batch (or of one example, under jax.vmap) "
+            "and keep one (m, n) block per example: jacobian has shape (B, m, n)."
+        ),
+        "value": (
+            "Right shapes, wrong numbers: jacobian[b] is the Jacobian of example b's output with "
+            "respect to example b's own input (output axis first), and independent is True only "
+            "when no example's output depends on another example's input."
+        ),
         "structure": "Return a tuple (jacobian, independent).",
         "shape": (
             "jacobian has shape (B, m, n) for x:(B, n) and y:(B, m), and independent is a "
@@ -664,6 +680,11 @@ HVP = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. A ValueError from jax.jvp "
+            "means primals and tangents differ: pass them as tuples of the same shape and "
+            "dtype, (x,) and (v,), as in jax.jvp(jax.grad(f), (x,), (v,))[1]."
+        ),
         "shape": "The Hessian-vector product H @ v has the shape of x (and of v).",
         "value": (
             "Right shape, wrong numbers: the HVP is the tangent output of "

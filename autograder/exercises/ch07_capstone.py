@@ -146,6 +146,11 @@ CAPSTONE_XENT_VJP = Exercise(
         ),
     ),
     hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. logits and labels (one-hot) "
+            "have shape (N, K); the result has logits' shape: g * (softmax(logits) - labels) / N. "
+            "Print the shapes on that line."
+        ),
         "nonfinite": (
             "np.exp overflows for large logits. Subtract each row's maximum first "
             "(logits - logits.max(axis=-1, keepdims=True)): softmax does not change."
