@@ -44,10 +44,15 @@ class Install:
     site: Path
 
 
+# Packages of the checkout that are for maintainers only and are not installed.
+DEVELOPMENT_ONLY = {"tests", "benchmarks"}
+
+
 def package_modules(root: Path = ROOT) -> set[str]:
     """Every .py file of the importable packages in the checkout (tests/ excluded), as paths
     relative to the root, e.g. `autograder/exercises/ch03_unbroadcasting.py`."""
-    packages = [p for p in root.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"]
+    packages = [p for p in root.iterdir()
+                if (p / "__init__.py").is_file() and p.name not in DEVELOPMENT_ONLY]
     return {str(path.relative_to(root)) for package in packages
             for path in package.rglob("*.py") if "__pycache__" not in path.parts}
 
