@@ -20,6 +20,7 @@ Without bubblewrap and Landlock the grader refuses to grade unless told `unsafe`
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import importlib.util
 import os
 import queue
@@ -44,6 +45,10 @@ INODE_LIMIT = 5000
 PROCESS_LIMIT = 256  # threads count too: TensorFlow and JAX start dozens
 OUTPUT_CAP = 64 * 1024  # bytes of the child's own stdout/stderr kept for diagnosis
 UID_BASE = 64000  # the uids (and gids) of job slots: UID_BASE + slot
+UID_RANGE = 1024  # how many slot uids all graders on this machine share
+# Root-only folder of lock files, one per slot uid: a grader holds the lock of each uid it
+# uses for its whole run, so two graders on one machine never share (and kill) a uid.
+UID_LOCKS = Path("/run/autodiff-grader")
 MODES = ("auto", "bubblewrap", "fallback")
 
 
@@ -82,6 +87,7 @@ class Sandbox:
     seccomp: bool = False
     run_as_root: bool = False
     uid_slots: queue.Queue | None = None
+    uid_locks: list[int] = field(default_factory=list)  # fds whose flocks reserve the uids
     tmpfs: bool = False
     unsafe: bool = False
     probes: list[str] = field(default_factory=list)
@@ -143,11 +149,7 @@ def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False) -> Sandbox:
                 "bubblewrap was asked for but is missing or refused here; install it "
                 "(apt-get install bubblewrap) or run with --sandbox fallback.")
     if os.geteuid() == 0:
-        found.run_as_root = not _uid_can_run_python(UID_BASE)
-        if not found.run_as_root:
-            found.uid_slots = queue.Queue()
-            for slot in range(max(1, jobs)):
-                found.uid_slots.put(UID_BASE + slot)
+        _reserve_uid_slots(found, max(1, jobs))
     if not found.bwrap and not found.landlock_abi and not unsafe:
         raise SandboxUnavailable(
             "Neither bubblewrap nor Landlock is available, so submitted code could read "
@@ -155,6 +157,54 @@ def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False) -> Sandbox:
             "bubblewrap), or use a Linux kernel >= 5.13 with Landlock enabled; or, on a "
             "machine you do not mind losing, pass --unsafe-no-sandbox.")
     return found
+
+
+def _reserve_uid_slots(found: Sandbox, jobs: int) -> None:
+    """Give each job slot a uid no other grader on this machine holds, when such a uid can
+    run Python; otherwise the child runs as root without capabilities (`run_as_root`)."""
+    try:
+        uids, found.uid_locks = claim_uids(jobs)
+    except OSError:  # no /run to hold the locks in: never risk sharing a uid
+        uids = []
+    found.run_as_root = not uids or not _uid_can_run_python(uids[0])
+    if found.run_as_root:
+        release_uids(found.uid_locks)
+        found.uid_locks = []
+        return
+    found.uid_slots = queue.Queue()
+    for uid in uids:
+        found.uid_slots.put(uid)
+
+
+def claim_uids(count: int, folder: Path | None = None) -> tuple[list[int], list[int]]:
+    """Reserve `count` slot uids for this process: an exclusive flock on one lock file per
+    uid, held until `release_uids` or exit. Every process of a slot uid is killed after each
+    round, so a uid shared with a second grader would kill that grader's children.
+    Returns (uids, lock fds); fewer uids than asked when the range is exhausted."""
+    folder = folder or UID_LOCKS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.is_symlink() or folder.stat().st_uid != os.geteuid():
+        raise SandboxFailure(f"{folder} is not this grader's own folder; remove it")
+    uids: list[int] = []
+    fds: list[int] = []
+    for uid in range(UID_BASE, UID_BASE + UID_RANGE):
+        if len(uids) == count:
+            break
+        fd = os.open(folder / f"uid-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        uids.append(uid)
+        fds.append(fd)
+    return uids, fds
+
+
+def release_uids(fds: list[int]) -> None:
+    """Give reserved uids back (closing a lock file's fd drops its flock)."""
+    for fd in fds:
+        os.close(fd)
 
 
 def protections(box: Sandbox | None) -> list[str]:
