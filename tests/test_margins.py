@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from autograder.exercises.ch01_chain_rule import PREDICT_TAPE_GRADIENT
 from autograder.exercises.ch04_custom_gradient_tf import CLIP_COTANGENT
 from autograder.exercises.ch05_custom_derivatives_jax import CLIP_GRADIENT, FIXED_POINT
+from autograder.exercises.ch06_jacobians import BATCH_JACOBIAN
 from tests.margins import CLEAR_MARGIN, of_dtype, worst_excess
 
 # ---------------------------------------------------------------- fixed_point, too few iterations
@@ -96,4 +98,30 @@ def clip_cotangent_fixed_limit(x, limit):
 
 def test_a_hard_coded_limit_fails_clearly():
     excess = worst_excess(CLIP_COTANGENT, clip_cotangent_fixed_limit)
+    assert excess >= CLEAR_MARGIN, excess
+
+
+# ---------------------------------------------------------------- batch_jacobian, rows alone
+
+
+def batch_rows_alone(f, x):
+    """Each row's Jacobian from f of that row as a batch of one: right only when rows are
+    independent (batch normalisation of one row is all zeros)."""
+    rows = [jax.jacrev(f)(x[b:b + 1])[0, :, 0, :] for b in range(x.shape[0])]
+    full = jax.jacrev(f)(x)
+    off = full * (1 - jnp.eye(x.shape[0], dtype=x.dtype))[:, None, :, None]
+    return jnp.stack(rows), bool(jnp.all(off == 0))
+
+
+def test_rows_as_batches_of_one_fail_clearly():
+    excess = worst_excess(BATCH_JACOBIAN, batch_rows_alone)
+    assert excess >= CLEAR_MARGIN, excess
+
+
+# ---------------------------------------------------------------- predict_tape_gradient
+
+
+def test_summing_the_first_axis_only_fails_clearly():
+    """Right when y has one axis; the menu has scalar and two-axis y as well."""
+    excess = worst_excess(PREDICT_TAPE_GRADIENT, lambda jacobian, x_shape: jacobian.sum(axis=0))
     assert excess >= CLEAR_MARGIN, excess
