@@ -301,10 +301,10 @@ LOG1PEXP = Exercise(
 # ---------------------------------------------------------------- clip_gradient (custom_vjp)
 
 
-# x is 2-D (the check vmaps the VJP over rows): one element, one row, one column, a
-# non-square block, and when grading a taller and a wider one.
-CLIP_SHAPES: tuple[Shape, ...] = ((1, 1), (1, 5), (4, 1), (3, 4))
-CLIP_GRADING: tuple[Shape, ...] = ((7, 2), (2, 9))
+# x is 2-D (the check vmaps the VJP over rows): one element, one row, a non-square block,
+# and when grading one column, a taller and a wider block.
+CLIP_SHAPES: tuple[Shape, ...] = ((1, 1), (1, 5), (3, 4))
+CLIP_GRADING: tuple[Shape, ...] = ((4, 1), (7, 2), (2, 9))
 # lo and hi are static (nondiff_argnums): each pair compiles the learner's function again, so
 # they come from a short list, mostly asymmetric (a rule that clips to [-hi, hi] fails).
 CLIP_BOUNDS = ((-0.1, 0.2), (-0.5, 1.5), (-1.0, 1.0), (-2.5, 0.5))
