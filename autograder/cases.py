@@ -9,10 +9,10 @@ checks are deterministic and classroom grading can reseed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 Params = tuple[tuple[str, Any], ...]
+Shape = tuple[int, ...]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,11 @@ class Case:
         """Total number of array elements: smaller cases are easier to read in feedback."""
         return sum(v.size for v in self.arrays().values())
 
+    def signature(self) -> tuple[tuple[str, Shape, str], ...]:
+        """Each array's name, shape and dtype: what a framework compiles or traces the
+        learner's function for, so the number of distinct signatures bounds that cost."""
+        return tuple((k, v.shape, str(v.dtype)) for k, v in self.arrays().items())
+
     def key(self) -> str:
         """A content hash, so references can be cached and duplicate draws dropped."""
         digest = hashlib.sha256()
@@ -96,6 +103,26 @@ class Case:
 
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def grading_sized(profile: Profile) -> bool:
+    """Whether this profile is the classroom's, which adds larger shapes to each menu."""
+    return profile.max_side >= 6
+
+
+def shape_menu(
+    profile: Profile, notebook: Sequence[T], grading: Sequence[T] = ()
+) -> st.SearchStrategy[T]:
+    """One of a few fixed shapes (or tuples of sizes, or of shapes): `notebook`'s, plus
+    `grading`'s when grading.
+
+    A framework compiles (JAX) or traces (tf.function) the learner's function once per new
+    input shape and dtype, so a bounded menu pays that once per shape, not once per case;
+    the values in each case are still drawn afresh. A menu should cover the structure that
+    catches mistakes: size-1 axes, missing leading axes, non-square, a length of one, and
+    something larger.
+    """
+    return st.sampled_from(tuple(notebook) + (tuple(grading) if grading_sized(profile) else ()))
 
 
 def dtypes() -> st.SearchStrategy[np.dtype]:

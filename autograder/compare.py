@@ -11,36 +11,67 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Largest error allowed, relative to the largest reference magnitude (at least 1).
-TOLERANCE = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-9}
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far one entry may be from the reference: |got - ref| <= atol + rtol * |ref|.
+
+    `rtol` judges each entry on its own magnitude, so one large entry cannot hide a wrong
+    small one. `atol` is relative to the output's largest magnitude (at least 1): an entry
+    that is a sum of larger terms which cancel carries rounding noise of the order of those
+    terms, not of itself, and a right answer summing in another order must still pass.
+    """
+
+    rtol: float
+    atol: float
+
+    def close(self, got: np.ndarray, expected: np.ndarray) -> np.ndarray:
+        """Entry by entry, whether `got` is within tolerance (numpy.isclose's test, with
+        atol scaled to the output), compared in float64."""
+        return np.isclose(got.astype(np.float64), expected.astype(np.float64), rtol=self.rtol,
+                          atol=self.atol * output_scale(expected))
+
+    def allowed(self, expected: np.ndarray) -> np.ndarray:
+        """The largest allowed |got - expected|, entry by entry."""
+        wide = expected.astype(np.float64)
+        return self.atol * output_scale(wide) + self.rtol * np.abs(wide)
+
+
+# float32 rounds at 6e-8 and float64 at 1e-16: rtol leaves room for formulas that round
+# differently (a few hundred ulps in float32), atol for cancellation against the output's
+# largest entry (about 8 ulps of it in float32).
+TOLERANCES = {
+    np.dtype(np.float32): Tolerance(rtol=1e-4, atol=1e-6),
+    np.dtype(np.float64): Tolerance(rtol=1e-9, atol=1e-12),
+}
 
 
 @dataclass(frozen=True)
 class Mismatch:
     """What is wrong with one output: `kind` is one of structure, type, shape, dtype,
-    nonfinite, value."""
+    nonfinite, value. For a value mismatch, `max_error` is the largest |got - ref| and
+    `excess` the largest ratio of an entry's error to what it is allowed (> 1 fails)."""
 
     kind: str
     output: str
     message: str
     max_error: float | None = None
+    excess: float | None = None
 
 
-def tolerance(dtype: np.dtype) -> float:
-    return TOLERANCE.get(np.dtype(dtype), 1e-4)
+def tolerance(dtype: np.dtype) -> Tolerance:
+    return TOLERANCES.get(np.dtype(dtype), TOLERANCES[np.dtype(np.float32)])
 
 
-def relative_error(got: np.ndarray, expected: np.ndarray) -> float:
-    """Largest absolute difference over the largest reference magnitude (floored at 1).
+def output_scale(expected: np.ndarray) -> float:
+    """The output's largest magnitude, floored at 1 so an all-zero reference has a scale."""
+    return max(float(np.max(np.abs(expected), initial=0.0)), 1.0)
 
-    The floor keeps the measure meaningful where the reference is all zeros; inputs here
-    are of order 1 to 1000, so an absolute error is then judged on the same scale.
-    """
-    if expected.size == 0:
-        return 0.0
-    diff = np.abs(got.astype(np.float64) - expected.astype(np.float64))
-    scale = max(float(np.max(np.abs(expected))), 1.0)
-    return float(np.max(diff)) / scale
+
+def excess(got: np.ndarray, expected: np.ndarray, tol: Tolerance) -> np.ndarray:
+    """Each entry's error over what it is allowed, in float64: above 1 fails. It says by
+    what margin an answer fails (or passes), which the verdict itself does not."""
+    return np.abs(got.astype(np.float64) - expected.astype(np.float64)) / tol.allowed(expected)
 
 
 def _as_array(value: object) -> np.ndarray | None:
@@ -76,17 +107,34 @@ def compare_array(name: str, got: object, expected: np.ndarray) -> Mismatch | No
             f"{name} contains {what} at {int(bad.sum())} of {array.size} entries "
             "where the reference is finite.",
         )
-    error = relative_error(
-        np.where(expected_finite, array, 0), np.where(expected_finite, expected, 0)
+    zero = np.zeros((), expected.dtype)  # keeps the dtype, so entries print as the learner's
+    return _compare_values(name, np.where(expected_finite, array, zero),
+                           np.where(expected_finite, expected, zero))
+
+
+def _compare_values(name: str, got: np.ndarray, expected: np.ndarray) -> Mismatch | None:
+    """None when every entry is within tolerance; else the worst entry, by how much, and how
+    many entries are off."""
+    if expected.size == 0:
+        return None
+    tol = tolerance(expected.dtype)
+    close = tol.close(got, expected)
+    if close.all():
+        return None
+    ratios = excess(got, expected, tol)
+    worst = np.unravel_index(int(np.argmax(ratios)), ratios.shape)
+    error = abs(float(got[worst]) - float(expected[worst]))
+    where = f"{name}[{', '.join(map(str, worst))}]" if worst else name
+    return Mismatch(
+        "value", name,
+        f"{name} differs from the reference at {int((~close).sum())} of {close.size} "
+        f"entries; the worst is {where} = {got[worst]!s}, expected {expected[worst]!s}, "
+        f"off by {error:.3g} (allowed {float(tol.allowed(expected)[worst]):.2g} there: "
+        f"rtol {tol.rtol:.0e} of the entry + atol {tol.atol:.0e} of the output's "
+        f"largest magnitude, for {expected.dtype}).",
+        max_error=float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))),
+        excess=float(ratios[worst]),
     )
-    if error > tolerance(expected.dtype):
-        return Mismatch(
-            "value", name,
-            f"{name} differs from the reference: largest relative error {error:.3g} "
-            f"(allowed {tolerance(expected.dtype):.0e} for {expected.dtype}).",
-            max_error=error,
-        )
-    return None
 
 
 def compare_outputs(

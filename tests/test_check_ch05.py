@@ -421,8 +421,9 @@ def test_references_match_finite_differences_in_random_directions():
                                            rtol=1e-5, atol=1e-6)
             if vjp_index is not None:
                 ct = case.values()[-1]
-                lhs = float(ct @ _directional(f, x, v))
-                np.testing.assert_allclose(outputs[vjp_index] @ v, lhs, rtol=1e-5, atol=1e-6)
+                lhs = float(np.vdot(ct, _directional(f, x, v)))
+                np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5,
+                                           atol=1e-6)
             checked += 1
     assert checked >= 20
 

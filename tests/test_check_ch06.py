@@ -357,9 +357,11 @@ def test_each_mistake_differs_from_the_truth_on_some_edge_case():
             assert differs, f"{exercise.name}: {mistake.name} equals the right answer"
 
 
-def test_cases_are_float32_with_multi_axis_inputs_and_outputs():
+def test_cases_are_float32_and_float64_with_multi_axis_inputs_and_outputs():
     cases = draw_cases(ch.JACOBIAN_VIA_VJP.strategy(NOTEBOOK), NOTEBOOK)
-    assert {case.arg("x").dtype for case in cases} == {np.dtype(np.float32)}
+    assert {case.arg("x").dtype for case in cases} == set(ch.FLOAT_DTYPES)
+    assert {case.arg("x").shape for case in cases if case.arg("x").dtype == ch.FLOAT64} <= set(
+        ch.FLOAT64_SHAPES["vector"])
     assert {case.arg("name") for case in cases} == set(ch.VECTOR_NAMES)
     assert any(case.arg("x").ndim >= 2 for case in cases)
     assert any(case.arg("x").ndim == 0 for case in cases)

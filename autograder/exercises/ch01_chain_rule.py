@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..cases import Case, Profile, dtypes
+from ..cases import Case, Profile, Shape, dtypes, shape_menu
 from ..exercise import Exercise, Mistake
 
 CHAPTER = "01"
@@ -47,13 +47,17 @@ def _seeded_arrays(
 # ---------------------------------------------------------------- predict_tape_gradient
 
 
+# (y's shape, x's shape): a scalar y, a scalar x, vectors, y of two axes (summing only the
+# first is wrong), equal shapes, size-1 axes; grading adds larger ones.
+TAPE_SHAPES: tuple[tuple[Shape, Shape], ...] = (
+    ((), (3,)), ((2,), ()), ((3,), (4,)), ((2, 3), (3,)), ((2, 2), (2, 2)), ((1, 4), (2, 1)),
+)
+TAPE_GRADING: tuple[tuple[Shape, Shape], ...] = (((4, 5), (5, 2)), ((6,), (3, 1)))
+
+
 @st.composite
 def _tape_case(draw: st.DrawFn, profile: Profile) -> Case:
-    y_ndim = draw(st.integers(0, min(2, profile.max_dims)))
-    x_ndim = draw(st.integers(0, min(2, profile.max_dims - y_ndim)))
-    side = st.integers(1, profile.max_side)
-    y_shape = tuple(draw(side) for _ in range(y_ndim))
-    x_shape = tuple(draw(side) for _ in range(x_ndim))
+    y_shape, x_shape = draw(shape_menu(profile, TAPE_SHAPES, TAPE_GRADING))
     (jacobian,) = _seeded_arrays(draw, [y_shape + x_shape], draw(dtypes()), bound=3.0)
     return Case((("jacobian", jacobian), ("x_shape", x_shape)))
 
@@ -230,10 +234,16 @@ def _qa_forward(case: Case) -> tuple[np.ndarray, ...]:
     return h, y, dloss_dy * (1 - y**2), dloss_dy
 
 
+# Sizes come from menus: a learner's TensorFlow or JAX code traces or compiles once per
+# new shape. (batch, inputs, outputs): ones, equal sizes that let a transpose keep its
+# shape, and distinct ones; grading adds larger.
+QA_SIZES: tuple[Shape, ...] = ((1, 1, 1), (1, 3, 2), (3, 3, 2), (2, 3, 3), (4, 2, 5))
+QA_GRADING: tuple[Shape, ...] = ((6, 4, 3), (5, 6, 1))
+
+
 @st.composite
 def _qa_case(draw: st.DrawFn, profile: Profile) -> Case:
-    side = st.integers(1, profile.max_side)
-    batch, n, m = draw(side), draw(side), draw(side)
+    batch, n, m = draw(shape_menu(profile, QA_SIZES, QA_GRADING))
     x, w, b = _seeded_arrays(draw, [(batch, n), (n, m), (m,)], F32)
     (y0,) = _seeded_arrays(draw, [(batch, m)], F32, bound=1.0)
     return Case((("x", x), ("W", w), ("b", b), ("y0", y0)))
@@ -449,10 +459,15 @@ QA_GRADIENTS = Exercise(
 # ---------------------------------------------------------------- jacobian_by_rows
 
 
+# (inputs, outputs): one of each, square (a transposed Jacobian keeps its shape), a row, a
+# column, non-square; grading adds larger.
+ROWS_SIZES: tuple[Shape, ...] = ((1, 1), (3, 3), (4, 1), (1, 4), (2, 4))
+ROWS_GRADING: tuple[Shape, ...] = ((6, 5), (5, 6))
+
+
 @st.composite
 def _rows_case(draw: st.DrawFn, profile: Profile) -> Case:
-    side = st.integers(1, profile.max_side)
-    n, m = draw(side), draw(side)
+    n, m = draw(shape_menu(profile, ROWS_SIZES, ROWS_GRADING))
     x, w, b = _seeded_arrays(draw, [(n,), (n, m), (m,)], F32)
     return Case((("x", x), ("W", w), ("b", b)))
 

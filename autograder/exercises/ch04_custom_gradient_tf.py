@@ -17,7 +17,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..cases import Case, Profile, dtypes
+from ..cases import Case, Profile, Shape, dtypes, shape_menu
 from ..exercise import Exercise, Mistake
 
 CHAPTER = "04"
@@ -41,9 +41,20 @@ def _cotangent(draw: st.DrawFn, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
     return draw(hnp.arrays(dtype, shape, elements=_plain(dtype), unique=True))
 
 
-def _shapes(profile: Profile) -> st.SearchStrategy[tuple[int, ...]]:
-    return hnp.array_shapes(min_dims=0, max_dims=min(profile.max_dims, 2), min_side=1,
-                            max_side=profile.max_side)
+# The elementwise exercises' shapes. Each new input signature retraces the learner's
+# tf.function (and eager TensorFlow caches kernels per shape), so the shapes come from a
+# menu: a scalar, a length of one, a vector, a non-square matrix, a size-1 axis; grading adds
+# a row and a larger matrix. The values are drawn afresh for every case.
+ELEMENTWISE_SHAPES: tuple[Shape, ...] = ((), (1,), (5,), (3, 4), (4, 1))
+ELEMENTWISE_GRADING: tuple[Shape, ...] = ((1, 6), (6, 5))
+# linear_layer's (batch, features in, features out): ones, square (a transpose mistake
+# cannot hide in the shapes) and non-square.
+LINEAR_SIZES: tuple[Shape, ...] = ((1, 1, 1), (1, 4, 2), (3, 3, 3), (4, 2, 1), (2, 3, 4))
+LINEAR_GRADING: tuple[Shape, ...] = ((6, 5, 4), (5, 1, 6))
+
+
+def _shapes(profile: Profile) -> st.SearchStrategy[Shape]:
+    return shape_menu(profile, ELEMENTWISE_SHAPES, ELEMENTWISE_GRADING)
 
 
 def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
@@ -547,7 +558,7 @@ SIGN_STE = Exercise(
 @st.composite
 def _linear_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
-    n, k, m = (draw(st.integers(1, profile.max_side)) for _ in range(3))
+    n, k, m = draw(shape_menu(profile, LINEAR_SIZES, LINEAR_GRADING))
     x = draw(hnp.arrays(dtype, (n, k), elements=_plain(dtype, 3), fill=st.nothing()))
     w = draw(hnp.arrays(dtype, (k, m), elements=_plain(dtype, 3), fill=st.nothing()))
     return Case((("x", x), ("w", w), ("dy", _cotangent(draw, dtype, (n, m)))))

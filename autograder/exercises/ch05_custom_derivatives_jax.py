@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from ..cases import Case, Profile, dtypes, float_arrays
+from ..cases import Case, Profile, Shape, dtypes, float_arrays, shape_menu
 from ..exercise import Exercise, Mistake
 from ..harness import invoker
 
@@ -57,17 +58,21 @@ def _jax() -> Any:
     return jax_module()
 
 
-def _vector(dtype: np.dtype, size: int, low: float, high: float) -> st.SearchStrategy:
+def _between(dtype: np.dtype, shape: Shape, low: float, high: float) -> st.SearchStrategy:
+    """Arrays with every element drawn on its own from [low, high]."""
     elements = st.floats(low, high, width=dtype.itemsize * 8, allow_subnormal=False)
-    return st.lists(elements, min_size=size, max_size=size).map(
-        lambda values: np.asarray(values, dtype=dtype)
-    )
+    return hnp.arrays(dtype, shape, elements=elements, fill=st.nothing())
 
 
-def _sizes(profile: Profile) -> st.SearchStrategy[int]:
-    """Few distinct lengths: each (shape, dtype) compiles the learner's function once per
-    transformation, so the notebook uses two; grading adds a longer one."""
-    return st.sampled_from((1, 6) if profile.max_side <= 4 else (1, 6, 2 * profile.max_side))
+# The elementwise exercises' shapes: each (shape, dtype) compiles the learner's function once
+# per transformation, so the menu is short, but it has a length of one, a 2-D array (a rule
+# that assumes a vector fails) and, when grading, a longer vector and a size-1 middle axis.
+ELEMENTWISE_SHAPES: tuple[Shape, ...] = ((1,), (6,), (2, 3))
+ELEMENTWISE_GRADING: tuple[Shape, ...] = ((16,), (3, 1, 4))
+
+
+def _shapes(profile: Profile) -> st.SearchStrategy[Shape]:
+    return shape_menu(profile, ELEMENTWISE_SHAPES, ELEMENTWISE_GRADING)
 
 
 def _rng_vector(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
@@ -80,10 +85,10 @@ def _rng_vector(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
 @st.composite
 def _log1pexp_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
-    n = draw(_sizes(profile))
-    x = draw(float_arrays(dtype, (n,), bound=40.0))
-    t = draw(float_arrays(dtype, (n,)))
-    ct = draw(float_arrays(dtype, (n,)))
+    shape = draw(_shapes(profile))
+    x = draw(float_arrays(dtype, shape, bound=40.0))
+    t = draw(float_arrays(dtype, shape))
+    ct = draw(float_arrays(dtype, shape))
     return Case((("x", x), ("t", t), ("ct", ct)))
 
 
@@ -133,9 +138,14 @@ def _log1pexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> t
     y, jvp = jax.jvp(softplus, (x,), (t,))
     (vjp,) = jax.vjp(softplus, x)[1](ct)
     scalar = lambda v: softplus(v)  # noqa: E731 - an elementwise function of one element
-    grad = jax.vmap(jax.grad(scalar))(x)
-    second = jax.vmap(jax.grad(jax.grad(scalar)))(x)
+    grad = _elementwise(jax, jax.grad(scalar), x)
+    second = _elementwise(jax, jax.grad(jax.grad(scalar)), x)
     return y, y, jvp, y, vjp, grad, second
+
+
+def _elementwise(jax: Any, scalar_fn: Any, x: Any) -> Any:
+    """scalar_fn of every element of x (of any shape), through jax.vmap, in x's shape."""
+    return jax.vmap(scalar_fn)(x.reshape(-1)).reshape(x.shape)
 
 
 def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
@@ -291,14 +301,22 @@ LOG1PEXP = Exercise(
 # ---------------------------------------------------------------- clip_gradient (custom_vjp)
 
 
+# x is 2-D (the check vmaps the VJP over rows): one element, one row, a non-square block,
+# and when grading one column, a taller and a wider block.
+CLIP_SHAPES: tuple[Shape, ...] = ((1, 1), (1, 5), (3, 4))
+CLIP_GRADING: tuple[Shape, ...] = ((4, 1), (7, 2), (2, 9))
+# lo and hi are static (nondiff_argnums): each pair compiles the learner's function again, so
+# they come from a short list, mostly asymmetric (a rule that clips to [-hi, hi] fails).
+CLIP_BOUNDS = ((-0.1, 0.2), (-0.5, 1.5), (-1.0, 1.0), (-2.5, 0.5))
+
+
 @st.composite
 def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
-    rows, cols = draw(st.sampled_from([(1, 1), (3, 4)]))
-    lo = -draw(st.sampled_from([0.1, 0.5, 1.0, 2.5]))
-    hi = draw(st.sampled_from([0.2, 1.0, 1.5, 3.0]))
-    x = draw(float_arrays(dtype, (rows, cols), bound=3.0))
-    ct = draw(float_arrays(dtype, (rows, cols)))
+    shape = draw(shape_menu(profile, CLIP_SHAPES, CLIP_GRADING))
+    lo, hi = draw(st.sampled_from(CLIP_BOUNDS))
+    x = draw(float_arrays(dtype, shape, bound=3.0))
+    ct = draw(float_arrays(dtype, shape))
     return Case((("lo", lo), ("hi", hi), ("x", x), ("ct", ct)))
 
 
@@ -306,8 +324,9 @@ def _clip_edges() -> list[Case]:
     rng = np.random.default_rng(6)
     shapes = [
         ((3, 4), -1.0, 1.0, np.float32, "clip to [-1, 1]"),
-        ((3, 4), -0.5, 2.0, np.float64, "an asymmetric interval, float64"),
+        ((3, 4), -0.5, 1.5, np.float64, "an asymmetric interval, float64"),
         ((1, 1), -1.0, 1.0, np.float32, "a single element"),
+        ((1, 5), -2.5, 0.5, np.float64, "one row, float64"),
     ]
     return [
         Case(
@@ -447,12 +466,19 @@ CLIP_GRADIENT = Exercise(
 # ---------------------------------------------------------------- fixed_point (custom_vjp)
 
 
+# The map contracts by x / (1 + x) per iteration, 0.905 at a = 100: the notebook's 300
+# iterations still reach float64 precision there (0.905**300 = 1e-13), while a backward pass
+# that iterates too few times (40: 0.905**40 = 0.02) is far off. Larger a would need more
+# iterations of the given solver.
+FIXED_POINT_LARGEST_A = 100.0
+
+
 @st.composite
 def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
-    n = draw(_sizes(profile))
-    a = draw(_vector(dtype, n, 0.0625, 20.0))
-    ct = draw(float_arrays(dtype, (n,)))
+    shape = draw(_shapes(profile))
+    a = draw(_between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
+    ct = draw(float_arrays(dtype, shape))
     return Case((("a", a), ("ct", ct)))
 
 
@@ -462,6 +488,9 @@ def _fixed_point_edges() -> list[Case]:
         ([2.0, 6.0, 12.0, 0.75, 3.75, 20.0], np.float32, "a = x(1 + x) for x = 1, 2, 3, ..."),
         ([0.05, 0.5, 1.0, 5.0, 10.0, 20.0], np.float64, "small and large a, float64"),
         ([0.5], np.float32, "a single element"),
+        ([30.0, 45.0, 60.0, 75.0, 90.0, 100.0], np.float64,
+         "large a, where the map contracts slowly"),
+        ([25.0, 40.0, 55.0, 70.0, 85.0, 100.0], np.float32, "large a, float32"),
     ]
     return [
         Case((("a", np.asarray(a, dtype)), ("ct", _rng_vector(rng, len(a), dtype))), label=label)
@@ -486,7 +515,7 @@ def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
 
     a, ct = arrays["a"], arrays["ct"]
     x, vjp_fn = jax.vjp(closed_form, a)
-    return x, x, vjp_fn(ct)[0], jax.vmap(jax.grad(closed_form))(a)
+    return x, x, vjp_fn(ct)[0], _elementwise(jax, jax.grad(closed_form), a)
 
 
 FIXED_POINT_ITERATIONS = 300
@@ -572,11 +601,11 @@ FIXED_POINT = Exercise(
 @st.composite
 def _bessel_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
-    n = draw(_sizes(profile))
-    magnitude = draw(_vector(dtype, n, 0.25, 8.0))
-    signs = draw(st.lists(st.sampled_from([-1, 1]), min_size=n, max_size=n))
-    x = (magnitude * np.asarray(signs, dtype)).astype(dtype)
-    t = draw(float_arrays(dtype, (n,)))
+    shape = draw(_shapes(profile))
+    magnitude = draw(_between(dtype, shape, 0.25, 8.0))
+    signs = draw(hnp.arrays(dtype, shape, elements=st.sampled_from([-1.0, 1.0])))
+    x = (magnitude * signs).astype(dtype)
+    t = draw(float_arrays(dtype, shape))
     return Case((("x", x), ("t", t)))
 
 
@@ -635,7 +664,8 @@ def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
 
     x, t = arrays["x"], arrays["t"]
     y, jvp = jax.jvp(i0, (x,), (t,))
-    return y, y, jvp, jax.vmap(jax.grad(i0))(x), jax.vmap(jax.grad(jax.grad(i0)))(x)
+    return (y, y, jvp, _elementwise(jax, jax.grad(i0), x),
+            _elementwise(jax, jax.grad(jax.grad(i0)), x))
 
 
 def _bessel_learner(tangent: Any) -> Any:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..cases import Case, Profile, float_arrays
+from ..cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
 from ..exercise import Exercise, Mistake
 
 CHAPTER = "06"
@@ -207,24 +207,34 @@ def _scalar_gradient_and_hessian(name: str, x: np.ndarray) -> tuple[np.ndarray, 
 
 # ---------------------------------------------------------------- cases
 
-# Shapes come from short menus, and arrays are float32 (JAX's default precision): the
-# learner's JAX code compiles once per new shape, so a few shapes keep a check quick, and
-# these exercises are about axes and one-hot vectors, not precision. Larger shapes are
-# added when grading (profile.max_side >= 6).
+# Shapes come from short menus: the learner's JAX code compiles once per new (shape, dtype),
+# so a few shapes keep a check quick. Larger shapes are added when grading. Most cases are
+# float32 (JAX's default precision); float64 cases (the learner's code then runs with x64
+# enabled, and one-hot vectors built without dtype= are float64 too) have one shape per
+# exercise, so they add one compilation per test function, not one per float32 shape.
 VECTOR_SHAPES = ((3,), (2, 3), (2, 1, 2))
 SCALAR_INPUT = ((),)  # only tanh_mix and cumsum_sin take a 0-d x; the others need an axis
 BATCH_SHAPES = ((1, 3), (3, 2), (4, 3))
 HVP_SHAPES = ((), (4,), (2, 3))
 GRADING_EXTRA = {"vector": ((1, 4), (2, 2, 3)), "batch": ((2, 4), (6, 5)), "scalar": ((1,), (3, 4))}
-DTYPE = np.dtype(np.float32)
+FLOAT64_SHAPES = {"vector": ((2, 1, 2),), "batch": ((4, 3),), "scalar": ((4,),)}
+FLOAT32, FLOAT64 = FLOAT_DTYPES
 
 
-def _menu(kind: str, base: tuple[tuple[int, ...], ...], profile: Profile) -> list:
-    return list(base) + (list(GRADING_EXTRA[kind]) if profile.max_side >= 6 else [])
+def _menu(kind: str, base: tuple[Shape, ...], profile: Profile) -> list[Shape]:
+    return list(base) + (list(GRADING_EXTRA[kind]) if grading_sized(profile) else [])
 
 
-def _values(shape: tuple[int, ...]) -> st.SearchStrategy[np.ndarray]:
-    return float_arrays(DTYPE, shape, bound=BOUND)
+@st.composite
+def _shape_and_dtype(draw: st.DrawFn, kind: str, shapes: list[Shape]
+                     ) -> tuple[Shape, np.dtype]:
+    """A float32 case of any shape on the menu, or a float64 case of a float64 shape."""
+    dtype = draw(st.sampled_from(FLOAT_DTYPES))
+    return draw(st.sampled_from(shapes if dtype == FLOAT32 else FLOAT64_SHAPES[kind])), dtype
+
+
+def _values(shape: Shape, dtype: np.dtype = FLOAT32) -> st.SearchStrategy[np.ndarray]:
+    return float_arrays(dtype, shape, bound=BOUND)
 
 
 @st.composite
@@ -232,12 +242,13 @@ def _vector_case(draw: st.DrawFn, profile: Profile) -> Case:
     name = draw(st.sampled_from(VECTOR_NAMES))
     shapes = _menu("vector", VECTOR_SHAPES, profile)
     shapes += list(SCALAR_INPUT) if name in ANY_RANK else []
-    x = draw(_values(draw(st.sampled_from(shapes))))
+    x = draw(_values(*draw(_shape_and_dtype("vector", shapes))))
     return Case((("name", name), ("x", x)))
 
 
-def _rng_array(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return np.asarray(rng.uniform(-BOUND, BOUND, size=shape).round(2), dtype=DTYPE)
+def _rng_array(rng: np.random.Generator, shape: Shape, dtype: np.dtype = FLOAT32
+               ) -> np.ndarray:
+    return np.asarray(rng.uniform(-BOUND, BOUND, size=shape).round(2), dtype=dtype)
 
 
 def _vector_edges() -> list[Case]:
@@ -249,17 +260,18 @@ def _vector_edges() -> list[Case]:
         ("cumsum_sin", (2, 3), "a 2-D input, a 1-D output"),
         ("logsumexp_rows", (2, 1, 2), "rows of a 3-D input"),
         ("tanh_mix", (3,), "more outputs than inputs"),
+        ("outer", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
     ]
     return [
-        Case((("name", name), ("x", _rng_array(rng, shape))), label=label)
-        for name, shape, label in picks
+        Case((("name", name), ("x", _rng_array(rng, shape, *dtype))), label=label)
+        for name, shape, label, *dtype in picks
     ]
 
 
 @st.composite
 def _batch_case(draw: st.DrawFn, profile: Profile) -> Case:
     name = draw(st.sampled_from(BATCH_NAMES))
-    x = draw(_values(draw(st.sampled_from(_menu("batch", BATCH_SHAPES, profile)))))
+    x = draw(_values(*draw(_shape_and_dtype("batch", _menu("batch", BATCH_SHAPES, profile)))))
     return Case((("name", name), ("x", x)))
 
 
@@ -271,18 +283,20 @@ def _batch_edges() -> list[Case]:
         ("batch_centred", (3, 2), "outputs centred over the batch"),
         ("batchnorm", (1, 3), "a batch of one"),
         ("softmax_rows", (3, 2), "a softmax per row"),
+        ("batchnorm", (4, 3), "a batch-normalised layer, float64", FLOAT64),
     ]
     return [
-        Case((("name", name), ("x", _rng_array(rng, shape))), label=label)
-        for name, shape, label in picks
+        Case((("name", name), ("x", _rng_array(rng, shape, *dtype))), label=label)
+        for name, shape, label, *dtype in picks
     ]
 
 
 @st.composite
 def _hvp_case(draw: st.DrawFn, profile: Profile) -> Case:
     name = draw(st.sampled_from(SCALAR_NAMES))
-    shape = draw(st.sampled_from(_menu("scalar", HVP_SHAPES, profile)))
-    return Case((("name", name), ("x", draw(_values(shape))), ("v", draw(_values(shape)))))
+    shape, dtype = draw(_shape_and_dtype("scalar", _menu("scalar", HVP_SHAPES, profile)))
+    x, v = draw(_values(shape, dtype)), draw(_values(shape, dtype))
+    return Case((("name", name), ("x", x), ("v", v)))
 
 
 def _hvp_edges() -> list[Case]:
@@ -292,10 +306,11 @@ def _hvp_edges() -> list[Case]:
         ("logsumexp", (2, 3), "a 2-D input"),
         ("sin_chain", (), "a scalar input"),
         ("sin_chain", (4,), "a vector input"),
+        ("rosenbrock", (4,), "Rosenbrock, float64", FLOAT64),
     ]
     cases = []
-    for name, shape, label in picks:
-        x, v = _rng_array(rng, shape), _rng_array(rng, shape)
+    for name, shape, label, *dtype in picks:
+        x, v = _rng_array(rng, shape, *dtype), _rng_array(rng, shape, *dtype)
         cases.append(Case((("name", name), ("x", x), ("v", v)), label=label))
     return cases
 

@@ -8,12 +8,15 @@ the learner's code sees exactly the function the reference saw.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from .ch05 import double_precision
 
 BATCH_NORM_EPS = 0.1
 Fn = Callable[..., Any]
@@ -115,14 +118,25 @@ def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any
     if (kind, name) not in _TEST_FUNCTIONS:
         _TEST_FUNCTIONS[kind, name] = jax.jit(BUILDERS[kind](name))
     f = _TEST_FUNCTIONS[kind, name]
-    args = [jnp.asarray(a) for a in arrays]
     key = (fn, kind, name)
     if key not in _JITTED:
         _JITTED[key] = jax.jit(lambda *a: fn(f, *a))
-    try:
-        return _as_numpy(_JITTED[key](*args))
-    except Exception:
-        return _as_numpy(fn(f, *args))
+    with _precision_for(arrays):
+        args = [jnp.asarray(a) for a in arrays]
+        try:
+            return _as_numpy(_JITTED[key](*args))
+        except Exception:
+            return _as_numpy(fn(f, *args))
+
+
+def _precision_for(arrays: tuple[np.ndarray, ...]) -> contextlib.AbstractContextManager:
+    """x64 for a float64 case, else JAX's default: under the default, jnp.asarray would
+    silently make a float64 case float32, and with x64 on for a float32 case, one-hot
+    vectors built without dtype= would be float64 and fail a float32 check that the same
+    code passes in the learner's notebook."""
+    if any(np.asarray(a).dtype == np.float64 for a in arrays):
+        return double_precision()
+    return contextlib.nullcontext()
 
 
 def _as_numpy(out: Any) -> Any:
