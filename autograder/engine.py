@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -19,12 +19,15 @@ from hypothesis import Phase
 from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
-from .exercise import Exercise, Outputs
+from .exercise import Evidence, Exercise, Outputs
 from .harness import learner_traceback, plain_call
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
+# Other failing cases a known mistake must also reproduce before its hint is shown: on one
+# (shrunk) case two different mistakes often give the same output.
+EVIDENCE = 4
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
 
 
@@ -82,8 +85,10 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
     return replace(report, status=FAILED, failure=failure)
 
 
-def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:
-    """None when the attempt matches the reference; otherwise a Failure with a hint."""
+def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
+          others: Sequence[Evidence] = ()) -> Failure | None:
+    """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
+    known mistake only if it also reproduces the `others` (other failing cases)."""
     if attempt.error is not None:
         type_name = error_type(attempt)
         return Failure(
@@ -99,12 +104,30 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
     return Failure(
         case=case,
         message=mismatch.message,
-        hint=exercise.diagnose(case, attempt.value, mismatch),
+        hint=exercise.diagnose(case, attempt.value, mismatch, others),
         expected=expected,
         got=attempt.value,
         output_names=exercise.outputs,
         printed=attempt.printed,
     )
+
+
+def evidence(failures: Sequence[Failure | None], shown: Failure) -> list[Evidence]:
+    """Up to EVIDENCE other failing cases with wrong values (not exceptions), for diagnose."""
+    return [(f.case, f.got) for f in failures
+            if f is not None and f is not shown and f.got is not None][:EVIDENCE]
+
+
+def with_evidence(exercise: Exercise, shown: Failure | None,
+                  failures: Sequence[Failure | None]) -> Failure | None:
+    """The shown failure, its hint chosen again now that other failing cases are known."""
+    if shown is None or shown.got is None or shown.expected is None:
+        return shown
+    others = evidence(failures, shown)
+    if not others:
+        return shown
+    attempt = Attempt(value=shown.got, printed=shown.printed)
+    return replace(shown, hint=judge(exercise, shown.case, attempt, shown.expected, others).hint)
 
 
 def exception_hint(exercise: Exercise, type_name: str) -> str:
@@ -137,8 +160,8 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         )
         return replace(base, status=ERROR, note=note)
     cases, outputs, edge_count = _notebook_table(exercise, profile)
+    failures: list[Failure] = []
     first_generated: Failure | None = None
-    first_edge: Failure | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
@@ -146,16 +169,16 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         failure = judge(exercise, case, attempt, expected)
         if failure is None:
             continue
-        if index < edge_count:
-            first_edge = first_edge or failure
-        else:
-            first_generated = failure
-            break
+        failures.append(failure)
+        if index >= edge_count:
+            first_generated = first_generated or failure
+        if first_generated is not None and len(failures) > EVIDENCE:
+            break  # enough failing cases to shrink from and to recognise a mistake by
     if first_generated is not None:
         failure = shrink(exercise, fn, profile) or first_generated
     else:
-        failure = first_edge
-    return verdict(exercise, name, len(cases), failure)
+        failure = failures[0] if failures else None
+    return verdict(exercise, name, len(cases), with_evidence(exercise, failure, failures))
 
 
 def warm_up(profile: Profile = NOTEBOOK) -> int:

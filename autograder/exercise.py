@@ -1,14 +1,15 @@
 """What an exercise is, as data: its cases, its two references, and the mistakes it knows.
 
 One `Exercise` serves both the in-notebook check and the classroom grader. Known mistakes
-are kept as data too: each is a small wrong implementation with the hint that names it, so
-feedback can say "this is what you did" when a learner's output equals that wrong answer,
-and each can be tested on its own.
+are kept as data too: each is a wrong learner function, with the learner's own signature,
+and the hint that names it. It runs exactly as a learner's function does (through the
+exercise's invoker), so feedback can say "this is what you did" when a learner's output
+equals that wrong answer on every failing case seen, and each can be tested on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,15 +21,20 @@ from .cases import Case, Profile
 from .compare import Mismatch, outputs_match
 
 Outputs = tuple[np.ndarray, ...]
+Evidence = tuple[Case, Any]  # a failing case and what the learner's function gave on it
 
 
 @dataclass(frozen=True)
 class Mistake:
-    """A wrong answer learners write, and the hint that names it."""
+    """A wrong answer learners write, and the hint that names it.
+
+    `answer` is a learner's function with the exercise's signature, run through the
+    exercise's invoker like the learner's own: a mistake is written the way learners write it.
+    """
 
     name: str
     hint: str
-    answer: Callable[[Case], Any]
+    answer: Callable[..., Any]
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,15 +70,30 @@ class Exercise:
         child resolves it by the same name, with the same frameworks."""
         return harness.invoker(self.invoke, self.frameworks)
 
-    def diagnose(self, case: Case, got: Any, mismatch: Mismatch) -> str:
-        """The hint for this failure: a known mistake it reproduces, else one for this kind on
-        this output ("value:jvp_primal"), else one for its kind."""
+    def run_mistake(self, mistake: Mistake, case: Case) -> Any:
+        """The mistake's outputs on this case, exactly as a learner's function would give them;
+        None when it cannot run on this case (then it is not the learner's mistake)."""
+        try:
+            return self.invoker()(mistake.answer, *case.fresh_values())
+        except Exception:
+            return None
+
+    def reproduces(self, mistake: Mistake, evidence: Sequence[Evidence]) -> bool:
+        """Whether the mistake gives what the learner gave on every one of these cases."""
+        for case, got in evidence:
+            wrong = self.run_mistake(mistake, case)
+            if wrong is None or not outputs_match(got, _as_tuple(wrong, self.outputs),
+                                                  self.outputs):
+                return False
+        return True
+
+    def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
+                 others: Sequence[Evidence] = ()) -> str:
+        """The hint for this failure: a known mistake it reproduces, here and on the `others`
+        (other failing cases: one case alone can make two mistakes look alike), else a hint
+        for this kind on this output ("value:jvp_primal"), else one for its kind."""
         for mistake in self.mistakes:
-            try:
-                wrong = mistake.answer(case)
-            except Exception:  # a mistake that cannot even run on this case is not the one
-                continue
-            if outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs):
+            if self.reproduces(mistake, [(case, got), *others]):
                 return mistake.hint
         for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):
             if key in self.hints_by_kind:

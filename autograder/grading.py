@@ -22,7 +22,7 @@ import numpy as np
 
 from . import sandbox, untrusted
 from .cases import Case, draw_cases, grading_profile
-from .engine import Attempt, error_type, judge, not_answered, verdict
+from .engine import Attempt, error_type, judge, not_answered, verdict, with_evidence
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
 from .references import reference_outputs
@@ -257,6 +257,7 @@ def judge_outputs(
     failures = [(attempt, failure) for attempt, failure in judged if failure is not None]
     unanswered = bool(failures) and all(not_answered(attempt) for attempt, _ in failures)
     smallest = min((f for _, f in failures), key=lambda f: f.case.size(), default=None)
+    smallest = with_evidence(exercise, smallest, [f for _, f in failures])
     feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered)
     return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failures)))
 

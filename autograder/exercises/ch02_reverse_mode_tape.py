@@ -14,7 +14,7 @@ answers (and, for `toposort`, runs a backward pass in the learner's order).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..cases import Case, Profile, dtypes
-from ..exercise import Exercise, Mistake
+from ..exercise import Evidence, Exercise, Mistake
 from ..harness.ch02 import (
     FORWARD,
     RULES,
@@ -570,8 +570,9 @@ def first_difference(case: Case, got: Any) -> str:
 class TapeExercise(Exercise):
     """A tape exercise: its hint also says at which value the cotangents first differ."""
 
-    def diagnose(self, case: Case, got: Any, mismatch: Any) -> str:
-        hint = super().diagnose(case, got, mismatch)
+    def diagnose(self, case: Case, got: Any, mismatch: Any,
+                 others: Sequence[Evidence] = ()) -> str:
+        hint = super().diagnose(case, got, mismatch, others)
         try:
             where = first_difference(case, got)
         except Exception:  # a learner's output too broken to locate: the hint alone
