@@ -19,7 +19,7 @@ from hypothesis import Phase
 from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
-from .exercise import Evidence, Exercise, Outputs
+from .exercise import Evidence, Exercise, Outputs, Raised
 from .harness import learner_traceback, plain_call
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
@@ -91,10 +91,11 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
     known mistake only if it also reproduces the `others` (other failing cases)."""
     if attempt.error is not None:
         type_name = error_type(attempt)
+        named = exercise.name_mistake([(case, Raised(type_name)), *others])
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
-            hint=exception_hint(exercise, type_name),
+            hint=named.hint if named else exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
         )
@@ -112,22 +113,21 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
     )
 
 
-def evidence(failures: Sequence[Failure | None], shown: Failure) -> list[Evidence]:
-    """Up to EVIDENCE other failing cases with wrong values (not exceptions), for diagnose."""
-    return [(f.case, f.got) for f in failures
-            if f is not None and f is not shown and f.got is not None][:EVIDENCE]
+def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
+    """Whether the attempt is wrong, without looking for a hint (cheap, for scanning)."""
+    return attempt.error is not None or (
+        compare_outputs(exercise.outputs, attempt.value, expected) is not None)
 
 
-def with_evidence(exercise: Exercise, shown: Failure | None,
-                  failures: Sequence[Failure | None]) -> Failure | None:
-    """The shown failure, its hint chosen again now that other failing cases are known."""
-    if shown is None or shown.got is None or shown.expected is None:
-        return shown
-    others = evidence(failures, shown)
-    if not others:
-        return shown
-    attempt = Attempt(value=shown.got, printed=shown.printed)
-    return replace(shown, hint=judge(exercise, shown.case, attempt, shown.expected, others).hint)
+def result_of(attempt: Attempt) -> Any:
+    """What the learner's function gave, for recognising a mistake: its value, or the type of
+    the exception it raised."""
+    return Raised(error_type(attempt)) if attempt.error is not None else attempt.value
+
+
+def others_than(case: Case, evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Up to EVIDENCE failing cases other than `case`, for naming a mistake."""
+    return [(other, got) for other, got in evidence if other is not case][:EVIDENCE]
 
 
 def exception_hint(exercise: Exercise, type_name: str) -> str:
@@ -160,25 +160,26 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         )
         return replace(base, status=ERROR, note=note)
     cases, outputs, edge_count = _notebook_table(exercise, profile)
-    failures: list[Failure] = []
-    first_generated: Failure | None = None
+    failing: list[tuple[Case, Attempt, Outputs]] = []
+    generated: tuple[Case, Attempt, Outputs] | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
             return verdict(exercise, name, 0, None, unanswered=True)
-        failure = judge(exercise, case, attempt, expected)
-        if failure is None:
+        if not fails(exercise, attempt, expected):
             continue
-        failures.append(failure)
+        failing.append((case, attempt, expected))
         if index >= edge_count:
-            first_generated = first_generated or failure
-        if first_generated is not None and len(failures) > EVIDENCE:
+            generated = generated or failing[-1]
+        if generated is not None and len(failing) > EVIDENCE:
             break  # enough failing cases to shrink from and to recognise a mistake by
-    if first_generated is not None:
-        failure = shrink(exercise, fn, profile) or first_generated
-    else:
-        failure = failures[0] if failures else None
-    return verdict(exercise, name, len(cases), with_evidence(exercise, failure, failures))
+    if not failing:
+        return verdict(exercise, name, len(cases), None)
+    evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
+    shrunk = shrink(exercise, fn, profile, evidence) if generated is not None else None
+    case, attempt, expected = generated or failing[0]
+    failure = shrunk or judge(exercise, case, attempt, expected, others_than(case, evidence))
+    return verdict(exercise, name, len(cases), failure)
 
 
 def warm_up(profile: Profile = NOTEBOOK) -> int:
@@ -194,33 +195,36 @@ def warm_up(profile: Profile = NOTEBOOK) -> int:
 
 
 class _Failed(Exception):
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
+    def __init__(self, case: Case) -> None:
+        super().__init__("a failing case")
+        self.case = case
 
 
-def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Failure | None:
+def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile,
+           evidence: Sequence[Evidence] = ()) -> Failure | None:
     """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
 
     Candidates are judged against TensorFlow alone (fast, no compilation); the final case
-    is judged again once JAX agrees. Returns None if shrinking could not reproduce a failure
-    (a function that is not deterministic), so the caller keeps the failure it found.
+    is judged again once JAX agrees, its hint naming a mistake only if that mistake also
+    reproduces the `evidence` (other failing cases). Returns None if shrinking could not
+    reproduce a failure (a function that is not deterministic), so the caller keeps the
+    failure it found.
     """
 
     def body(case: Case) -> None:
         expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
-        failure = judge(exercise, case, call_learner(fn, case, exercise), expected)
-        if failure is not None:
-            raise _Failed(failure)
+        if fails(exercise, call_learner(fn, case, exercise), expected):
+            raise _Failed(case)
 
     try:
         run_property(
             exercise.strategy(profile), body, profile, phases=(Phase.generate, Phase.shrink)
         )
     except _Failed as found:
-        case = found.failure.case
+        case = found.case
         expected = reference_outputs(exercise, [case])[0]
-        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected)
+        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected,
+                          others_than(case, evidence))
         return replace(confirmed, shrunk=True) if confirmed else None
     except Exception:  # Hypothesis reports flakiness and similar as its own errors
         return None

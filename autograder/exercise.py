@@ -25,6 +25,14 @@ Evidence = tuple[Case, Any]  # a failing case and what the learner's function ga
 
 
 @dataclass(frozen=True)
+class Raised:
+    """What a function gave when it raised: the exception's type name (a mistake may be
+    recognised by raising the same exception on the same cases)."""
+
+    type_name: str
+
+
+@dataclass(frozen=True)
 class Mistake:
     """A wrong answer learners write, and the hint that names it.
 
@@ -71,30 +79,34 @@ class Exercise:
         return harness.invoker(self.invoke, self.frameworks)
 
     def run_mistake(self, mistake: Mistake, case: Case) -> Any:
-        """The mistake's outputs on this case, exactly as a learner's function would give them;
-        None when it cannot run on this case (then it is not the learner's mistake)."""
+        """The mistake's outputs on this case, exactly as a learner's function would give them
+        (or Raised, with the type of the exception it raised)."""
         try:
             return self.invoker()(mistake.answer, *case.fresh_values())
-        except Exception:
-            return None
+        except Exception as error:
+            return Raised(getattr(error, "type_name", type(error).__name__))
 
     def reproduces(self, mistake: Mistake, evidence: Sequence[Evidence]) -> bool:
         """Whether the mistake gives what the learner gave on every one of these cases."""
-        for case, got in evidence:
-            wrong = self.run_mistake(mistake, case)
-            if wrong is None or not outputs_match(got, _as_tuple(wrong, self.outputs),
-                                                  self.outputs):
-                return False
-        return True
+        return all(self._same(got, self.run_mistake(mistake, case)) for case, got in evidence)
+
+    def _same(self, got: Any, wrong: Any) -> bool:
+        if isinstance(got, Raised) or isinstance(wrong, Raised):
+            return got == wrong
+        return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
+
+    def name_mistake(self, evidence: Sequence[Evidence]) -> Mistake | None:
+        """The first known mistake that reproduces every one of these failing cases."""
+        return next((m for m in self.mistakes if self.reproduces(m, evidence)), None)
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
                  others: Sequence[Evidence] = ()) -> str:
         """The hint for this failure: a known mistake it reproduces, here and on the `others`
         (other failing cases: one case alone can make two mistakes look alike), else a hint
         for this kind on this output ("value:jvp_primal"), else one for its kind."""
-        for mistake in self.mistakes:
-            if self.reproduces(mistake, [(case, got), *others]):
-                return mistake.hint
+        named = self.name_mistake([(case, got), *others])
+        if named is not None:
+            return named.hint
         for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):
             if key in self.hints_by_kind:
                 return self.hints_by_kind[key]
