@@ -20,6 +20,7 @@ same invoke.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,6 @@ from hypothesis import strategies as st
 
 from ..cases import Case, Profile, dtypes, float_arrays
 from ..exercise import Exercise, Mistake
-from ..harness import invoker
 
 CHAPTER = "05"
 FRAMEWORKS = ("jax",)
@@ -45,9 +45,15 @@ EXCEPTION_HINT = (
 )
 
 
-def _via_invoke(exercise_invoke: str, learner_fn: Any, case: Case) -> tuple[np.ndarray, ...]:
-    """What a wrong learner function returns on this case (it runs in the trusted parent)."""
-    return invoker(exercise_invoke)(learner_fn, *case.fresh_values())
+def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    """A wrong learner function, built (with its custom rule) on its first call, since JAX is
+    imported only when a check runs; then called exactly as the learner's own."""
+    built = functools.cache(build)
+
+    def learner(*args: Any) -> Any:
+        return built()(*args)
+
+    return learner
 
 
 @functools.cache
@@ -156,12 +162,8 @@ def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> A
 
 
 def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    def answer(case: Case) -> tuple[np.ndarray, ...]:
-        primal = rule_primal() if rule_primal else None
-        learner = _custom_jvp_softplus(value(), tangent(), primal)
-        return _via_invoke(LOG1PEXP_INVOKE, learner, case)
-
-    return answer
+    return _built_on_call(lambda: _custom_jvp_softplus(
+        value(), tangent(), rule_primal() if rule_primal else None))
 
 
 def _naive_value() -> Any:
@@ -373,7 +375,7 @@ def _clip_learner(forward: Any, backward: Any) -> Any:
 
 
 def _clip_mistake(forward: Any, backward: Any) -> Any:
-    return lambda case: _via_invoke(CLIP_INVOKE, _clip_learner(forward(), backward()), case)
+    return _built_on_call(lambda: _clip_learner(forward(), backward()))
 
 
 def _identity() -> Any:
@@ -385,9 +387,8 @@ def _clipped_cotangent() -> Any:
     return lambda lo, hi, g: jnp.clip(g, lo, hi)
 
 
-def _clips_primal(case: Case) -> tuple[np.ndarray, ...]:
-    jnp = _jax().numpy
-    return _via_invoke(CLIP_INVOKE, lambda lo, hi, x: jnp.clip(x, lo, hi), case)
+def _clips_primal(lo: float, hi: float, x: Any) -> Any:
+    return _jax().numpy.clip(x, lo, hi)
 
 
 def _clip_ones() -> Any:
@@ -519,7 +520,7 @@ def _fixed_point_learner(backward: Any) -> Any:
 
 
 def _fixed_point_mistake(backward: Any) -> Any:
-    return lambda case: _via_invoke(FIXED_POINT_INVOKE, _fixed_point_learner(backward), case)
+    return _built_on_call(lambda: _fixed_point_learner(backward))
 
 
 FIXED_POINT = Exercise(
@@ -657,7 +658,7 @@ def _bessel_learner(tangent: Any) -> Any:
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    return lambda case: _via_invoke(BESSEL_INVOKE, _bessel_learner(tangent), case)
+    return _built_on_call(lambda: _bessel_learner(tangent))
 
 
 def _i1(x: Any) -> Any:
