@@ -364,46 +364,51 @@ def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
 # ---------------------------------------------------------------- known mistakes
 
 
-def _jacobian_of(case: Case) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
-    name, x = case.values()[:2]
-    jac = vector_jacobian(name, x)
-    return jac, jac.shape[: jac.ndim - x.ndim], x.shape
+@cache
+def _jax() -> Any:
+    from ..references import jax_module
+
+    return jax_module()
 
 
-def _axes_swapped(case: Case) -> np.ndarray:
+def _out_ndim(jacobian: Any, x: Any) -> int:
+    return jacobian.ndim - x.ndim
+
+
+def _axes_swapped(f: Any, x: Any) -> Any:
     """Input axes first, then output axes (each group in its own order)."""
-    jac, out_shape, in_shape = _jacobian_of(case)
-    m, n = int(np.prod(out_shape)), int(np.prod(in_shape))
-    return jac.reshape(m, n).T.reshape(in_shape + out_shape)
+    jacobian = _jax().jacrev(f)(x)
+    out = _out_ndim(jacobian, x)
+    return _jax().numpy.transpose(jacobian, (*range(out, jacobian.ndim), *range(out)))
 
 
-def _all_axes_reversed(case: Case) -> np.ndarray:
-    return np.transpose(_jacobian_of(case)[0])
+def _all_axes_reversed(f: Any, x: Any) -> Any:
+    return _jax().numpy.transpose(_jax().jacrev(f)(x))
 
 
-def _ones_cotangent(case: Case) -> np.ndarray:
+def _ones_cotangent(f: Any, x: Any) -> Any:
     """One VJP with a cotangent of ones: the gradient of sum(y), shape x.shape."""
-    jac, out_shape, _ = _jacobian_of(case)
-    return jac.sum(axis=tuple(range(len(out_shape))))
+    y, pullback = _jax().vjp(f, x)
+    return pullback(_jax().numpy.ones_like(y))[0]
 
 
-def _ones_rows(case: Case) -> np.ndarray:
+def _ones_rows(f: Any, x: Any) -> Any:
     """Every row the same: a ones cotangent used for each of the m rows."""
-    jac = _jacobian_of(case)[0]
-    return np.broadcast_to(_ones_cotangent(case), jac.shape).copy()
+    shape = _jax().eval_shape(f, x).shape + x.shape
+    return _jax().numpy.broadcast_to(_ones_cotangent(f, x), shape)
 
 
-def _ones_tangent(case: Case) -> np.ndarray:
+def _ones_tangent(f: Any, x: Any) -> Any:
     """One JVP with a tangent of ones: the row sums, shape y.shape."""
-    jac, out_shape, _ = _jacobian_of(case)
-    return jac.sum(axis=tuple(range(len(out_shape), jac.ndim)))
+    return _jax().jvp(f, (x,), (_jax().numpy.ones_like(x),))[1]
 
 
-def _columns_reshaped(case: Case) -> np.ndarray:
+def _columns_reshaped(f: Any, x: Any) -> Any:
     """Columns stacked as (n, *y.shape), then reshaped (not moved) to y.shape + x.shape."""
-    jac, out_shape, in_shape = _jacobian_of(case)
-    m, n = int(np.prod(out_shape)), int(np.prod(in_shape))
-    return jac.reshape(m, n).T.reshape(out_shape + in_shape)
+    jax = _jax()
+    eye = jax.numpy.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    columns = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(eye)
+    return columns.reshape(columns.shape[1:] + x.shape)
 
 
 AXES_SWAPPED_HINT = (
@@ -507,38 +512,40 @@ JACOBIAN_VIA_JVP = Exercise(
 )
 
 
-def _full_batch_jacobian(case: Case) -> np.ndarray:
-    name, x = case.values()
-    return _batch_forward_jacobian(name, x)
+def _truth(f: Any, x: Any) -> tuple[Any, Any]:
+    """The right (blocks, independent) from the full (B, m, B, n) Jacobian."""
+    return _per_example(_jax().jacrev(f)(x), _jax().numpy)
 
 
-def _truth(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    blocks, independent = _per_example(_full_batch_jacobian(case), np)
-    return blocks, np.asarray(independent)
-
-
-def _summed_over_batch(case: Case) -> tuple[np.ndarray, np.ndarray]:
+def _summed_over_batch(f: Any, x: Any) -> tuple[Any, Any]:
     """What tape.batch_jacobian computes: sum over b' of dy[b']/dx[b]."""
-    summed = np.swapaxes(_full_batch_jacobian(case).sum(axis=0), 0, 1)
-    return summed, _truth(case)[1]
+    summed = _jax().numpy.swapaxes(_jax().jacrev(f)(x).sum(axis=0), 0, 1)
+    return summed, _truth(f, x)[1]
 
 
-def _always_independent(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    return _truth(case)[0], np.asarray(True)
+def _batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
+    """Each example differentiated alone, as a batch of one: f(x[b:b+1])."""
+    jax = _jax()
+    blocks = jax.vmap(lambda row: jax.jacrev(lambda r: f(r[None])[0])(row))(x)
+    return blocks, _truth(f, x)[1]
 
 
-def _flag_inverted(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    blocks, independent = _truth(case)
-    return blocks, np.asarray(not independent)
+def _always_independent(f: Any, x: Any) -> tuple[Any, Any]:
+    return _truth(f, x)[0], _jax().numpy.asarray(True)
 
 
-def _blocks_swapped(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    blocks, independent = _truth(case)
-    return np.swapaxes(blocks, 1, 2), independent
+def _flag_inverted(f: Any, x: Any) -> tuple[Any, Any]:
+    blocks, independent = _truth(f, x)
+    return blocks, _jax().numpy.logical_not(independent)
 
 
-def _full_returned(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    return _full_batch_jacobian(case), _truth(case)[1]
+def _blocks_swapped(f: Any, x: Any) -> tuple[Any, Any]:
+    blocks, independent = _truth(f, x)
+    return _jax().numpy.swapaxes(blocks, 1, 2), independent
+
+
+def _full_returned(f: Any, x: Any) -> tuple[Any, Any]:
+    return _jax().jacrev(f)(x), _truth(f, x)[1]
 
 
 BATCH_JACOBIAN = Exercise(
@@ -561,6 +568,14 @@ BATCH_JACOBIAN = Exercise(
             "dy[b]/dx[b] only when rows are independent; here they are not. Take the diagonal "
             "blocks J[b, :, b, :] of the full Jacobian instead.",
             _summed_over_batch,
+        ),
+        Mistake(
+            "batches_of_one",
+            "You differentiated each example on its own, as a batch of one (f(x[b:b+1])). "
+            "This function mixes the batch (a batch statistic such as a mean), so f on one "
+            "example is a different function: differentiate f on the whole batch and keep the "
+            "diagonal blocks J[b, :, b, :] of its (B, m, B, n) Jacobian.",
+            _batches_of_one,
         ),
         Mistake(
             "always_independent",
@@ -612,31 +627,20 @@ BATCH_JACOBIAN = Exercise(
 )
 
 
-def _hessian_of(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    name, x, v = case.values()
-    g, h = _scalar_gradient_and_hessian(name, x)
-    return g, h, x, v
+def _hvp_returns_gradient(f: Any, x: Any, v: Any) -> Any:
+    return _jax().grad(f)(x)
 
 
-def _hvp_returns_gradient(case: Case) -> np.ndarray:
-    g, _, x, _ = _hessian_of(case)
-    return g.reshape(x.shape)
+def _hvp_ignores_v(f: Any, x: Any, v: Any) -> Any:
+    return _jax().jvp(_jax().grad(f), (x,), (_jax().numpy.ones_like(x),))[1]
 
 
-def _hvp_ignores_v(case: Case) -> np.ndarray:
-    _, h, x, _ = _hessian_of(case)
-    return (h @ np.ones(x.size, x.dtype)).reshape(x.shape)
+def _hvp_directional(f: Any, x: Any, v: Any) -> Any:
+    return _jax().jvp(f, (x,), (v,))[1]
 
 
-def _hvp_directional(case: Case) -> np.ndarray:
-    g, _, _, v = _hessian_of(case)
-    return np.asarray(g @ v.ravel(), dtype=v.dtype)
-
-
-def _hvp_swapped(case: Case) -> np.ndarray:
-    name, x, v = case.values()
-    _, h_at_v = _scalar_gradient_and_hessian(name, v)
-    return (h_at_v @ x.ravel()).reshape(x.shape)
+def _hvp_swapped(f: Any, x: Any, v: Any) -> Any:
+    return _jax().jvp(_jax().grad(f), (v,), (x,))[1]
 
 
 HVP = Exercise(
