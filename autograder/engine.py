@@ -91,11 +91,11 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
     known mistake only if it also reproduces the `others` (other failing cases)."""
     if attempt.error is not None:
         type_name = error_type(attempt)
-        named = exercise.name_mistake([(case, Raised(type_name)), *others])
+        named = exercise.mistake_hint([(case, Raised(type_name)), *others])
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
-            hint=named.hint if named else exception_hint(exercise, type_name),
+            hint=named or exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
         )

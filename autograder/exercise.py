@@ -95,24 +95,32 @@ class Exercise:
             return got == wrong
         return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
 
-    def name_mistake(self, evidence: Sequence[Evidence]) -> Mistake | None:
-        """The first known mistake that reproduces every one of these failing cases."""
-        return next((m for m in self.mistakes if self.reproduces(m, evidence)), None)
+    def mistake_hint(self, evidence: Sequence[Evidence]) -> str:
+        """The hint of the known mistake that reproduces every one of these failing cases;
+        when several do (the cases cannot tell them apart), all their hints; else ""."""
+        hints = list(dict.fromkeys(m.hint for m in self.mistakes if self.reproduces(m, evidence)))
+        if len(hints) <= 1:
+            return "".join(hints)
+        return SEVERAL_MISTAKES + "\n".join(f"- {hint}" for hint in hints)
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
                  others: Sequence[Evidence] = ()) -> str:
         """The hint for this failure: a known mistake it reproduces, here and on the `others`
         (other failing cases: one case alone can make two mistakes look alike), else a hint
         for this kind on this output ("value:jvp_primal"), else one for its kind."""
-        named = self.name_mistake([(case, got), *others])
-        if named is not None:
-            return named.hint
+        named = self.mistake_hint([(case, got), *others])
+        if named:
+            return named
         for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):
             if key in self.hints_by_kind:
                 return self.hints_by_kind[key]
         return GENERIC_HINTS.get(mismatch.kind, "")
 
 
+SEVERAL_MISTAKES = (
+    "Your output is exactly what each of these known mistakes gives on every failing case "
+    "seen, so it is one of them:\n"
+)
 GENERIC_HINTS = {
     "type": "Return numpy arrays (np.ndarray), not lists, Python numbers, or framework tensors.",
     "dtype": (

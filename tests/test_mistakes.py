@@ -8,17 +8,20 @@ every chapter: a new mistake is tested the moment it is declared.
 from __future__ import annotations
 
 import ast
+import functools
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import nbformat
+import numpy as np
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder.engine import check_function
 from autograder.exercise import Exercise, Mistake
 from autograder.exercises import EXERCISES
+from autograder.references import jax_module, tensorflow
 from autograder.report import FAILED, PASSED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,3 +75,98 @@ def test_the_solution_passes(exercise: Exercise) -> None:
     solution = solution_namespace(exercise.chapter)[exercise.name]
     report = check_function(exercise, solution)
     assert report.status == PASSED, str(report)
+
+
+# ---------------------------------------------------------------- hints that named the wrong
+# mistake (issue 17): on the shrunk case alone, each of these wrong answers gave the output of
+# another declared mistake. Each is written here as a learner would write it.
+
+
+def toposort_pre_order(root: Any) -> list:
+    """Depth-first, but a node is listed BEFORE its parents are visited; then reversed."""
+    order: list = []
+    seen: set[int] = set()
+
+    def visit(node: Any) -> None:
+        if id(node) not in seen:
+            seen.add(id(node))
+            order.append(node)
+            for parent in node.parents:
+                visit(parent)
+
+    visit(root)
+    return order[::-1]
+
+
+def predict_first_axis_only(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    return jacobian.sum(axis=0)
+
+
+def qa_batch_mean(x: np.ndarray, W: np.ndarray, b: np.ndarray,
+                  y0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The loss divided by the batch size only, not by every entry of y."""
+    y = np.tanh(x @ W + b)
+    g1 = 2 * (y - y0) / x.shape[0] * (1 - y**2)
+    return x.T @ g1, g1.sum(axis=0)
+
+
+def clip_cotangent_hard_coded(x: Any, limit: float) -> Any:
+    tf = tensorflow()
+
+    @tf.custom_gradient
+    def identity(x: Any) -> Any:
+        return tf.identity(x), lambda upstream: tf.clip_by_value(upstream, -1.0, 1.0)
+
+    return identity(x)
+
+
+@cache
+def clip_gradient_symmetric() -> Any:
+    """A custom_vjp clip_gradient whose bwd clips g to [-hi, hi] instead of [lo, hi]."""
+    jax = jax_module()
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
+        return x
+
+    clip_gradient.defvjp(lambda lo, hi, x: (x, None),
+                         lambda lo, hi, residuals, g: (jax.numpy.clip(g, -hi, hi),))
+    return clip_gradient
+
+
+def clip_gradient_symmetric_answer(lo: float, hi: float, x: Any) -> Any:
+    return clip_gradient_symmetric()(lo, hi, x)
+
+
+def batch_jacobian_batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
+    """Each example's Jacobian from f on that example alone (a batch of one)."""
+    jax = jax_module()
+    blocks = jax.numpy.stack([jax.jacrev(lambda row: f(row[None])[0])(x[i])
+                              for i in range(len(x))])
+    full = jax.jacrev(f)(x)
+    off_diagonal = full * (1 - jax.numpy.eye(len(x), dtype=x.dtype)[:, None, :, None])
+    return blocks, jax.numpy.all(off_diagonal == 0)
+
+
+def _hint(exercise: str, mistake: str) -> str:
+    return next(m.hint for m in EXERCISES[exercise].mistakes if m.name == mistake)
+
+
+MISNAMED = [  # exercise, the learner's wrong answer, the hint it got, the hint it should get
+    ("toposort", toposort_pre_order, "bfs_order", "dfs_pre_order"),
+    ("batch_jacobian", batch_jacobian_batches_of_one, "summed_over_batch", "batches_of_one"),
+    ("clip_gradient", clip_gradient_symmetric_answer, "clip_by_norm", "symmetric_clip"),
+    ("predict_tape_gradient", predict_first_axis_only, "sums_x_axes", "first_axis_only"),
+    ("clip_cotangent", clip_cotangent_hard_coded, "not_clipped", "fixed_limit"),
+    ("qa_gradients", qa_batch_mean, "sum_not_mean_0_0", "batch_mean_0_0"),
+]
+
+
+@pytest.mark.parametrize(("name", "answer", "wrong", "right"), MISNAMED,
+                         ids=[row[0] for row in MISNAMED])
+def test_a_hint_names_the_mistake_made_not_a_look_alike(name: str, answer: Any, wrong: str,
+                                                        right: str) -> None:
+    report = check_function(EXERCISES[name], answer)
+    assert report.status == FAILED and report.failure is not None
+    assert report.failure.hint != _hint(name, wrong)
+    assert _hint(name, right) in report.failure.hint

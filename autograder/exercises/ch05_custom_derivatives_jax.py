@@ -396,6 +396,11 @@ def _clip_ones() -> Any:
     return lambda lo, hi, g: jnp.clip(jnp.ones_like(g), lo, hi)
 
 
+def _clip_symmetric() -> Any:
+    jnp = _jax().numpy
+    return lambda lo, hi, g: jnp.clip(g, -hi, hi)
+
+
 def _clip_by_norm() -> Any:
     jnp = _jax().numpy
     return lambda lo, hi, g: g * jnp.minimum(1.0, hi / jnp.maximum(jnp.linalg.norm(g), 1e-12))
@@ -433,6 +438,12 @@ CLIP_GRADIENT = Exercise(
             "This exercise clips each element of the cotangent to [lo, hi] (jnp.clip), "
             "not its norm.",
             _clip_mistake(_identity, _clip_by_norm),
+        ),
+        Mistake(
+            "symmetric_clip",
+            "Your cotangent is clipped to a symmetric range [-hi, hi]. The bounds are lo and "
+            "hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
+            _clip_mistake(_identity, _clip_symmetric),
         ),
     ),
     hints_by_kind={
