@@ -311,23 +311,6 @@ def _exercise_cases(exercise):
     return exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)[:12]
 
 
-def test_numpy_jacobians_behind_the_mistakes_are_right():
-    cases = _exercise_cases(ch.JACOBIAN_VIA_VJP)
-    for case in cases:
-        (reference,) = ch.JACOBIAN_VIA_VJP.tf_reference(tf, case)
-        np.testing.assert_allclose(ch.vector_jacobian(*case.values()), reference, atol=1e-4)
-    for case in _exercise_cases(ch.BATCH_JACOBIAN):
-        for ours, reference in zip(ch._truth(case), ch.BATCH_JACOBIAN.tf_reference(tf, case),
-                                   strict=True):
-            np.testing.assert_allclose(ours, reference, atol=1e-4)
-    for case in _exercise_cases(ch.HVP):
-        name, x, v = case.values()
-        _, hessian = ch._scalar_gradient_and_hessian(name, x)
-        (reference,) = ch.HVP.tf_reference(tf, case)
-        np.testing.assert_allclose((hessian @ v.ravel()).reshape(x.shape), reference,
-                                   rtol=1e-4, atol=1e-3)
-
-
 def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
     case = ch.HVP.edge_cases()[0]
     name, x, v = case.values()
@@ -339,22 +322,6 @@ def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
         grad = tape.gradient(y, xt)
     np.testing.assert_allclose(acc.jvp(grad).numpy(), ch.HVP.tf_reference(tf, case)[0],
                                rtol=1e-5)
-
-
-def test_each_mistake_differs_from_the_truth_on_some_edge_case():
-    for exercise in ch.EXERCISES:
-        edges = exercise.edge_cases()
-        truths = [exercise.tf_reference(tf, case) for case in edges]
-        for mistake in exercise.mistakes:
-            differs = False
-            for case, truth in zip(edges, truths, strict=True):
-                wrong = mistake.answer(case)
-                wrong = wrong if isinstance(wrong, tuple) else (wrong,)
-                differs |= any(
-                    np.shape(w) != t.shape or not np.allclose(w, t, atol=1e-3)
-                    for w, t in zip(wrong, truth, strict=True)
-                )
-            assert differs, f"{exercise.name}: {mistake.name} equals the right answer"
 
 
 def test_cases_are_float32_with_multi_axis_inputs_and_outputs():

@@ -4,8 +4,8 @@ Each exercise takes a function, and a case cannot carry one (cases are data ship
 sandbox). So a case names one of a few fixed test functions ("tanh_mix", "outer", ...): the
 exercise's invoke (autograder/harness/ch06.py) builds that function with jax.numpy and hands
 it to the learner's code, and the references build the same function by name, once with
-TensorFlow and once with jax.numpy (the harness's own). The numpy Jacobians and Hessians at
-the bottom only build the known wrong answers; verdicts always come from TensorFlow and JAX.
+TensorFlow and once with jax.numpy (the harness's own). The known wrong answers are learner
+functions of (f, x) written with JAX; verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
@@ -98,111 +98,6 @@ def _tf_jacobian(tf: Any, fn: Any, x: np.ndarray) -> np.ndarray:
     one_hots = tf.reshape(tf.eye(size, dtype=y.dtype), [size, *y.shape])
     rows = [tape.gradient(y, x, output_gradients=one_hots[i]) for i in range(size)]
     return tf.reshape(tf.stack(rows), [*y.shape, *x.shape]).numpy()
-
-
-# ---------------------------------------------------------------- numpy Jacobians (mistakes only)
-
-
-def _mix_matrix(rows: int, cols: int, dtype: Any) -> np.ndarray:
-    i = np.arange(rows, dtype=dtype)[:, None]
-    j = np.arange(cols, dtype=dtype)[None, :]
-    return np.cos(1.3 * i - 0.7 * j + 0.5).astype(dtype)
-
-
-def _rowwise(x: np.ndarray, row_jacobian: Any) -> np.ndarray:
-    """Jacobian of a function applied to each last-axis row of x: block diagonal."""
-    lead = x.shape[:-1]
-    blocks = {index: row_jacobian(x[index]) for index in np.ndindex(*lead)}
-    out_row = next(iter(blocks.values())).shape[:-1]
-    jac = np.zeros(lead + out_row + x.shape, dtype=x.dtype)
-    for index, block in blocks.items():
-        jac[index + (slice(None),) * len(out_row) + index] = block
-    return jac
-
-
-def _outer_row(r: np.ndarray) -> np.ndarray:
-    k = r.size
-    eye = np.eye(k, dtype=r.dtype)
-    # d(r_i sin r_j)/d r_l = [i == l] sin r_j + r_i cos r_j [j == l]
-    return eye[:, None, :] * np.sin(r)[None, :, None] + (r[:, None] * np.cos(r)[None, :])[
-        :, :, None
-    ] * eye[None, :, :]
-
-
-def _softmax(v: np.ndarray, axis: int = -1) -> np.ndarray:
-    e = np.exp(v - v.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def vector_jacobian(name: str, x: np.ndarray) -> np.ndarray:
-    """The Jacobian of a vector test function, output axes first (numpy, by hand)."""
-    v = x.ravel()
-    n = v.size
-    if name == "tanh_mix":
-        m = _mix_matrix(n + 1, n, x.dtype)
-        y = np.tanh(m @ v)
-        return ((1 - y**2)[:, None] * m).reshape((n + 1, *x.shape))
-    if name == "cumsum_sin":
-        slope = np.sin(v) + v * np.cos(v)
-        return (np.tril(np.ones((n, n), x.dtype)) * slope[None, :]).reshape((n, *x.shape))
-    if name == "outer":
-        return _rowwise(x, _outer_row)
-    return _rowwise(x, _softmax)
-
-
-def _batch_forward_jacobian(name: str, x: np.ndarray) -> np.ndarray:
-    """Full Jacobian (B, m, B, n) of a batch test function (numpy, by hand)."""
-    b, n = x.shape
-    m = _mix_matrix(n, n + 1, x.dtype)
-    h = x @ m
-    eye_b = np.eye(b, dtype=x.dtype)
-    if name in ("dense_tanh", "batch_centred"):
-        dh = 1 - np.tanh(h) ** 2  # (B, m)
-        jac = np.einsum("bi,bc,ji->bicj", dh, eye_b, m)
-        if name == "batch_centred":
-            jac = jac - jac.mean(axis=0, keepdims=True)
-        return jac
-    if name == "softmax_rows":
-        s = _softmax(h)
-        ds = s[:, :, None] * (np.eye(n + 1, dtype=x.dtype)[None] - s[:, None, :])  # (B, m, m)
-        return np.einsum("bik,bc,jk->bicj", ds, eye_b, m)
-    # batchnorm: y = c / sqrt(mean(c^2) + eps), c = h - mean(h), columns independent
-    c = h - h.mean(axis=0)
-    s2 = (c**2).mean(axis=0) + _jnp_functions().BATCH_NORM_EPS
-    center = eye_b - 1.0 / b  # dc[b, i] / dh[c, i]
-    dy_dh = center[:, None, :] / np.sqrt(s2)[None, :, None] - np.einsum(
-        "bi,ci->bic", c, c
-    ) / (b * s2[None, :, None] ** 1.5)  # (B, m, B): dy[b, i] / dh[c, i]
-    return np.einsum("bic,ji->bicj", dy_dh, m)
-
-
-def _scalar_gradient_and_hessian(name: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient (n,) and Hessian (n, n) of a scalar test function on ravel(x) (numpy)."""
-    v = x.ravel()
-    n = v.size
-    g = np.zeros(n, x.dtype)
-    h = np.zeros((n, n), x.dtype)
-    if name == "rosenbrock":
-        a, b = v[:-1], v[1:]
-        i = np.arange(n - 1)
-        np.add.at(g, i, -400 * a * (b - a**2) - 2 * (1 - a))
-        np.add.at(g, i + 1, 200 * (b - a**2))
-        np.add.at(h, (i, i), 1200 * a**2 - 400 * b + 2)
-        np.add.at(h, (i + 1, i + 1), 200)
-        np.add.at(h, (i, i + 1), -400 * a)
-        np.add.at(h, (i + 1, i), -400 * a)
-    elif name == "logsumexp":
-        p = _softmax(v)
-        g, h = p, np.diag(p) - np.outer(p, p)
-    else:  # sin_chain: sum_i sin(v_i) v_{i-1}
-        i = np.arange(n)
-        prev = (i - 1) % n
-        np.add.at(g, i, np.cos(v) * v[prev])
-        np.add.at(g, prev, np.sin(v))
-        np.add.at(h, (i, i), -np.sin(v) * v[prev])
-        np.add.at(h, (i, prev), np.cos(v))
-        np.add.at(h, (prev, i), np.cos(v))
-    return g, h
 
 
 # ---------------------------------------------------------------- cases
