@@ -91,7 +91,9 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
     known mistake only if it also reproduces the `others` (other failing cases)."""
     if attempt.error is not None:
         type_name = error_type(attempt)
-        named = exercise.mistake_hint([(case, Raised(type_name)), *others])
+        # Many mistakes raise the same shape error: only one alone is named; else the
+        # exercise's hint for this exception, written for it.
+        named = exercise.mistake_hint([(case, Raised(type_name)), *others], several=False)
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),

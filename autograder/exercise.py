@@ -95,13 +95,14 @@ class Exercise:
             return got == wrong
         return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
 
-    def mistake_hint(self, evidence: Sequence[Evidence]) -> str:
+    def mistake_hint(self, evidence: Sequence[Evidence], several: bool = True) -> str:
         """The hint of the known mistake that reproduces every one of these failing cases;
-        when several do (the cases cannot tell them apart), all their hints; else ""."""
+        when several do (the cases cannot tell them apart), all their hints, or "" if not
+        `several`; "" when none does."""
         hints = list(dict.fromkeys(m.hint for m in self.mistakes if self.reproduces(m, evidence)))
         if len(hints) <= 1:
             return "".join(hints)
-        return SEVERAL_MISTAKES + "\n".join(f"- {hint}" for hint in hints)
+        return SEVERAL_MISTAKES + "\n".join(f"- {hint}" for hint in hints) if several else ""
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
                  others: Sequence[Evidence] = ()) -> str:
