@@ -9,6 +9,7 @@ equals that wrong answer on every failing case seen, and each can be tested on i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,13 +52,15 @@ class Exercise:
 
     name: str
     signature: str
-    chapter: str
     outputs: tuple[str, ...]
     strategy: Callable[[Profile], st.SearchStrategy[Case]]
     edge_cases: Callable[[], list[Case]]
     tf_reference: Callable[[Any, Case], Outputs]
     jax_reference: Callable[[Any, dict[str, Any], dict[str, Any]], Outputs]
     references_text: str
+    # "03": by default that of the module declaring the exercise (where its references are),
+    # ch03_unbroadcasting.py, so a chapter's number is written once, in its file name.
+    chapter: str = ""
     mistakes: tuple[Mistake, ...] = ()
     hints_by_kind: dict[str, str] = field(default_factory=dict)
     # How to call the learner's function on a case and turn its result into numpy arrays
@@ -72,6 +75,8 @@ class Exercise:
     def __post_init__(self) -> None:
         if self.invoke:  # a misspelt name fails when the exercise is declared
             harness.split_name(self.invoke)
+        if not self.chapter:
+            object.__setattr__(self, "chapter", chapter_of(self.tf_reference.__module__))
 
     def invoker(self) -> Callable[..., Any]:
         """The `invoke` function, at full precision when a framework is allowed: the grader's
@@ -116,6 +121,15 @@ class Exercise:
             if key in self.hints_by_kind:
                 return self.hints_by_kind[key]
         return GENERIC_HINTS.get(mismatch.kind, "")
+
+
+def chapter_of(module: str) -> str:
+    """The chapter number in a module's name: "autograder.exercises.ch03_unbroadcasting"
+    gives "03"."""
+    found = re.fullmatch(r"ch(\d\d)_\w+", module.rsplit(".", 1)[-1])
+    if found is None:
+        raise ValueError(f"{module} is not named ch<NN>_<topic>: declare the exercise's chapter")
+    return found.group(1)
 
 
 SEVERAL_MISTAKES = (

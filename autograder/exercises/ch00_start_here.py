@@ -16,8 +16,6 @@ from hypothesis.extra import numpy as hnp
 from ..cases import Case, Profile, dtypes, float_arrays
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "00"
-
 
 @st.composite
 def _square_case(draw: st.DrawFn, profile: Profile) -> Case:
@@ -70,7 +68,6 @@ def _forgot_two(g: np.ndarray, x: np.ndarray) -> np.ndarray:
 WARMUP_SQUARE_VJP = Exercise(
     name="warmup_square_vjp",
     signature="warmup_square_vjp(g, x) -> ndarray",
-    chapter=CHAPTER,
     outputs=("grad_x",),
     strategy=_square_case,
     edge_cases=_square_edges,

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from ..cases import Case, Profile, dtypes
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "01"
 F32 = np.dtype(np.float32)
 
 TO_NUMPY_INVOKE = "ch01:invoke_to_numpy"  # tensors become arrays, shape errors ValueError
@@ -129,7 +128,6 @@ def _sums_everything(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarr
 PREDICT_TAPE_GRADIENT = Exercise(
     name="predict_tape_gradient",
     signature="predict_tape_gradient(jacobian, x_shape) -> ndarray",
-    chapter=CHAPTER,
     outputs=("gradient",),
     strategy=_tape_case,
     edge_cases=_tape_edges,
@@ -357,7 +355,6 @@ SUMMED_HINT = (
 QA_GRADIENTS = Exercise(
     name="qa_gradients",
     signature="qa_gradients(x, W, b, y0) -> (grad_W, grad_b)",
-    chapter=CHAPTER,
     outputs=("grad_W", "grad_b"),
     strategy=_qa_case,
     edge_cases=_qa_edges,
@@ -524,7 +521,6 @@ def _without_b(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 JACOBIAN_BY_ROWS = Exercise(
     name="jacobian_by_rows",
     signature="jacobian_by_rows(x, W, b) -> ndarray",
-    chapter=CHAPTER,
     outputs=("jacobian",),
     strategy=_rows_case,
     edge_cases=_rows_edges,

@@ -42,7 +42,6 @@ from .tape_answers import (
     toposort_pre_order,
 )
 
-CHAPTER = "02"
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
 INPUTS = ("x0", "x1", "x2")
@@ -169,7 +168,6 @@ def _ignores_upstream(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
 VJP_RULE = Exercise(
     name="vjp_rule",
     signature="vjp_rule(op, g, *primals, **params) -> tuple of cotangents",
-    chapter=CHAPTER,
     outputs=("cotangent_x", "cotangent_y"),
     strategy=_rule_strategy,
     edge_cases=_rule_edges,
@@ -564,7 +562,6 @@ PROGRAM_REFERENCES = (
 TOPOSORT = TapeExercise(
     name="toposort",
     signature="toposort(root) -> list of nodes, each after all of its parents",
-    chapter=CHAPTER,
     outputs=TAPE_OUTPUTS,
     strategy=_program_strategy,
     edge_cases=_program_edges,
@@ -605,8 +602,7 @@ def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mista
     return TapeExercise(
         name=name,
         signature=signature,
-        chapter=CHAPTER,
-        outputs=TAPE_OUTPUTS,
+            outputs=TAPE_OUTPUTS,
         strategy=_program_strategy,
         edge_cases=_program_edges,
         tf_reference=_program_tf,

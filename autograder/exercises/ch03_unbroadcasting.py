@@ -16,7 +16,6 @@ from hypothesis.extra import numpy as hnp
 from ..cases import Case, Profile, dtypes, float_arrays
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "03"
 Pair = tuple[np.ndarray, np.ndarray]
 
 
@@ -110,7 +109,6 @@ def _ignores_cotangent(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 UNBROADCAST = Exercise(
     name="unbroadcast",
     signature="unbroadcast(grad, shape) -> ndarray",
-    chapter=CHAPTER,
     outputs=("result",),
     strategy=_unbroadcast_case,
     edge_cases=_unbroadcast_edges,
@@ -251,7 +249,6 @@ def _swapped_outputs(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
 MATMUL_VJP = Exercise(
     name="matmul_vjp",
     signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
-    chapter=CHAPTER,
     outputs=("grad_a", "grad_b"),
     strategy=_matmul_case,
     edge_cases=_matmul_edges,

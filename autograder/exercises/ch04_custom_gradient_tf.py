@@ -22,7 +22,6 @@ from hypothesis.extra import numpy as hnp
 from ..cases import Case, Profile, dtypes
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "04"
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
 
@@ -145,7 +144,6 @@ _logaddexp_ignores_cotangent = _custom(_stable, lambda tf, g, a, b: (tf.sigmoid(
 LOGADDEXP = Exercise(
     name="logaddexp",
     signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
-    chapter=CHAPTER,
     outputs=("y", "grad_a", "grad_b"),
     strategy=_logaddexp_case,
     edge_cases=_logaddexp_edges,
@@ -268,7 +266,6 @@ _log_or_zero_ignores_cotangent = _custom(
 LOG_OR_ZERO = Exercise(
     name="log_or_zero",
     signature="log_or_zero(x) -> tensor: log(x) where x > 0, else 0",
-    chapter=CHAPTER,
     outputs=("y", "grad_x"),
     strategy=_log_or_zero_case,
     edge_cases=_log_or_zero_edges,
@@ -412,7 +409,6 @@ _CLIP_FORWARD_HINT = (
 CLIP_COTANGENT = Exercise(
     name="clip_cotangent",
     signature="clip_cotangent(x, limit) -> tensor x, its cotangent clipped to [-limit, limit]",
-    chapter=CHAPTER,
     outputs=("y", "grad_x"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -515,7 +511,6 @@ _sign_ignores_cotangent = _custom(_sign, lambda tf, g, x: _window(tf, x, lambda 
 SIGN_STE = Exercise(
     name="sign_ste",
     signature="sign_ste(x) -> tensor: tf.sign(x) with the straight-through gradient",
-    chapter=CHAPTER,
     outputs=("y", "grad_x"),
     strategy=_sign_case,
     edge_cases=_sign_edges,
@@ -631,7 +626,6 @@ _linear_swapped = _linear_learner(lambda tf, g, x, w: (tf.transpose(x) @ g, g @ 
 LINEAR_LAYER = Exercise(
     name="linear_layer",
     signature="linear_layer(x, w) -> tensor x @ w, w a tf.Variable read inside a custom gradient",
-    chapter=CHAPTER,
     outputs=("y", "grad_x", "grad_w"),
     strategy=_linear_case,
     edge_cases=_linear_edges,

@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from ..cases import Case, Profile, dtypes, float_arrays
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "05"
 FRAMEWORKS = ("jax",)
 
 # Each exercise's invoke, in autograder/harness/ch05.py (the learner's kernel and the
@@ -236,7 +235,6 @@ NAN_AT_EDGES_HINT = (
 LOG1PEXP = Exercise(
     name="log1pexp",
     signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
-    chapter=CHAPTER,
     outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
     strategy=_log1pexp_case,
     edge_cases=_log1pexp_edges,
@@ -409,7 +407,6 @@ def _clip_by_norm() -> Any:
 CLIP_GRADIENT = Exercise(
     name="clip_gradient",
     signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
-    chapter=CHAPTER,
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -537,7 +534,6 @@ def _fixed_point_mistake(backward: Any) -> Any:
 FIXED_POINT = Exercise(
     name="fixed_point",
     signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
-    chapter=CHAPTER,
     outputs=("value", "vjp_primal", "vjp", "grad"),
     strategy=_fixed_point_case,
     edge_cases=_fixed_point_edges,
@@ -679,7 +675,6 @@ def _i1(x: Any) -> Any:
 BESSEL_I0 = Exercise(
     name="bessel_i0",
     signature="bessel_i0(x) -> np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
-    chapter=CHAPTER,
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     strategy=_bessel_case,
     edge_cases=_bessel_edges,

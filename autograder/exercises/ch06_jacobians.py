@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from ..cases import Case, Profile, float_arrays
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "06"
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
 
@@ -341,7 +340,6 @@ JACOBIAN_HINTS = {
 JACOBIAN_VIA_VJP = Exercise(
     name="jacobian_via_vjp",
     signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
-    chapter=CHAPTER,
     outputs=("jacobian",),
     strategy=_vector_case,
     edge_cases=_vector_edges,
@@ -375,7 +373,6 @@ JACOBIAN_VIA_VJP = Exercise(
 JACOBIAN_VIA_JVP = Exercise(
     name="jacobian_via_jvp",
     signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
-    chapter=CHAPTER,
     outputs=("jacobian",),
     strategy=_vector_case,
     edge_cases=_vector_edges,
@@ -446,7 +443,6 @@ def _full_returned(f: Any, x: Any) -> tuple[Any, Any]:
 BATCH_JACOBIAN = Exercise(
     name="batch_jacobian",
     signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
-    chapter=CHAPTER,
     outputs=("jacobian", "independent"),
     strategy=_batch_case,
     edge_cases=_batch_edges,
@@ -541,7 +537,6 @@ def _hvp_swapped(f: Any, x: Any, v: Any) -> Any:
 HVP = Exercise(
     name="hvp",
     signature="hvp(f, x, v) -> ndarray of x's shape",
-    chapter=CHAPTER,
     outputs=("hvp",),
     strategy=_hvp_case,
     edge_cases=_hvp_edges,

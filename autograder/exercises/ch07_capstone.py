@@ -15,8 +15,6 @@ from hypothesis import strategies as st
 from ..cases import Case, Profile, dtypes, float_arrays
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "07"
-
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
     shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
@@ -98,7 +96,6 @@ def _softmax_over_batch(logits: np.ndarray, labels: np.ndarray, g: np.ndarray) -
 CAPSTONE_XENT_VJP = Exercise(
     name="capstone_xent_vjp",
     signature="capstone_xent_vjp(logits, labels, g) -> ndarray",
-    chapter=CHAPTER,
     outputs=("grad_logits",),
     strategy=_xent_case,
     edge_cases=_xent_edges,
