@@ -265,12 +265,12 @@ def judge_outputs(
                for case, attempt, expected in zip(cases, attempts, refs, strict=True)
                if fails(exercise, attempt, expected)]
     unanswered = bool(failing) and all(not_answered(attempt) for _, attempt, _ in failing)
-    smallest = _smallest_failure(exercise, failing)
+    smallest = smallest_failure(exercise, failing)
     feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered)
     return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failing)))
 
 
-def _smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
+def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
                       ) -> Failure | None:
     """The failure on the smallest failing case, whose hint names a mistake only if that
     mistake reproduces the other failing cases too."""

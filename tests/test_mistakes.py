@@ -18,9 +18,11 @@ import numpy as np
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from autograder.engine import check_function
+from autograder.cases import NOTEBOOK
+from autograder.engine import _notebook_table, call_learner, check_function, fails
 from autograder.exercise import SEVERAL_MISTAKES, Exercise, Mistake
 from autograder.exercises import EXERCISES
+from autograder.grading import smallest_failure
 from autograder.references import jax_module, tensorflow
 from autograder.report import FAILED, PASSED
 
@@ -190,3 +192,18 @@ def test_mistakes_no_failing_case_tells_apart_are_named_together(
     assert report.failure.hint.startswith(SEVERAL_MISTAKES)
     assert _hint(name, right) in report.failure.hint
     assert _hint(name, look_alike) in report.failure.hint
+
+
+def test_the_grader_names_a_mistake_by_all_its_failing_cases() -> None:
+    """The grader shows its smallest failing case; the hint must hold on the others too.
+    On its smallest failing case alone, clipping to [-hi, hi] looks like clipping the norm."""
+    exercise = EXERCISES["clip_gradient"]
+    cases, outputs, _ = _notebook_table(exercise, NOTEBOOK)
+    attempts = [call_learner(clip_gradient_symmetric_answer, case, exercise) for case in cases]
+    failing = [(case, attempt, expected)
+               for case, attempt, expected in zip(cases, attempts, outputs, strict=True)
+               if fails(exercise, attempt, expected)]
+    failure = smallest_failure(exercise, failing)
+    assert failure is not None
+    assert _hint("clip_gradient", "symmetric_clip") in failure.hint
+    assert _hint("clip_gradient", "clip_by_norm") not in failure.hint
