@@ -96,8 +96,8 @@ class Exercise:
         return all(self._same(got, self.run_mistake(mistake, case)) for case, got in evidence)
 
     def _same(self, got: Any, wrong: Any) -> bool:
-        if isinstance(got, Raised) or isinstance(wrong, Raised):
-            return got == wrong
+        if isinstance(got, Raised) or isinstance(wrong, Raised):  # never == with an array
+            return isinstance(got, Raised) and isinstance(wrong, Raised) and got == wrong
         return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
 
     def mistake_hint(self, evidence: Sequence[Evidence], several: bool = True) -> str:
