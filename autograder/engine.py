@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -19,12 +19,15 @@ from hypothesis import Phase
 from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
-from .exercise import Exercise, Outputs
+from .exercise import Evidence, Exercise, Outputs, Raised
 from .harness import learner_traceback, plain_call
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
+# Other failing cases a known mistake must also reproduce before its hint is shown: on one
+# (shrunk) case two different mistakes often give the same output.
+EVIDENCE = 4
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
 
 
@@ -82,14 +85,19 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
     return replace(report, status=FAILED, failure=failure)
 
 
-def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:
-    """None when the attempt matches the reference; otherwise a Failure with a hint."""
+def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
+          others: Sequence[Evidence] = ()) -> Failure | None:
+    """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
+    known mistake only if it also reproduces the `others` (other failing cases)."""
     if attempt.error is not None:
         type_name = error_type(attempt)
+        # Many mistakes raise the same shape error: only one alone is named; else the
+        # exercise's hint for this exception, written for it.
+        named = exercise.mistake_hint([(case, Raised(type_name)), *others], several=False)
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
-            hint=exception_hint(exercise, type_name),
+            hint=named or exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
         )
@@ -99,12 +107,29 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
     return Failure(
         case=case,
         message=mismatch.message,
-        hint=exercise.diagnose(case, attempt.value, mismatch),
+        hint=exercise.diagnose(case, attempt.value, mismatch, others),
         expected=expected,
         got=attempt.value,
         output_names=exercise.outputs,
         printed=attempt.printed,
     )
+
+
+def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
+    """Whether the attempt is wrong, without looking for a hint (cheap, for scanning)."""
+    return attempt.error is not None or (
+        compare_outputs(exercise.outputs, attempt.value, expected) is not None)
+
+
+def result_of(attempt: Attempt) -> Any:
+    """What the learner's function gave, for recognising a mistake: its value, or the type of
+    the exception it raised."""
+    return Raised(error_type(attempt)) if attempt.error is not None else attempt.value
+
+
+def others_than(case: Case, evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Up to EVIDENCE failing cases other than `case`, for naming a mistake."""
+    return [(other, got) for other, got in evidence if other is not case][:EVIDENCE]
 
 
 def exception_hint(exercise: Exercise, type_name: str) -> str:
@@ -137,24 +162,25 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         )
         return replace(base, status=ERROR, note=note)
     cases, outputs, edge_count = _notebook_table(exercise, profile)
-    first_generated: Failure | None = None
-    first_edge: Failure | None = None
+    failing: list[tuple[Case, Attempt, Outputs]] = []
+    generated: tuple[Case, Attempt, Outputs] | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
             return verdict(exercise, name, 0, None, unanswered=True)
-        failure = judge(exercise, case, attempt, expected)
-        if failure is None:
+        if not fails(exercise, attempt, expected):
             continue
-        if index < edge_count:
-            first_edge = first_edge or failure
-        else:
-            first_generated = failure
-            break
-    if first_generated is not None:
-        failure = shrink(exercise, fn, profile) or first_generated
-    else:
-        failure = first_edge
+        failing.append((case, attempt, expected))
+        if index >= edge_count:
+            generated = generated or failing[-1]
+        if generated is not None and len(failing) > EVIDENCE:
+            break  # enough failing cases to shrink from and to recognise a mistake by
+    if not failing:
+        return verdict(exercise, name, len(cases), None)
+    evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
+    shrunk = shrink(exercise, fn, profile, evidence) if generated is not None else None
+    case, attempt, expected = generated or failing[0]
+    failure = shrunk or judge(exercise, case, attempt, expected, others_than(case, evidence))
     return verdict(exercise, name, len(cases), failure)
 
 
@@ -171,33 +197,36 @@ def warm_up(profile: Profile = NOTEBOOK) -> int:
 
 
 class _Failed(Exception):
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
+    def __init__(self, case: Case) -> None:
+        super().__init__("a failing case")
+        self.case = case
 
 
-def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Failure | None:
+def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile,
+           evidence: Sequence[Evidence] = ()) -> Failure | None:
     """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
 
     Candidates are judged against TensorFlow alone (fast, no compilation); the final case
-    is judged again once JAX agrees. Returns None if shrinking could not reproduce a failure
-    (a function that is not deterministic), so the caller keeps the failure it found.
+    is judged again once JAX agrees, its hint naming a mistake only if that mistake also
+    reproduces the `evidence` (other failing cases). Returns None if shrinking could not
+    reproduce a failure (a function that is not deterministic), so the caller keeps the
+    failure it found.
     """
 
     def body(case: Case) -> None:
         expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
-        failure = judge(exercise, case, call_learner(fn, case, exercise), expected)
-        if failure is not None:
-            raise _Failed(failure)
+        if fails(exercise, call_learner(fn, case, exercise), expected):
+            raise _Failed(case)
 
     try:
         run_property(
             exercise.strategy(profile), body, profile, phases=(Phase.generate, Phase.shrink)
         )
     except _Failed as found:
-        case = found.failure.case
+        case = found.case
         expected = reference_outputs(exercise, [case])[0]
-        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected)
+        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected,
+                          others_than(case, evidence))
         return replace(confirmed, shrunk=True) if confirmed else None
     except Exception:  # Hypothesis reports flakiness and similar as its own errors
         return None

@@ -1,14 +1,16 @@
 """What an exercise is, as data: its cases, its two references, and the mistakes it knows.
 
 One `Exercise` serves both the in-notebook check and the classroom grader. Known mistakes
-are kept as data too: each is a small wrong implementation with the hint that names it, so
-feedback can say "this is what you did" when a learner's output equals that wrong answer,
-and each can be tested on its own.
+are kept as data too: each is a wrong learner function, with the learner's own signature,
+and the hint that names it. It runs exactly as a learner's function does (through the
+exercise's invoker), so feedback can say "this is what you did" when a learner's output
+equals that wrong answer on every failing case seen, and each can be tested on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,15 +22,28 @@ from .cases import Case, Profile
 from .compare import Mismatch, outputs_match
 
 Outputs = tuple[np.ndarray, ...]
+Evidence = tuple[Case, Any]  # a failing case and what the learner's function gave on it
+
+
+@dataclass(frozen=True)
+class Raised:
+    """What a function gave when it raised: the exception's type name (a mistake may be
+    recognised by raising the same exception on the same cases)."""
+
+    type_name: str
 
 
 @dataclass(frozen=True)
 class Mistake:
-    """A wrong answer learners write, and the hint that names it."""
+    """A wrong answer learners write, and the hint that names it.
+
+    `answer` is a learner's function with the exercise's signature, run through the
+    exercise's invoker like the learner's own: a mistake is written the way learners write it.
+    """
 
     name: str
     hint: str
-    answer: Callable[[Case], Any]
+    answer: Callable[..., Any]
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,13 +52,15 @@ class Exercise:
 
     name: str
     signature: str
-    chapter: str
     outputs: tuple[str, ...]
     strategy: Callable[[Profile], st.SearchStrategy[Case]]
     edge_cases: Callable[[], list[Case]]
     tf_reference: Callable[[Any, Case], Outputs]
     jax_reference: Callable[[Any, dict[str, Any], dict[str, Any]], Outputs]
     references_text: str
+    # "03": by default that of the module declaring the exercise (where its references are),
+    # ch03_unbroadcasting.py, so a chapter's number is written once, in its file name.
+    chapter: str = ""
     mistakes: tuple[Mistake, ...] = ()
     hints_by_kind: dict[str, str] = field(default_factory=dict)
     # How to call the learner's function on a case and turn its result into numpy arrays
@@ -58,28 +75,67 @@ class Exercise:
     def __post_init__(self) -> None:
         if self.invoke:  # a misspelt name fails when the exercise is declared
             harness.split_name(self.invoke)
+        if not self.chapter:
+            object.__setattr__(self, "chapter", chapter_of(self.tf_reference.__module__))
 
     def invoker(self) -> Callable[..., Any]:
         """The `invoke` function, at full precision when a framework is allowed: the grader's
         child resolves it by the same name, with the same frameworks."""
         return harness.invoker(self.invoke, self.frameworks)
 
-    def diagnose(self, case: Case, got: Any, mismatch: Mismatch) -> str:
-        """The hint for this failure: a known mistake it reproduces, else one for this kind on
-        this output ("value:jvp_primal"), else one for its kind."""
-        for mistake in self.mistakes:
-            try:
-                wrong = mistake.answer(case)
-            except Exception:  # a mistake that cannot even run on this case is not the one
-                continue
-            if outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs):
-                return mistake.hint
+    def run_mistake(self, mistake: Mistake, case: Case) -> Any:
+        """The mistake's outputs on this case, exactly as a learner's function would give them
+        (or Raised, with the type of the exception it raised)."""
+        try:
+            return self.invoker()(mistake.answer, *case.fresh_values())
+        except Exception as error:
+            return Raised(getattr(error, "type_name", type(error).__name__))
+
+    def reproduces(self, mistake: Mistake, evidence: Sequence[Evidence]) -> bool:
+        """Whether the mistake gives what the learner gave on every one of these cases."""
+        return all(self._same(got, self.run_mistake(mistake, case)) for case, got in evidence)
+
+    def _same(self, got: Any, wrong: Any) -> bool:
+        if isinstance(got, Raised) or isinstance(wrong, Raised):  # never == with an array
+            return isinstance(got, Raised) and isinstance(wrong, Raised) and got == wrong
+        return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
+
+    def mistake_hint(self, evidence: Sequence[Evidence], several: bool = True) -> str:
+        """The hint of the known mistake that reproduces every one of these failing cases;
+        when several do (the cases cannot tell them apart), all their hints, or "" if not
+        `several`; "" when none does."""
+        hints = list(dict.fromkeys(m.hint for m in self.mistakes if self.reproduces(m, evidence)))
+        if len(hints) <= 1:
+            return "".join(hints)
+        return SEVERAL_MISTAKES + "\n".join(f"- {hint}" for hint in hints) if several else ""
+
+    def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
+                 others: Sequence[Evidence] = ()) -> str:
+        """The hint for this failure: a known mistake it reproduces, here and on the `others`
+        (other failing cases: one case alone can make two mistakes look alike), else a hint
+        for this kind on this output ("value:jvp_primal"), else one for its kind."""
+        named = self.mistake_hint([(case, got), *others])
+        if named:
+            return named
         for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):
             if key in self.hints_by_kind:
                 return self.hints_by_kind[key]
         return GENERIC_HINTS.get(mismatch.kind, "")
 
 
+def chapter_of(module: str) -> str:
+    """The chapter number in a module's name: "autograder.exercises.ch03_unbroadcasting"
+    gives "03"."""
+    found = re.fullmatch(r"ch(\d\d)_\w+", module.rsplit(".", 1)[-1])
+    if found is None:
+        raise ValueError(f"{module} is not named ch<NN>_<topic>: declare the exercise's chapter")
+    return found.group(1)
+
+
+SEVERAL_MISTAKES = (
+    "Your output is exactly what each of these known mistakes gives on every failing case "
+    "seen, so it is one of them:\n"
+)
 GENERIC_HINTS = {
     "type": "Return numpy arrays (np.ndarray), not lists, Python numbers, or framework tensors.",
     "dtype": (

@@ -22,11 +22,20 @@ import numpy as np
 
 from . import sandbox, untrusted
 from .cases import Case, draw_cases, grading_profile
-from .engine import Attempt, error_type, judge, not_answered, verdict
+from .engine import (
+    Attempt,
+    error_type,
+    fails,
+    judge,
+    not_answered,
+    others_than,
+    result_of,
+    verdict,
+)
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
 from .references import reference_outputs
-from .report import NOT_ANSWERED, Report
+from .report import NOT_ANSWERED, Failure, Report
 
 CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
 HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
@@ -252,13 +261,24 @@ def judge_outputs(
             f"`{exercise.name}` did not finish its {checked} cases within the time limit "
             f"(finished {len(records)}). Look for an endless loop."
         ))
-    judged = [(attempt, judge(exercise, case, attempt, expected))
-              for case, attempt, expected in zip(cases, attempts, refs, strict=True)]
-    failures = [(attempt, failure) for attempt, failure in judged if failure is not None]
-    unanswered = bool(failures) and all(not_answered(attempt) for attempt, _ in failures)
-    smallest = min((f for _, f in failures), key=lambda f: f.case.size(), default=None)
+    failing = [(case, attempt, expected)
+               for case, attempt, expected in zip(cases, attempts, refs, strict=True)
+               if fails(exercise, attempt, expected)]
+    unanswered = bool(failing) and all(not_answered(attempt) for _, attempt, _ in failing)
+    smallest = smallest_failure(exercise, failing)
     feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered)
-    return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failures)))
+    return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failing)))
+
+
+def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
+                      ) -> Failure | None:
+    """The failure on the smallest failing case, whose hint names a mistake only if that
+    mistake reproduces the other failing cases too."""
+    if not failing:
+        return None
+    case, attempt, expected = min(failing, key=lambda failed: failed[0].size())
+    evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
+    return judge(exercise, case, attempt, expected, others_than(case, evidence))
 
 
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:

@@ -7,9 +7,13 @@ cells), so the fixtures follow the course as it changes. `write_all(folder)` wri
 from __future__ import annotations
 
 import copy
+import inspect
 from pathlib import Path
 
 import nbformat
+
+from autograder.exercise import Exercise
+from autograder.exercises.ch03_unbroadcasting import UNBROADCAST
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER_COPY = ROOT / "course" / "03_unbroadcasting.ipynb"
@@ -34,6 +38,13 @@ def matmul_vjp(g, a, b):
 '''
 
 
+def declared_mistake(exercise: Exercise, name: str) -> str:
+    """A mistake the exercise declares, as the source of the learner's cell: the wrong
+    answers the grader is tested with are the ones its hints are written for."""
+    answer = next(m.answer for m in exercise.mistakes if m.name == name)
+    return inspect.getsource(answer).replace(f"def {answer.__name__}(", f"def {exercise.name}(", 1)
+
+
 def bad_unbroadcast(body: str) -> str:
     return f"def unbroadcast(grad, shape):\n{body}\n"
 
@@ -41,10 +52,7 @@ def bad_unbroadcast(body: str) -> str:
 # name -> (unbroadcast cell, matmul cell, extra cells put before the exercises, expected scores)
 VARIANTS: dict[str, tuple[str, str, list[str], tuple[float, float]]] = {
     "good": (GOOD_UNBROADCAST, GOOD_MATMUL, [], (1, 1)),
-    "forgets_keepdims": (bad_unbroadcast(
-        "    lead = grad.ndim - len(shape)\n"
-        "    ones = tuple(lead + i for i, n in enumerate(shape) if n == 1)\n"
-        "    return grad.sum(axis=tuple(range(lead)) + ones)"), GOOD_MATMUL, [], (0, 1)),
+    "forgets_keepdims": (declared_mistake(UNBROADCAST, "no_keepdims"), GOOD_MATMUL, [], (0, 1)),
     "infinite_loop": (bad_unbroadcast("    while True:\n        pass"), GOOD_MATMUL, [], (0, 1)),
     "exit_at_import": (GOOD_UNBROADCAST, GOOD_MATMUL, ["import sys\nsys.exit(1)"], (1, 1)),
     "os_exit_in_function": (bad_unbroadcast("    import os\n    os._exit(3)"), GOOD_MATMUL, [],

@@ -62,9 +62,6 @@ def test_right_log1pexp_passes(fn):
     assert report.cases_checked >= 20
 
 
-naive = _log1pexp(
-    lambda x: jnp.log(1 + jnp.exp(x)), lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t
-)
 # Stable going forward, and both branches of the derivative look stable, but jnp.where
 # differentiates both branches: the unused one is inf / inf = NaN in the second derivative.
 where_trap = _log1pexp(
@@ -79,9 +76,6 @@ def stable(x):
 
 tangent_squared = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * t * t)
 tangent_sine = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * jnp.sin(t))
-tangent_plus_one = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * t + 1)
-tangent_ignored = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x))
-sigmoid_of_minus_x = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(-x) * t)
 
 
 @jax.custom_jvp
@@ -105,15 +99,13 @@ def upcasts(x):
     return jnp.logaddexp(x, np.zeros(x.shape))
 
 
+# The declared mistakes (naive forms, a tangent ignored or plus one, sigmoid(-x), clipping
+# the value or ones) are run by tests/test_mistakes.py; these are other wrong answers.
 LOG1PEXP_BUGS = [
-    (naive, "NaN or Inf at the edges"),
     (where_trap, "NaN or Inf at the edges"),
     (no_custom_rule, "NaN or Inf at the edges"),
     (tangent_squared, "not linear in the tangent"),
     (tangent_sine, "not linear in the tangent"),
-    (tangent_plus_one, "not linear in the tangent"),
-    (tangent_ignored, "TIMES the input tangent"),
-    (sigmoid_of_minus_x, "not sigmoid(-x)"),
     (upcasts, "Keep x's dtype"),
     (unstable_rule_primal, "The primal output of your JVP rule"),
 ]
@@ -179,10 +171,6 @@ def test_right_clip_gradient_passes(fn):
     assert report.passed, str(report)
 
 
-def clips_primal(lo, hi, x):
-    return jnp.clip(x, lo, hi)
-
-
 def _clip_with_bwd(bwd):
     @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
     def clip_gradient(lo, hi, x):
@@ -194,7 +182,6 @@ def _clip_with_bwd(bwd):
 
 bare_array = _clip_with_bwd(lambda lo, hi, r, g: jnp.clip(g, lo, hi))
 cotangents_for_bounds = _clip_with_bwd(lambda lo, hi, r, g: (0.0, 0.0, jnp.clip(g, lo, hi)))
-clips_ones = _clip_with_bwd(lambda lo, hi, r, g: (jnp.clip(jnp.ones_like(g), lo, hi),))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
@@ -207,10 +194,8 @@ fwd_clips_primal.defvjp(lambda lo, hi, x: (jnp.clip(x, lo, hi), None),
                         lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
 
 CLIP_BUGS = [
-    (clips_primal, "clipped the VALUE x"),
     (bare_array, "bwd returned the wrong structure"),
     (cotangents_for_bounds, "bwd returned the wrong structure"),
-    (clips_ones, "does not depend on g"),
     (fwd_clips_primal, "The primal output of fwd"),
 ]
 
@@ -294,16 +279,12 @@ def while_loop_unrolled(a):
 FIXED_POINT_BUGS = [
     (_fixed_point(_fwd_stashing, _bwd_stashed), "residuals close over tracers"),
     (_fixed_point(_fwd, lambda r, g: _bwd_formula(r, g)[0]), "bwd returned the wrong structure"),
-    (_fixed_point(_fwd, lambda r, g: (g / (1 + r[1]),)), "divides by (1 - df/dx)"),
-    (
-        _fixed_point(_fwd, lambda r, g: (g / (1 + r[1]) / (1 - r[0] / (1 + r[1]) ** 2),)),
-        "Check the sign of df/dx",
-    ),
     (while_loop_unrolled, "cannot differentiate through lax.while_loop"),
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), FIXED_POINT_BUGS, ids=[str(i) for i in range(5)])
+@pytest.mark.parametrize(("fn", "hint"), FIXED_POINT_BUGS,
+                         ids=[str(i) for i in range(len(FIXED_POINT_BUGS))])
 def test_wrong_fixed_point_fails_with_its_hint(fn, hint):
     report = check.fixed_point(fn)
     assert not report.passed
@@ -362,12 +343,11 @@ BESSEL_BUGS = [
     (_bessel(callback_derivative), "write the rule itself in jax.numpy"),
     (plain_callback, "Give the function a jax.custom_jvp rule"),
     (_bessel(lambda x, t: jax.scipy.special.i1(x) * t, vmap_method=None), "needs a vmap_method"),
-    (_bessel(lambda x, t: jax.scipy.special.i1(x)), "TIMES the input tangent"),
-    (_bessel(lambda x, t: jax.scipy.special.i1(jnp.abs(x)) * t), "I1 is odd"),
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), BESSEL_BUGS, ids=[str(i) for i in range(5)])
+@pytest.mark.parametrize(("fn", "hint"), BESSEL_BUGS,
+                         ids=[str(i) for i in range(len(BESSEL_BUGS))])
 def test_wrong_bessel_i0_fails_with_its_hint(fn, hint):
     report = check.bessel_i0(fn)
     assert not report.passed

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from ..cases import Case, Profile, Shape, dtypes, shape_menu
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "01"
 F32 = np.dtype(np.float32)
 
 TO_NUMPY_INVOKE = "ch01:invoke_to_numpy"  # tensors become arrays, shape errors ValueError
@@ -77,11 +76,6 @@ def _tape_edges() -> list[Case]:
     ]
 
 
-def _y_axes(case: Case) -> tuple[int, ...]:
-    jacobian, x_shape = case.values()
-    return tuple(range(jacobian.ndim - len(x_shape)))
-
-
 def _flat_sizes(jacobian_shape: Any, x_shape: tuple[int, ...]) -> tuple[tuple[int, ...], int, int]:
     """y's shape, and the Jacobian's shape as a matrix (entries of y, entries of x)."""
     y_shape = tuple(jacobian_shape[: len(jacobian_shape) - len(x_shape)])
@@ -111,48 +105,33 @@ def _tape_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     return pullback(jnp.ones_like(y))
 
 
-def _needs_vector_x(case: Case) -> None:
-    """For a scalar x, summing over x's axes and returning J are one answer: _y_shaped."""
-    if not case.arg("x_shape"):
-        raise ValueError("x is a scalar: see _y_shaped")
-
-
-def _sums_x_axes(case: Case) -> np.ndarray:
-    _needs_vector_x(case)
-    jacobian, x_shape = case.values()
+def _sums_x_axes(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
     return jacobian.sum(axis=tuple(range(jacobian.ndim - len(x_shape), jacobian.ndim)))
 
 
-def _whole_jacobian(case: Case) -> np.ndarray:
-    _needs_vector_x(case)
-    return case.arg("jacobian")
+def _whole_jacobian(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    return jacobian
 
 
-def _y_shaped(case: Case) -> np.ndarray:
-    if case.arg("x_shape"):
-        raise ValueError("only for a scalar x")
-    return case.arg("jacobian")
+def _first_axis_only(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    return jacobian.sum(axis=0)
 
 
-def _first_output(case: Case) -> np.ndarray:
-    jacobian, x_shape = case.values()
+def _first_output(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
     return jacobian.reshape((-1, *x_shape))[0]
 
 
-def _averages(case: Case) -> np.ndarray:
-    return case.arg("jacobian").mean(axis=_y_axes(case)).astype(case.arg("jacobian").dtype)
+def _averages(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    return jacobian.mean(axis=tuple(range(jacobian.ndim - len(x_shape)))).astype(jacobian.dtype)
 
 
-def _sums_everything(case: Case) -> np.ndarray:
-    if not _y_axes(case):
-        raise ValueError("y is a scalar: summing everything is _sums_x_axes")
-    return np.asarray(case.arg("jacobian").sum())
+def _sums_everything(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    return np.asarray(jacobian.sum())
 
 
 PREDICT_TAPE_GRADIENT = Exercise(
     name="predict_tape_gradient",
     signature="predict_tape_gradient(jacobian, x_shape) -> ndarray",
-    chapter=CHAPTER,
     outputs=("gradient",),
     strategy=_tape_case,
     edge_cases=_tape_edges,
@@ -173,16 +152,17 @@ PREDICT_TAPE_GRADIENT = Exercise(
         ),
         Mistake(
             "whole_jacobian",
-            "You returned the Jacobian itself. tape.gradient never returns a Jacobian: it "
-            "returns one array shaped like x, the gradient of reduce_sum(y).",
+            "You returned the Jacobian itself (for a scalar x it has y's shape). "
+            "tape.gradient never returns a Jacobian, nor anything shaped like y: it returns "
+            "one array shaped like x, the gradient of reduce_sum(y), the sum of the Jacobian "
+            "over y's axes.",
             _whole_jacobian,
         ),
         Mistake(
-            "y_shaped",
-            "Your result has y's shape (x is a scalar here, so the Jacobian itself has y's "
-            "shape). tape.gradient never returns a Jacobian, nor anything shaped like y: it "
-            "returns one array shaped like x, the sum of the Jacobian over y's axes.",
-            _y_shaped,
+            "first_axis_only",
+            "You summed over the first axis only. y may have several axes: sum over ALL of "
+            "them, the leading jacobian.ndim - len(x_shape) axes of the Jacobian.",
+            _first_axis_only,
         ),
         Mistake(
             "first_output",
@@ -225,9 +205,9 @@ PREDICT_TAPE_GRADIENT = Exercise(
 # ---------------------------------------------------------------- the Q&A network
 
 
-def _qa_forward(case: Case) -> tuple[np.ndarray, ...]:
-    """h, y and the cotangents g1 = dloss/dh and dloss/dy, in float64 then cast back."""
-    x, w, b, y0 = (v.astype(np.float64) for v in case.values())
+def _qa_forward(*qa: np.ndarray) -> tuple[np.ndarray, ...]:
+    """h, y and the cotangents g1 = dloss/dh and dloss/dy of qa = (x, W, b, y0), in float64."""
+    x, w, b, y0 = (v.astype(np.float64) for v in qa)
     h = x @ w + b
     y = np.tanh(h)
     dloss_dy = 2 * (y - y0) / y.size
@@ -283,39 +263,39 @@ def _qa_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     return jax.grad(loss, argnums=(0, 1))(arrays["W"], arrays["b"])
 
 
-def _qa_right(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    x, _, _, _ = case.values()
-    g1 = _qa_forward(case)[2]
-    return x.T @ g1, g1.sum(axis=0)
+def _qa_right(*qa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    g1 = _g1(*qa)
+    return qa[0].T @ g1, g1.sum(axis=0)
 
 
-def _summed_w(case: Case) -> np.ndarray:
+def _summed_w(*qa: np.ndarray) -> np.ndarray:
     """tape.gradient(h, W) without a cotangent: every row j holds sum over the batch of x[:, j]."""
-    x, w, _, _ = case.values()
+    x, w, _, _ = qa
     return np.broadcast_to(x.astype(np.float64).sum(axis=0)[:, None], w.shape)
 
 
-def _summed_b(case: Case) -> np.ndarray:
+def _summed_b(*qa: np.ndarray) -> np.ndarray:
     """tape.gradient(h, b) without a cotangent: the batch size, in every entry."""
-    x, _, b, _ = case.values()
+    x, _, b, _ = qa
     return np.full(b.shape, float(x.shape[0]))
 
 
-Part = Callable[[Case], np.ndarray] | None  # one wrong gradient; None: the right one
+Part = Callable[..., np.ndarray] | None  # one wrong gradient of (x, W, b, y0); None: the right one
 
 
 def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part]) -> tuple:
     """One Mistake per combination of a grad_W and a grad_b of the same family of mistakes
     (None standing for the right gradient), all but the combination that is right."""
 
-    def combination(w_part: Part, b_part: Part) -> Callable[[Case], tuple]:
-        def answer(case: Case) -> tuple[np.ndarray, np.ndarray]:
-            right_w, right_b = _qa_right(case)
-            grad_w = right_w if w_part is None else w_part(case)
-            grad_b = right_b if b_part is None else b_part(case)
+    def combination(w_part: Part, b_part: Part) -> Callable[..., tuple]:
+        def qa_gradients(x: np.ndarray, W: np.ndarray, b: np.ndarray,
+                         y0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            right_w, right_b = _qa_right(x, W, b, y0)
+            grad_w = right_w if w_part is None else w_part(x, W, b, y0)
+            grad_b = right_b if b_part is None else b_part(x, W, b, y0)
             return grad_w.astype(F32), grad_b.astype(F32)
 
-        return answer
+        return qa_gradients
 
     return tuple(
         Mistake(f"{name}_{i}_{j}", hint, combination(w_part, b_part))
@@ -325,46 +305,53 @@ def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part])
     )
 
 
-def _g1(case: Case) -> np.ndarray:
-    return _qa_forward(case)[2]
+def _g1(*qa: np.ndarray) -> np.ndarray:
+    return _qa_forward(*qa)[2]
 
 
-def _product_of_sums_w(case: Case) -> np.ndarray:
-    return _g1(case).sum(axis=0)[None, :] * _summed_w(case)
+def _product_of_sums_w(*qa: np.ndarray) -> np.ndarray:
+    return _g1(*qa).sum(axis=0)[None, :] * _summed_w(*qa)
 
 
-def _product_of_sums_b(case: Case) -> np.ndarray:
-    return _g1(case).sum(axis=0) * _summed_b(case)
+def _product_of_sums_b(*qa: np.ndarray) -> np.ndarray:
+    return _g1(*qa).sum(axis=0) * _summed_b(*qa)
 
 
-def _elementwise_w(case: Case) -> np.ndarray:
-    return _g1(case) * _summed_w(case)  # broadcasts, or raises, as the learner's product does
+def _elementwise_w(*qa: np.ndarray) -> np.ndarray:
+    return _g1(*qa) * _summed_w(*qa)  # broadcasts, or raises, as the learner's product does
 
 
-def _elementwise_b(case: Case) -> np.ndarray:
-    if case.arg("x").shape[0] == 1:
-        raise ValueError("with a batch of one this is g1 itself: see _g1")
-    return _g1(case) * _summed_b(case)
+def _elementwise_b(*qa: np.ndarray) -> np.ndarray:
+    return _g1(*qa) * _summed_b(*qa)
 
 
-def _cotangent_at_y_w(case: Case) -> np.ndarray:
-    return case.arg("x").T @ _qa_forward(case)[3]
+def _cotangent_at_y_w(*qa: np.ndarray) -> np.ndarray:
+    return qa[0].T @ _qa_forward(*qa)[3]
 
 
-def _cotangent_at_y_b(case: Case) -> np.ndarray:
-    return _qa_forward(case)[3].sum(axis=0)
+def _cotangent_at_y_b(*qa: np.ndarray) -> np.ndarray:
+    return _qa_forward(*qa)[3].sum(axis=0)
 
 
-def _sum_not_mean_w(case: Case) -> np.ndarray:
-    return _qa_right(case)[0] * case.arg("y0").size
+def _sum_not_mean_w(*qa: np.ndarray) -> np.ndarray:
+    return _qa_right(*qa)[0] * qa[3].size
 
 
-def _sum_not_mean_b(case: Case) -> np.ndarray:
-    return _qa_right(case)[1] * case.arg("y0").size
+def _sum_not_mean_b(*qa: np.ndarray) -> np.ndarray:
+    return _qa_right(*qa)[1] * qa[3].size
 
 
-def _transposed_w(case: Case) -> np.ndarray:
-    return _g1(case).T @ case.arg("x")
+def _batch_mean_w(*qa: np.ndarray) -> np.ndarray:
+    """The mean over the batch only: the loss divided by B, not by B * m."""
+    return _qa_right(*qa)[0] * qa[3].shape[1]
+
+
+def _batch_mean_b(*qa: np.ndarray) -> np.ndarray:
+    return _qa_right(*qa)[1] * qa[3].shape[1]
+
+
+def _transposed_w(*qa: np.ndarray) -> np.ndarray:
+    return _g1(*qa).T @ qa[0]
 
 
 SUMMED_HINT = (
@@ -378,7 +365,6 @@ SUMMED_HINT = (
 QA_GRADIENTS = Exercise(
     name="qa_gradients",
     signature="qa_gradients(x, W, b, y0) -> (grad_W, grad_b)",
-    chapter=CHAPTER,
     outputs=("grad_W", "grad_b"),
     strategy=_qa_case,
     edge_cases=_qa_edges,
@@ -420,6 +406,13 @@ QA_GRADIENTS = Exercise(
             "Your gradients are too large by the number of entries of y: the loss is the MEAN "
             "of the squared errors over all of them (tf.reduce_mean / jnp.mean), not their sum.",
             [_sum_not_mean_w, None], [_sum_not_mean_b, None],
+        ),
+        *_qa_mistakes(
+            "batch_mean",
+            "Your gradients are too large by the number of outputs m: you divided by the batch "
+            "size only. The loss is the MEAN over all B * m entries of y (tf.reduce_mean / "
+            "jnp.mean over every axis), not a sum over the outputs averaged over the batch.",
+            [_batch_mean_w, None], [_batch_mean_b, None],
         ),
         *_qa_mistakes(
             "transposed",
@@ -504,45 +497,45 @@ def _rows_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     return (jax.jacrev(lambda x: jnp.tanh(x @ w + b))(arrays["x"]),)
 
 
-def _rows_right(case: Case) -> np.ndarray:
-    x, w, b = (v.astype(np.float64) for v in case.values())
+def _rows_right(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x, w, b = (v.astype(np.float64) for v in (x, w, b))
     return (1 - np.tanh(x @ w + b) ** 2)[:, None] * w.T
 
 
-def _as_f32(fn: Callable[[Case], np.ndarray]) -> Callable[[Case], np.ndarray]:
-    def answer(case: Case) -> np.ndarray:
-        return np.asarray(fn(case)).astype(F32)
+def _as_f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """The learner's jacobian_by_rows(x, W, b) giving fn's float64 Jacobian, in float32."""
 
-    return answer
+    def jacobian_by_rows(x: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.asarray(fn(x, W, b)).astype(F32)
+
+    return jacobian_by_rows
 
 
-def _ones_cotangent_rows(case: Case) -> np.ndarray:
-    jac = _rows_right(case)
+def _ones_cotangent_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    jac = _rows_right(x, w, b)
     return np.broadcast_to(jac.sum(axis=0), jac.shape)
 
 
-def _transposed_jacobian(case: Case) -> np.ndarray:
-    return _rows_right(case).T
+def _transposed_jacobian(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _rows_right(x, w, b).T
 
 
-def _without_tanh(case: Case) -> np.ndarray:
-    return case.arg("W").T
+def _without_tanh(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return w.T
 
 
-def _columns_scaled(case: Case) -> np.ndarray:
-    x, w, b = (v.astype(np.float64) for v in case.values())
+def _columns_scaled(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x, w, b = (v.astype(np.float64) for v in (x, w, b))
     return w.T * (1 - np.tanh(x @ w + b) ** 2)  # broadcasts, or raises, as the learner's does
 
 
-def _without_b(case: Case) -> np.ndarray:
-    x, w, _ = (v.astype(np.float64) for v in case.values())
-    return (1 - np.tanh(x @ w) ** 2)[:, None] * w.T
+def _without_b(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _rows_right(x, w, np.zeros_like(b))
 
 
 JACOBIAN_BY_ROWS = Exercise(
     name="jacobian_by_rows",
     signature="jacobian_by_rows(x, W, b) -> ndarray",
-    chapter=CHAPTER,
     outputs=("jacobian",),
     strategy=_rows_case,
     edge_cases=_rows_edges,

@@ -14,7 +14,7 @@ answers (and, for `toposort`, runs a backward pass in the learner's order).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..cases import Case, Profile, dtypes
-from ..exercise import Exercise, Mistake
+from ..exercise import Evidence, Exercise, Mistake
 from ..harness.ch02 import (
     FORWARD,
     RULES,
@@ -32,8 +32,16 @@ from ..harness.ch02 import (
     forward,
     parse_program,
 )
+from .tape_answers import (
+    breadth_first,
+    make_backward,
+    make_grad,
+    requeue,
+    reverse_topological_other_way,
+    toposort_breadth_first,
+    toposort_pre_order,
+)
 
-CHAPTER = "02"
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
 INPUTS = ("x0", "x1", "x2")
@@ -143,18 +151,14 @@ def _rule_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     return (result[0], result[1]) if len(result) == 2 else (result[0], arrays["y"])
 
 
-def _rule_mistake(ops: tuple[str, ...], rule: Callable[..., tuple]) -> Callable[[Case], tuple]:
-    """The wrong answer of a broken rule for the ops it concerns (others: not this mistake)."""
+def _rule_mistake(ops: tuple[str, ...], rule: Callable[..., tuple]) -> Callable[..., tuple]:
+    """A learner's vjp_rule, right for every op but `ops`, where it is `rule`."""
 
-    def answer(case: Case) -> tuple:
-        op, axis, g, x, y = case.values()
-        if op not in ops:
-            raise ValueError("another op")
-        args = (g, x, y) if op in BINARY else (g, x)
-        result = rule(op, *args, **({"axis": axis} if op == "sum" else {}))
-        return (result[0], result[1]) if len(result) == 2 else (result[0], y)
+    def vjp_rule(op: str, g: np.ndarray, *primals: np.ndarray, **params: Any) -> tuple:
+        return (rule(op, g, *primals, **params) if op in ops
+                else RULES[op](g, *primals, **params))
 
-    return answer
+    return vjp_rule
 
 
 def _ignores_upstream(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
@@ -164,7 +168,6 @@ def _ignores_upstream(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
 VJP_RULE = Exercise(
     name="vjp_rule",
     signature="vjp_rule(op, g, *primals, **params) -> tuple of cotangents",
-    chapter=CHAPTER,
     outputs=("cotangent_x", "cotangent_y"),
     strategy=_rule_strategy,
     edge_cases=_rule_edges,
@@ -228,9 +231,10 @@ VJP_RULE = Exercise(
             _rule_mistake(("log",), lambda op, g, x: (g * x,)),
         ),
         Mistake(
-            "matmul_transposed",
-            "For out = x @ y the cotangents are g @ y.T (x's shape) and x.T @ g (y's shape).",
-            _rule_mistake(("matmul",), lambda op, g, x, y: ((y @ g.T).T, (g.T @ x).T)),
+            "matmul_untransposed",
+            "Transpose the other operand: for out = x @ y the cotangents are g @ y.T "
+            "(x's shape) and x.T @ g (y's shape), not g @ y and x @ g.",
+            _rule_mistake(("matmul",), lambda op, g, x, y: (g @ y, x @ g)),
         ),
     ),
     hints_by_kind={
@@ -399,9 +403,10 @@ def _program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tu
 
 
 # ---------------------------------------------------------------- the tape's known mistakes
+# (written as learner functions in tape_answers.py; the numpy tape here gives the right answer)
 
 
-def dfs_order(steps: list, root: int, n_inputs: int = 3, reverse_parents: bool = False) -> list:
+def dfs_order(steps: list, root: int, n_inputs: int = 3) -> list:
     """Root first: the reverse of a depth-first post-order (parents before consumers)."""
     seen: set[int] = set()
     post: list[int] = []
@@ -411,7 +416,7 @@ def dfs_order(steps: list, root: int, n_inputs: int = 3, reverse_parents: bool =
             return
         seen.add(i)
         operands = steps[i - n_inputs][1] if i >= n_inputs else ()
-        for j in reversed(operands) if reverse_parents else operands:
+        for j in operands:
             visit(j)
         post.append(i)
 
@@ -419,61 +424,12 @@ def dfs_order(steps: list, root: int, n_inputs: int = 3, reverse_parents: bool =
     return post[::-1]
 
 
-def bfs_order(steps: list, root: int, n_inputs: int = 3) -> list:
-    """Root first, in breadth-first (queue) order: not a topological order in general."""
-    order, queue, seen = [], [root], {root}
-    while queue:
-        i = queue.pop(0)
-        order.append(i)
-        for j in steps[i - n_inputs][1] if i >= n_inputs else ():
-            if j not in seen:
-                seen.add(j)
-                queue.append(j)
-    return order
-
-
-def requeue_order(steps: list, root: int, n_inputs: int = 3) -> list:
-    """The visits of a queue that takes a node back in whenever it is not waiting in the
-    queue at that moment: a node may be visited (and pass its cotangent on) several times."""
-    order, queue = [], [root]
-    while queue:
-        i = queue.pop(0)
-        order.append(i)
-        for j in steps[i - n_inputs][1] if i >= n_inputs else ():
-            if j not in queue:
-                queue.append(j)
-    return order
-
-
-def _tape_answer(order: str = "dfs", rules: dict | None = None, **flags: Any
-                 ) -> Callable[[Case], tuple]:
-    def answer(case: Case) -> tuple:
-        program, *inputs, cotangent = case.values()
-        steps = parse_program(program)
-        values = forward(steps, inputs)
-        root = len(values) - 1
-        visit = {
-            "dfs": lambda: dfs_order(steps, root),
-            "dfs_reversed": lambda: dfs_order(steps, root, reverse_parents=True),
-            "bfs": lambda: bfs_order(steps, root),
-            "requeue": lambda: requeue_order(steps, root),
-        }[order]()
-        return backward_in_order(steps, values, visit, cotangent, rules or RULES, **flags)
-
-    return answer
-
-
-def _only_if_different(answer: Callable[[Case], tuple], right: Callable[[Case], tuple]
-                       ) -> Callable[[Case], tuple]:
-    """A mistake is recognised only where it changes the answer."""
-
-    def different(case: Case) -> tuple:
-        wrong, good = answer(case), right(case)
-        if all(np.allclose(w, r, rtol=1e-4, atol=1e-6) for w, r in zip(wrong, good, strict=True)):
-            raise ValueError("same as the right answer on this case")
-        return wrong
-
-    return different
+def _right_answer(case: Case) -> tuple:
+    """The right cotangents of a program case, from the numpy tape (for first_difference)."""
+    program, *inputs, cotangent = case.values()
+    steps = parse_program(program)
+    values = forward(steps, inputs)
+    return backward_in_order(steps, values, dfs_order(steps, len(values) - 1), cotangent)
 
 
 def _wrong_sign_rules(op: str) -> dict:
@@ -507,25 +463,21 @@ SUB_HINT = "Wrong sign in sub's rule: y's cotangent in x - y is -g."
 DIV_HINT = "Wrong sign in div's rule: y's cotangent in x / y is -g * x / y**2."
 
 
-def _tape_mistakes() -> tuple[Mistake, ...]:
-    right = _tape_answer()
+def _tape_mistakes(learner: Callable[[Callable[..., None]], Callable[..., Any]]
+                   ) -> tuple[Mistake, ...]:
+    """The known wrong backward passes, each as `learner(backward)`: the backward itself, or
+    a grad built on it."""
     variants = [
-        ("bfs_order", BFS_HINT, _tape_answer("bfs")),
-        ("queue_requeue", REQUEUE_HINT, _tape_answer("requeue")),
-        ("assign_not_accumulate", ASSIGN_HINT, _tape_answer(accumulate=False)),
+        ("bfs_order", BFS_HINT, make_backward(breadth_first)),
+        ("queue_requeue", REQUEUE_HINT, make_backward(requeue)),
+        ("assign_not_accumulate", ASSIGN_HINT, make_backward(accumulate=False)),
         ("assign_not_accumulate_reversed", ASSIGN_HINT,
-         _tape_answer("dfs_reversed", accumulate=False)),
-        ("forgets_upstream", UPSTREAM_HINT, _tape_answer(upstream=False)),
-        ("sub_sign", SUB_HINT, _tape_answer(rules=_wrong_sign_rules("sub"))),
-        ("div_sign", DIV_HINT, _tape_answer(rules=_wrong_sign_rules("div"))),
+         make_backward(reverse_topological_other_way, accumulate=False)),
+        ("forgets_upstream", UPSTREAM_HINT, make_backward(upstream=False)),
+        ("sub_sign", SUB_HINT, make_backward(rules=_wrong_sign_rules("sub"))),
+        ("div_sign", DIV_HINT, make_backward(rules=_wrong_sign_rules("div"))),
     ]
-    return tuple(Mistake(name, hint, _only_if_different(answer, right))
-                 for name, hint, answer in variants)
-
-
-def _seeded_with_ones(case: Case) -> tuple:
-    ones = Case(tuple((k, np.ones_like(v) if k == "cotangent" else v) for k, v in case.args))
-    return _tape_answer()(ones)
+    return tuple(Mistake(name, hint, learner(backward)) for name, hint, backward in variants)
 
 
 def first_difference(case: Case, got: Any) -> str:
@@ -534,7 +486,7 @@ def first_difference(case: Case, got: Any) -> str:
     do. The right cotangents come from the numpy tape (verdicts come from the frameworks)."""
     if not isinstance(got, tuple | list) or len(got) != len(TAPE_OUTPUTS):
         return ""
-    nodes, answer = got[-1], _tape_answer()(case)
+    nodes, answer = got[-1], _right_answer(case)
     right = answer[-1]
     if not isinstance(nodes, np.ndarray) or nodes.shape != right.shape:
         return ""
@@ -570,8 +522,9 @@ def first_difference(case: Case, got: Any) -> str:
 class TapeExercise(Exercise):
     """A tape exercise: its hint also says at which value the cotangents first differ."""
 
-    def diagnose(self, case: Case, got: Any, mismatch: Any) -> str:
-        hint = super().diagnose(case, got, mismatch)
+    def diagnose(self, case: Case, got: Any, mismatch: Any,
+                 others: Sequence[Evidence] = ()) -> str:
+        hint = super().diagnose(case, got, mismatch, others)
         try:
             where = first_difference(case, got)
         except Exception:  # a learner's output too broken to locate: the hint alone
@@ -609,7 +562,6 @@ PROGRAM_REFERENCES = (
 TOPOSORT = TapeExercise(
     name="toposort",
     signature="toposort(root) -> list of nodes, each after all of its parents",
-    chapter=CHAPTER,
     outputs=TAPE_OUTPUTS,
     strategy=_program_strategy,
     edge_cases=_program_edges,
@@ -619,7 +571,12 @@ TOPOSORT = TapeExercise(
                     "reverse of your order)",
     mistakes=(
         Mistake("bfs_order", BFS_HINT + " (Your order is a breadth-first one, reversed.)",
-                _only_if_different(_tape_answer("bfs"), _tape_answer())),
+                toposort_breadth_first),
+        Mistake("dfs_pre_order",
+                "Your order is a depth-first PRE-order, reversed: you list a node before "
+                "visiting its parents. A value reached by two paths can then come before one "
+                "of its parents. Append a node AFTER visiting all its parents (post-order).",
+                toposort_pre_order),
     ),
     hints_by_kind={
         **TAPE_HINTS,
@@ -640,18 +597,18 @@ TOPOSORT = TapeExercise(
 
 
 
-def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) -> Exercise:
+def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mistake, ...]
+                   ) -> Exercise:
     return TapeExercise(
         name=name,
         signature=signature,
-        chapter=CHAPTER,
-        outputs=TAPE_OUTPUTS,
+            outputs=TAPE_OUTPUTS,
         strategy=_program_strategy,
         edge_cases=_program_edges,
         tf_reference=_program_tf,
         jax_reference=_program_jax,
         references_text=PROGRAM_REFERENCES,
-        mistakes=_tape_mistakes() + extra,
+        mistakes=mistakes,
         hints_by_kind=TAPE_HINTS,
         invoke=invoke,
     )
@@ -660,12 +617,14 @@ def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) ->
 BACKWARD = _tape_exercise(
     "backward", "backward(root, cotangent) -> None (accumulates .grad on every node)",
     "ch02:invoke_backward",
-    (Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
-             _only_if_different(_seeded_with_ones, _tape_answer())),),
+    (*_tape_mistakes(lambda backward: backward),
+     Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
+             make_backward(seed_with_ones=True))),
 )
 GRAD = _tape_exercise(
     "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
     "ch02:invoke_grad",
+    _tape_mistakes(make_grad),
 )
 
 EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD)

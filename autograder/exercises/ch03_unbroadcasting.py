@@ -1,8 +1,8 @@
 """Chapter 03 exercises: `unbroadcast(grad, shape)` and `matmul_vjp(g, a, b)`.
 
 The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`.
-The private `_sum_to` below only builds the known wrong answers (a right answer with one
-piece broken); verdicts always come from TensorFlow and JAX.
+The private `_sum_to` below only builds the known wrong answers (learner functions with
+one piece broken); verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis.extra import numpy as hnp
 from ..cases import Case, Profile, dtypes, float_arrays
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "03"
+Pair = tuple[np.ndarray, np.ndarray]
 
 
 def _sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -79,42 +79,36 @@ def _unbroadcast_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
     return vjp(grad)
 
 
-def _leading_only(case: Case) -> np.ndarray:
-    grad, shape = case.values()
+def _leading_only(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad.sum(axis=tuple(range(grad.ndim - len(shape))))
 
 
-def _no_keepdims(case: Case) -> np.ndarray:
-    grad, shape = case.values()
+def _no_keepdims(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     leading = grad.ndim - len(shape)
     ones = tuple(leading + i for i, n in enumerate(shape) if n == 1)
     return grad.sum(axis=tuple(range(leading)) + ones)
 
 
-def _mean_instead_of_sum(case: Case) -> np.ndarray:
-    grad, shape = case.values()
+def _mean_instead_of_sum(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     leading = grad.ndim - len(shape)
     averaged = grad.mean(axis=tuple(range(leading)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1)
     return averaged.mean(axis=ones, keepdims=True).astype(grad.dtype)
 
 
-def _left_aligned(case: Case) -> np.ndarray:
-    grad, shape = case.values()
+def _left_aligned(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     summed = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1)
     return summed.sum(axis=ones, keepdims=True)
 
 
-def _ignores_cotangent(case: Case) -> np.ndarray:
-    grad, shape = case.values()
+def _ignores_cotangent(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return _sum_to(np.ones_like(grad), shape)
 
 
 UNBROADCAST = Exercise(
     name="unbroadcast",
     signature="unbroadcast(grad, shape) -> ndarray",
-    chapter=CHAPTER,
     outputs=("result",),
     strategy=_unbroadcast_case,
     edge_cases=_unbroadcast_edges,
@@ -235,31 +229,26 @@ def _matmul_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
     return vjp(arrays["g"])
 
 
-def _batch_not_summed(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    g, a, b = case.values()
+def _batch_not_summed(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
     return g @ _swap(b), _swap(a) @ g
 
 
-def _all_axes_transposed(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    g, a, b = case.values()
+def _all_axes_transposed(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
     return _sum_to(g @ np.transpose(b), a.shape), _sum_to(np.transpose(a) @ g, b.shape)
 
 
-def _matmul_ignores_cotangent(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    g, a, b = case.values()
+def _matmul_ignores_cotangent(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
     ones = np.ones_like(g)
     return _sum_to(ones @ _swap(b), a.shape), _sum_to(_swap(a) @ ones, b.shape)
 
 
-def _swapped_outputs(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    g, a, b = case.values()
+def _swapped_outputs(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
     return _sum_to(_swap(a) @ g, b.shape), _sum_to(g @ _swap(b), a.shape)
 
 
 MATMUL_VJP = Exercise(
     name="matmul_vjp",
     signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
-    chapter=CHAPTER,
     outputs=("grad_a", "grad_b"),
     strategy=_matmul_case,
     edge_cases=_matmul_edges,

@@ -6,11 +6,13 @@ inside `tf.function`, insists that the two agree, and returns the primal output 
 cotangent of every input as numpy.
 The references are the analytic or numerically stable formulas differentiated by JAX
 (`jax.vjp`) and by TensorFlow's own tape; the tests cross-check them with
-`tf.test.compute_gradient`. The private helpers below only build the known wrong answers.
+`tf.test.compute_gradient`. The known wrong answers are learner functions, written with
+tf.custom_gradient as learners write them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,9 +22,30 @@ from hypothesis.extra import numpy as hnp
 from ..cases import Case, Profile, Shape, dtypes, shape_menu
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "04"
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
+
+
+def _tf() -> Any:
+    from ..references import tensorflow
+
+    return tensorflow()
+
+
+def _custom(value: Callable[..., Any], gradient: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's function of tensors written with tf.custom_gradient: its value is
+    `value(tf, *inputs)`, and its grad_fn returns `gradient(tf, upstream, *inputs)`."""
+
+    def learner(*inputs: Any) -> Any:
+        tf = _tf()
+
+        @tf.custom_gradient
+        def forward(*xs: Any) -> Any:
+            return value(tf, *xs), lambda upstream: gradient(tf, upstream, *xs)
+
+        return forward(*inputs)
+
+    return learner
 
 
 def _plain(dtype: np.dtype, bound: float = 10.0) -> st.SearchStrategy[float]:
@@ -60,10 +83,6 @@ def _shapes(profile: Profile) -> st.SearchStrategy[Shape]:
 def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
     return rng.uniform(-3, 3, size=shape).round(2).astype(dtype)
 
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return (1 / (1 + np.exp(-z))).astype(z.dtype)
 
 
 def _outputs(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -114,38 +133,28 @@ def _logaddexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> 
     return (y, *vjp(arrays["dy"]))
 
 
-def _stable_logaddexp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum(a, b) + np.log1p(np.exp(-np.abs(a - b)))
+
+def _stable(tf: Any, a: Any, b: Any) -> Any:
+    return tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
 
 
-def _swapped_inputs(case: Case) -> tuple[np.ndarray, ...]:
-    a, b, dy = case.values()
-    return _stable_logaddexp(a, b), dy * _sigmoid(b - a), dy * _sigmoid(a - b)
+def _naive(tf: Any, a: Any, b: Any) -> Any:
+    return tf.math.log(tf.exp(a) + tf.exp(b))
 
 
-def _naive_gradient(case: Case) -> tuple[np.ndarray, ...]:
-    a, b, dy = case.values()
-    with np.errstate(over="ignore", invalid="ignore"):
-        ea, eb = np.exp(a), np.exp(b)
-        return _stable_logaddexp(a, b), dy * ea / (ea + eb), dy * eb / (ea + eb)
-
-
-def _naive_forward(case: Case) -> tuple[np.ndarray, ...]:
-    a, b, dy = case.values()
-    with np.errstate(over="ignore", divide="ignore"):
-        y = np.log(np.exp(a) + np.exp(b))
-    return y, dy * _sigmoid(a - b), dy * _sigmoid(b - a)
-
-
-def _logaddexp_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
-    a, b, _ = case.values()
-    return _stable_logaddexp(a, b), _sigmoid(a - b), _sigmoid(b - a)
+_swapped_inputs = _custom(_stable, lambda tf, g, a, b: (g * tf.sigmoid(b - a),
+                                                         g * tf.sigmoid(a - b)))
+_naive_gradient = _custom(_stable, lambda tf, g, a, b: (
+    g * tf.exp(a) / (tf.exp(a) + tf.exp(b)), g * tf.exp(b) / (tf.exp(a) + tf.exp(b))))
+_naive_forward = _custom(_naive, lambda tf, g, a, b: (g * tf.sigmoid(a - b),
+                                                      g * tf.sigmoid(b - a)))
+_logaddexp_ignores_cotangent = _custom(_stable, lambda tf, g, a, b: (tf.sigmoid(a - b),
+                                                                     tf.sigmoid(b - a)))
 
 
 LOGADDEXP = Exercise(
     name="logaddexp",
     signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
-    chapter=CHAPTER,
     outputs=("y", "grad_a", "grad_b"),
     strategy=_logaddexp_case,
     edge_cases=_logaddexp_edges,
@@ -249,33 +258,25 @@ def _log_or_zero_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
     return (y, *vjp(arrays["dy"]))
 
 
-def _log_or_zero_value(x: np.ndarray) -> np.ndarray:
-    return np.where(x > 0, np.log(np.where(x > 0, x, 1)), 0).astype(x.dtype)
+def _safe_log(tf: Any, x: Any) -> Any:
+    return tf.where(x > 0, tf.math.log(tf.where(x > 0, x, tf.ones_like(x))), tf.zeros_like(x))
 
 
-def _single_where(case: Case) -> tuple[np.ndarray, ...]:
-    x, dy = case.values()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        grad = np.where(x > 0, dy, 0) * (1 / x)  # the taken branch's 0 times log's 1/x
-    return _log_or_zero_value(x), grad.astype(x.dtype)
+def _single_where(x: Any) -> Any:
+    """The branch not taken still computes log(0), whose VJP gives 0 * inf = NaN there."""
+    tf = _tf()
+    return tf.where(x > 0, tf.math.log(x), tf.zeros_like(x))
 
 
-def _unmasked_gradient(case: Case) -> tuple[np.ndarray, ...]:
-    x, dy = case.values()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _log_or_zero_value(x), (dy / x).astype(x.dtype)
-
-
-def _log_or_zero_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
-    x, _ = case.values()
-    with np.errstate(divide="ignore"):
-        return _log_or_zero_value(x), np.where(x > 0, 1 / np.where(x > 0, x, 1), 0).astype(x.dtype)
+_unmasked_gradient = _custom(_safe_log, lambda tf, g, x: g / x)
+_log_or_zero_ignores_cotangent = _custom(
+    _safe_log, lambda tf, g, x: tf.where(x > 0, 1 / tf.where(x > 0, x, tf.ones_like(x)),
+                                         tf.zeros_like(x)))
 
 
 LOG_OR_ZERO = Exercise(
     name="log_or_zero",
     signature="log_or_zero(x) -> tensor: log(x) where x > 0, else 0",
-    chapter=CHAPTER,
     outputs=("y", "grad_x"),
     strategy=_log_or_zero_case,
     edge_cases=_log_or_zero_edges,
@@ -372,30 +373,42 @@ def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     return (y, *vjp(arrays["dy"]))
 
 
-def _clips_forward(case: Case) -> tuple[np.ndarray, ...]:
-    x, limit, dy = case.values()
-    inside = (np.abs(x) <= limit).astype(x.dtype)
-    return np.clip(x, -limit, limit).astype(x.dtype), dy * inside
+def _clip_learner(value: Callable[..., Any], gradient: Callable[..., Any]
+                  ) -> Callable[..., Any]:
+    """A learner's clip_cotangent(x, limit): `value(tf, x, limit)` going forward, and a
+    grad_fn returning `gradient(tf, upstream, limit)` (limit is a number, not an input)."""
+
+    def clip_cotangent(x: Any, limit: float) -> Any:
+        tf = _tf()
+
+        @tf.custom_gradient
+        def forward(x: Any) -> Any:
+            return value(tf, x, limit), lambda upstream: gradient(tf, upstream, limit)
+
+        return forward(x)
+
+    return clip_cotangent
 
 
-def _clips_forward_passes_gradient(case: Case) -> tuple[np.ndarray, ...]:
-    x, limit, dy = case.values()
-    return np.clip(x, -limit, limit).astype(x.dtype), dy
+def _identity(tf: Any, x: Any, limit: float) -> Any:
+    return tf.identity(x)
 
 
-def _clips_both(case: Case) -> tuple[np.ndarray, ...]:
-    x, limit, dy = case.values()
-    return np.clip(x, -limit, limit).astype(x.dtype), np.clip(dy, -limit, limit).astype(x.dtype)
+def _clipped(tf: Any, t: Any, limit: float) -> Any:
+    return tf.clip_by_value(t, -limit, limit)
 
 
-def _not_clipped(case: Case) -> tuple[np.ndarray, ...]:
-    x, _, dy = case.values()
-    return x, dy
+def _clips_forward(x: Any, limit: float) -> Any:
+    """The value clipped, with no custom gradient: TF's own gradient of clip_by_value."""
+    return _tf().clip_by_value(x, -limit, limit)
 
 
-def _clip_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
-    x, limit, _ = case.values()
-    return x, np.full_like(x, min(1.0, limit))
+_clips_forward_passes_gradient = _clip_learner(_clipped, lambda tf, g, limit: g)
+_clips_both = _clip_learner(_clipped, _clipped)
+_not_clipped = _clip_learner(_identity, lambda tf, g, limit: g)
+_clip_ignores_cotangent = _clip_learner(_identity, lambda tf, g, limit: _clipped(
+    tf, tf.ones_like(g), limit))
+_clip_fixed_limit = _clip_learner(_identity, lambda tf, g, limit: tf.clip_by_value(g, -1.0, 1.0))
 
 
 _CLIP_FORWARD_HINT = (
@@ -407,7 +420,6 @@ _CLIP_FORWARD_HINT = (
 CLIP_COTANGENT = Exercise(
     name="clip_cotangent",
     signature="clip_cotangent(x, limit) -> tensor x, its cotangent clipped to [-limit, limit]",
-    chapter=CHAPTER,
     outputs=("y", "grad_x"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -431,6 +443,13 @@ CLIP_COTANGENT = Exercise(
             "Your gradient does not depend on the upstream cotangent (it equals a clipped "
             "cotangent of ones). Clip `upstream` itself.",
             _clip_ignores_cotangent,
+        ),
+        Mistake(
+            "fixed_limit",
+            "Your cotangent is clipped to a fixed range, not to [-limit, limit]: use the "
+            "`limit` argument (grad_fn can read it, as a closure), "
+            "tf.clip_by_value(upstream, -limit, limit).",
+            _clip_fixed_limit,
         ),
     ),
     hints_by_kind={
@@ -482,30 +501,27 @@ def _sign_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     return (jnp.sign(x), *vjp(arrays["dy"]))
 
 
-def _plain_sign(case: Case) -> tuple[np.ndarray, ...]:
-    x, _ = case.values()
-    return np.sign(x), np.zeros_like(x)
+def _sign(tf: Any, x: Any) -> Any:
+    return tf.sign(x)
 
 
-def _no_window(case: Case) -> tuple[np.ndarray, ...]:
-    x, dy = case.values()
-    return np.sign(x), dy
+def _plain_sign(x: Any) -> Any:
+    """tf.sign with its own gradient: zero almost everywhere."""
+    return _tf().sign(x)
 
 
-def _open_window(case: Case) -> tuple[np.ndarray, ...]:
-    x, dy = case.values()
-    return np.sign(x), dy * (np.abs(x) < 1).astype(x.dtype)
+def _window(tf: Any, x: Any, inside: Callable[[Any], Any]) -> Any:
+    return tf.cast(inside(tf.abs(x)), x.dtype)
 
 
-def _sign_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
-    x, _ = case.values()
-    return np.sign(x), (np.abs(x) <= 1).astype(x.dtype)
+_no_window = _custom(_sign, lambda tf, g, x: g)
+_open_window = _custom(_sign, lambda tf, g, x: g * _window(tf, x, lambda a: a < 1))
+_sign_ignores_cotangent = _custom(_sign, lambda tf, g, x: _window(tf, x, lambda a: a <= 1))
 
 
 SIGN_STE = Exercise(
     name="sign_ste",
     signature="sign_ste(x) -> tensor: tf.sign(x) with the straight-through gradient",
-    chapter=CHAPTER,
     outputs=("y", "grad_x"),
     strategy=_sign_case,
     edge_cases=_sign_edges,
@@ -592,26 +608,35 @@ def _linear_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
     return (y, *vjp(arrays["dy"]))
 
 
-def _linear_untransposed(case: Case) -> tuple[np.ndarray, ...]:
-    x, w, dy = case.values()
-    return x @ w, dy @ w, x @ dy
+def _linear_learner(gradients: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
+    """A learner's linear_layer(x, w): x @ w, with a grad_fn(upstream, variables=None)
+    returning (grad_x, [grad_w]) from `gradients(tf, upstream, x, w)`."""
+
+    def linear_layer(x: Any, w: Any) -> Any:
+        tf = _tf()
+
+        @tf.custom_gradient
+        def forward(x: Any) -> Any:
+            def grad_fn(upstream: Any, variables: Any = None) -> Any:
+                grad_x, grad_w = gradients(tf, upstream, x, w)
+                return grad_x, [grad_w]
+
+            return x @ w, grad_fn
+
+        return forward(x)
+
+    return linear_layer
 
 
-def _linear_ignores_cotangent(case: Case) -> tuple[np.ndarray, ...]:
-    x, w, dy = case.values()
-    ones = np.ones_like(dy)
-    return x @ w, ones @ w.T, x.T @ ones
-
-
-def _linear_swapped(case: Case) -> tuple[np.ndarray, ...]:
-    x, w, dy = case.values()
-    return x @ w, x.T @ dy, dy @ w.T
+_linear_untransposed = _linear_learner(lambda tf, g, x, w: (g @ w, x @ g))
+_linear_ignores_cotangent = _linear_learner(lambda tf, g, x, w: (
+    tf.ones_like(g) @ tf.transpose(w), tf.transpose(x) @ tf.ones_like(g)))
+_linear_swapped = _linear_learner(lambda tf, g, x, w: (tf.transpose(x) @ g, g @ tf.transpose(w)))
 
 
 LINEAR_LAYER = Exercise(
     name="linear_layer",
     signature="linear_layer(x, w) -> tensor x @ w, w a tf.Variable read inside a custom gradient",
-    chapter=CHAPTER,
     outputs=("y", "grad_x", "grad_w"),
     strategy=_linear_case,
     edge_cases=_linear_edges,

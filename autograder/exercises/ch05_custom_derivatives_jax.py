@@ -20,6 +20,7 @@ same invoke.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,9 +29,7 @@ from hypothesis.extra import numpy as hnp
 
 from ..cases import Case, Profile, Shape, dtypes, float_arrays, shape_menu
 from ..exercise import Exercise, Mistake
-from ..harness import invoker
 
-CHAPTER = "05"
 FRAMEWORKS = ("jax",)
 
 # Each exercise's invoke, in autograder/harness/ch05.py (the learner's kernel and the
@@ -46,9 +45,15 @@ EXCEPTION_HINT = (
 )
 
 
-def _via_invoke(exercise_invoke: str, learner_fn: Any, case: Case) -> tuple[np.ndarray, ...]:
-    """What a wrong learner function returns on this case (it runs in the trusted parent)."""
-    return invoker(exercise_invoke)(learner_fn, *case.fresh_values())
+def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    """A wrong learner function, built (with its custom rule) on its first call, since JAX is
+    imported only when a check runs; then called exactly as the learner's own."""
+    built = functools.cache(build)
+
+    def learner(*args: Any) -> Any:
+        return built()(*args)
+
+    return learner
 
 
 @functools.cache
@@ -166,12 +171,8 @@ def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> A
 
 
 def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    def answer(case: Case) -> tuple[np.ndarray, ...]:
-        primal = rule_primal() if rule_primal else None
-        learner = _custom_jvp_softplus(value(), tangent(), primal)
-        return _via_invoke(LOG1PEXP_INVOKE, learner, case)
-
-    return answer
+    return _built_on_call(lambda: _custom_jvp_softplus(
+        value(), tangent(), rule_primal() if rule_primal else None))
 
 
 def _naive_value() -> Any:
@@ -244,7 +245,6 @@ NAN_AT_EDGES_HINT = (
 LOG1PEXP = Exercise(
     name="log1pexp",
     signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
-    chapter=CHAPTER,
     outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
     strategy=_log1pexp_case,
     edge_cases=_log1pexp_edges,
@@ -392,7 +392,7 @@ def _clip_learner(forward: Any, backward: Any) -> Any:
 
 
 def _clip_mistake(forward: Any, backward: Any) -> Any:
-    return lambda case: _via_invoke(CLIP_INVOKE, _clip_learner(forward(), backward()), case)
+    return _built_on_call(lambda: _clip_learner(forward(), backward()))
 
 
 def _identity() -> Any:
@@ -404,14 +404,18 @@ def _clipped_cotangent() -> Any:
     return lambda lo, hi, g: jnp.clip(g, lo, hi)
 
 
-def _clips_primal(case: Case) -> tuple[np.ndarray, ...]:
-    jnp = _jax().numpy
-    return _via_invoke(CLIP_INVOKE, lambda lo, hi, x: jnp.clip(x, lo, hi), case)
+def _clips_primal(lo: float, hi: float, x: Any) -> Any:
+    return _jax().numpy.clip(x, lo, hi)
 
 
 def _clip_ones() -> Any:
     jnp = _jax().numpy
     return lambda lo, hi, g: jnp.clip(jnp.ones_like(g), lo, hi)
+
+
+def _clip_symmetric() -> Any:
+    jnp = _jax().numpy
+    return lambda lo, hi, g: jnp.clip(g, -hi, hi)
 
 
 def _clip_by_norm() -> Any:
@@ -422,7 +426,6 @@ def _clip_by_norm() -> Any:
 CLIP_GRADIENT = Exercise(
     name="clip_gradient",
     signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
-    chapter=CHAPTER,
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -451,6 +454,12 @@ CLIP_GRADIENT = Exercise(
             "This exercise clips each element of the cotangent to [lo, hi] (jnp.clip), "
             "not its norm.",
             _clip_mistake(_identity, _clip_by_norm),
+        ),
+        Mistake(
+            "symmetric_clip",
+            "Your cotangent is clipped to a symmetric range [-hi, hi]. The bounds are lo and "
+            "hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
+            _clip_mistake(_identity, _clip_symmetric),
         ),
     ),
     hints_by_kind={
@@ -548,13 +557,12 @@ def _fixed_point_learner(backward: Any) -> Any:
 
 
 def _fixed_point_mistake(backward: Any) -> Any:
-    return lambda case: _via_invoke(FIXED_POINT_INVOKE, _fixed_point_learner(backward), case)
+    return _built_on_call(lambda: _fixed_point_learner(backward))
 
 
 FIXED_POINT = Exercise(
     name="fixed_point",
     signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
-    chapter=CHAPTER,
     outputs=("value", "vjp_primal", "vjp", "grad"),
     strategy=_fixed_point_case,
     edge_cases=_fixed_point_edges,
@@ -687,7 +695,7 @@ def _bessel_learner(tangent: Any) -> Any:
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    return lambda case: _via_invoke(BESSEL_INVOKE, _bessel_learner(tangent), case)
+    return _built_on_call(lambda: _bessel_learner(tangent))
 
 
 def _i1(x: Any) -> Any:
@@ -697,7 +705,6 @@ def _i1(x: Any) -> Any:
 BESSEL_I0 = Exercise(
     name="bessel_i0",
     signature="bessel_i0(x) -> np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
-    chapter=CHAPTER,
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     strategy=_bessel_case,
     edge_cases=_bessel_edges,

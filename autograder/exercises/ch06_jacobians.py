@@ -4,8 +4,8 @@ Each exercise takes a function, and a case cannot carry one (cases are data ship
 sandbox). So a case names one of a few fixed test functions ("tanh_mix", "outer", ...): the
 exercise's invoke (autograder/harness/ch06.py) builds that function with jax.numpy and hands
 it to the learner's code, and the references build the same function by name, once with
-TensorFlow and once with jax.numpy (the harness's own). The numpy Jacobians and Hessians at
-the bottom only build the known wrong answers; verdicts always come from TensorFlow and JAX.
+TensorFlow and once with jax.numpy (the harness's own). The known wrong answers are learner
+functions of (f, x) written with JAX; verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from ..cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
 from ..exercise import Exercise, Mistake
 
-CHAPTER = "06"
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
 
@@ -98,111 +97,6 @@ def _tf_jacobian(tf: Any, fn: Any, x: np.ndarray) -> np.ndarray:
     one_hots = tf.reshape(tf.eye(size, dtype=y.dtype), [size, *y.shape])
     rows = [tape.gradient(y, x, output_gradients=one_hots[i]) for i in range(size)]
     return tf.reshape(tf.stack(rows), [*y.shape, *x.shape]).numpy()
-
-
-# ---------------------------------------------------------------- numpy Jacobians (mistakes only)
-
-
-def _mix_matrix(rows: int, cols: int, dtype: Any) -> np.ndarray:
-    i = np.arange(rows, dtype=dtype)[:, None]
-    j = np.arange(cols, dtype=dtype)[None, :]
-    return np.cos(1.3 * i - 0.7 * j + 0.5).astype(dtype)
-
-
-def _rowwise(x: np.ndarray, row_jacobian: Any) -> np.ndarray:
-    """Jacobian of a function applied to each last-axis row of x: block diagonal."""
-    lead = x.shape[:-1]
-    blocks = {index: row_jacobian(x[index]) for index in np.ndindex(*lead)}
-    out_row = next(iter(blocks.values())).shape[:-1]
-    jac = np.zeros(lead + out_row + x.shape, dtype=x.dtype)
-    for index, block in blocks.items():
-        jac[index + (slice(None),) * len(out_row) + index] = block
-    return jac
-
-
-def _outer_row(r: np.ndarray) -> np.ndarray:
-    k = r.size
-    eye = np.eye(k, dtype=r.dtype)
-    # d(r_i sin r_j)/d r_l = [i == l] sin r_j + r_i cos r_j [j == l]
-    return eye[:, None, :] * np.sin(r)[None, :, None] + (r[:, None] * np.cos(r)[None, :])[
-        :, :, None
-    ] * eye[None, :, :]
-
-
-def _softmax(v: np.ndarray, axis: int = -1) -> np.ndarray:
-    e = np.exp(v - v.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
-
-
-def vector_jacobian(name: str, x: np.ndarray) -> np.ndarray:
-    """The Jacobian of a vector test function, output axes first (numpy, by hand)."""
-    v = x.ravel()
-    n = v.size
-    if name == "tanh_mix":
-        m = _mix_matrix(n + 1, n, x.dtype)
-        y = np.tanh(m @ v)
-        return ((1 - y**2)[:, None] * m).reshape((n + 1, *x.shape))
-    if name == "cumsum_sin":
-        slope = np.sin(v) + v * np.cos(v)
-        return (np.tril(np.ones((n, n), x.dtype)) * slope[None, :]).reshape((n, *x.shape))
-    if name == "outer":
-        return _rowwise(x, _outer_row)
-    return _rowwise(x, _softmax)
-
-
-def _batch_forward_jacobian(name: str, x: np.ndarray) -> np.ndarray:
-    """Full Jacobian (B, m, B, n) of a batch test function (numpy, by hand)."""
-    b, n = x.shape
-    m = _mix_matrix(n, n + 1, x.dtype)
-    h = x @ m
-    eye_b = np.eye(b, dtype=x.dtype)
-    if name in ("dense_tanh", "batch_centred"):
-        dh = 1 - np.tanh(h) ** 2  # (B, m)
-        jac = np.einsum("bi,bc,ji->bicj", dh, eye_b, m)
-        if name == "batch_centred":
-            jac = jac - jac.mean(axis=0, keepdims=True)
-        return jac
-    if name == "softmax_rows":
-        s = _softmax(h)
-        ds = s[:, :, None] * (np.eye(n + 1, dtype=x.dtype)[None] - s[:, None, :])  # (B, m, m)
-        return np.einsum("bik,bc,jk->bicj", ds, eye_b, m)
-    # batchnorm: y = c / sqrt(mean(c^2) + eps), c = h - mean(h), columns independent
-    c = h - h.mean(axis=0)
-    s2 = (c**2).mean(axis=0) + _jnp_functions().BATCH_NORM_EPS
-    center = eye_b - 1.0 / b  # dc[b, i] / dh[c, i]
-    dy_dh = center[:, None, :] / np.sqrt(s2)[None, :, None] - np.einsum(
-        "bi,ci->bic", c, c
-    ) / (b * s2[None, :, None] ** 1.5)  # (B, m, B): dy[b, i] / dh[c, i]
-    return np.einsum("bic,ji->bicj", dy_dh, m)
-
-
-def _scalar_gradient_and_hessian(name: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gradient (n,) and Hessian (n, n) of a scalar test function on ravel(x) (numpy)."""
-    v = x.ravel()
-    n = v.size
-    g = np.zeros(n, x.dtype)
-    h = np.zeros((n, n), x.dtype)
-    if name == "rosenbrock":
-        a, b = v[:-1], v[1:]
-        i = np.arange(n - 1)
-        np.add.at(g, i, -400 * a * (b - a**2) - 2 * (1 - a))
-        np.add.at(g, i + 1, 200 * (b - a**2))
-        np.add.at(h, (i, i), 1200 * a**2 - 400 * b + 2)
-        np.add.at(h, (i + 1, i + 1), 200)
-        np.add.at(h, (i, i + 1), -400 * a)
-        np.add.at(h, (i + 1, i), -400 * a)
-    elif name == "logsumexp":
-        p = _softmax(v)
-        g, h = p, np.diag(p) - np.outer(p, p)
-    else:  # sin_chain: sum_i sin(v_i) v_{i-1}
-        i = np.arange(n)
-        prev = (i - 1) % n
-        np.add.at(g, i, np.cos(v) * v[prev])
-        np.add.at(g, prev, np.sin(v))
-        np.add.at(h, (i, i), -np.sin(v) * v[prev])
-        np.add.at(h, (i, prev), np.cos(v))
-        np.add.at(h, (prev, i), np.cos(v))
-    return g, h
 
 
 # ---------------------------------------------------------------- cases
@@ -379,46 +273,51 @@ def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
 # ---------------------------------------------------------------- known mistakes
 
 
-def _jacobian_of(case: Case) -> tuple[np.ndarray, tuple[int, ...], tuple[int, ...]]:
-    name, x = case.values()[:2]
-    jac = vector_jacobian(name, x)
-    return jac, jac.shape[: jac.ndim - x.ndim], x.shape
+@cache
+def _jax() -> Any:
+    from ..references import jax_module
+
+    return jax_module()
 
 
-def _axes_swapped(case: Case) -> np.ndarray:
+def _out_ndim(jacobian: Any, x: Any) -> int:
+    return jacobian.ndim - x.ndim
+
+
+def _axes_swapped(f: Any, x: Any) -> Any:
     """Input axes first, then output axes (each group in its own order)."""
-    jac, out_shape, in_shape = _jacobian_of(case)
-    m, n = int(np.prod(out_shape)), int(np.prod(in_shape))
-    return jac.reshape(m, n).T.reshape(in_shape + out_shape)
+    jacobian = _jax().jacrev(f)(x)
+    out = _out_ndim(jacobian, x)
+    return _jax().numpy.transpose(jacobian, (*range(out, jacobian.ndim), *range(out)))
 
 
-def _all_axes_reversed(case: Case) -> np.ndarray:
-    return np.transpose(_jacobian_of(case)[0])
+def _all_axes_reversed(f: Any, x: Any) -> Any:
+    return _jax().numpy.transpose(_jax().jacrev(f)(x))
 
 
-def _ones_cotangent(case: Case) -> np.ndarray:
+def _ones_cotangent(f: Any, x: Any) -> Any:
     """One VJP with a cotangent of ones: the gradient of sum(y), shape x.shape."""
-    jac, out_shape, _ = _jacobian_of(case)
-    return jac.sum(axis=tuple(range(len(out_shape))))
+    y, pullback = _jax().vjp(f, x)
+    return pullback(_jax().numpy.ones_like(y))[0]
 
 
-def _ones_rows(case: Case) -> np.ndarray:
+def _ones_rows(f: Any, x: Any) -> Any:
     """Every row the same: a ones cotangent used for each of the m rows."""
-    jac = _jacobian_of(case)[0]
-    return np.broadcast_to(_ones_cotangent(case), jac.shape).copy()
+    shape = _jax().eval_shape(f, x).shape + x.shape
+    return _jax().numpy.broadcast_to(_ones_cotangent(f, x), shape)
 
 
-def _ones_tangent(case: Case) -> np.ndarray:
+def _ones_tangent(f: Any, x: Any) -> Any:
     """One JVP with a tangent of ones: the row sums, shape y.shape."""
-    jac, out_shape, _ = _jacobian_of(case)
-    return jac.sum(axis=tuple(range(len(out_shape), jac.ndim)))
+    return _jax().jvp(f, (x,), (_jax().numpy.ones_like(x),))[1]
 
 
-def _columns_reshaped(case: Case) -> np.ndarray:
+def _columns_reshaped(f: Any, x: Any) -> Any:
     """Columns stacked as (n, *y.shape), then reshaped (not moved) to y.shape + x.shape."""
-    jac, out_shape, in_shape = _jacobian_of(case)
-    m, n = int(np.prod(out_shape)), int(np.prod(in_shape))
-    return jac.reshape(m, n).T.reshape(out_shape + in_shape)
+    jax = _jax()
+    eye = jax.numpy.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    columns = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(eye)
+    return columns.reshape(columns.shape[1:] + x.shape)
 
 
 AXES_SWAPPED_HINT = (
@@ -456,7 +355,6 @@ JACOBIAN_HINTS = {
 JACOBIAN_VIA_VJP = Exercise(
     name="jacobian_via_vjp",
     signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
-    chapter=CHAPTER,
     outputs=("jacobian",),
     strategy=_vector_case,
     edge_cases=_vector_edges,
@@ -490,7 +388,6 @@ JACOBIAN_VIA_VJP = Exercise(
 JACOBIAN_VIA_JVP = Exercise(
     name="jacobian_via_jvp",
     signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
-    chapter=CHAPTER,
     outputs=("jacobian",),
     strategy=_vector_case,
     edge_cases=_vector_edges,
@@ -522,44 +419,45 @@ JACOBIAN_VIA_JVP = Exercise(
 )
 
 
-def _full_batch_jacobian(case: Case) -> np.ndarray:
-    name, x = case.values()
-    return _batch_forward_jacobian(name, x)
+def _truth(f: Any, x: Any) -> tuple[Any, Any]:
+    """The right (blocks, independent) from the full (B, m, B, n) Jacobian."""
+    return _per_example(_jax().jacrev(f)(x), _jax().numpy)
 
 
-def _truth(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    blocks, independent = _per_example(_full_batch_jacobian(case), np)
-    return blocks, np.asarray(independent)
-
-
-def _summed_over_batch(case: Case) -> tuple[np.ndarray, np.ndarray]:
+def _summed_over_batch(f: Any, x: Any) -> tuple[Any, Any]:
     """What tape.batch_jacobian computes: sum over b' of dy[b']/dx[b]."""
-    summed = np.swapaxes(_full_batch_jacobian(case).sum(axis=0), 0, 1)
-    return summed, _truth(case)[1]
+    summed = _jax().numpy.swapaxes(_jax().jacrev(f)(x).sum(axis=0), 0, 1)
+    return summed, _truth(f, x)[1]
 
 
-def _always_independent(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    return _truth(case)[0], np.asarray(True)
+def _batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
+    """Each example differentiated alone, as a batch of one: f(x[b:b+1])."""
+    jax = _jax()
+    blocks = jax.vmap(lambda row: jax.jacrev(lambda r: f(r[None])[0])(row))(x)
+    return blocks, _truth(f, x)[1]
 
 
-def _flag_inverted(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    blocks, independent = _truth(case)
-    return blocks, np.asarray(not independent)
+def _always_independent(f: Any, x: Any) -> tuple[Any, Any]:
+    return _truth(f, x)[0], _jax().numpy.asarray(True)
 
 
-def _blocks_swapped(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    blocks, independent = _truth(case)
-    return np.swapaxes(blocks, 1, 2), independent
+def _flag_inverted(f: Any, x: Any) -> tuple[Any, Any]:
+    blocks, independent = _truth(f, x)
+    return blocks, _jax().numpy.logical_not(independent)
 
 
-def _full_returned(case: Case) -> tuple[np.ndarray, np.ndarray]:
-    return _full_batch_jacobian(case), _truth(case)[1]
+def _blocks_swapped(f: Any, x: Any) -> tuple[Any, Any]:
+    blocks, independent = _truth(f, x)
+    return _jax().numpy.swapaxes(blocks, 1, 2), independent
+
+
+def _full_returned(f: Any, x: Any) -> tuple[Any, Any]:
+    return _jax().jacrev(f)(x), _truth(f, x)[1]
 
 
 BATCH_JACOBIAN = Exercise(
     name="batch_jacobian",
     signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
-    chapter=CHAPTER,
     outputs=("jacobian", "independent"),
     strategy=_batch_case,
     edge_cases=_batch_edges,
@@ -576,6 +474,14 @@ BATCH_JACOBIAN = Exercise(
             "dy[b]/dx[b] only when rows are independent; here they are not. Take the diagonal "
             "blocks J[b, :, b, :] of the full Jacobian instead.",
             _summed_over_batch,
+        ),
+        Mistake(
+            "batches_of_one",
+            "You differentiated each example on its own, as a batch of one (f(x[b:b+1])). "
+            "This function mixes the batch (a batch statistic such as a mean), so f on one "
+            "example is a different function: differentiate f on the whole batch and keep the "
+            "diagonal blocks J[b, :, b, :] of its (B, m, B, n) Jacobian.",
+            _batches_of_one,
         ),
         Mistake(
             "always_independent",
@@ -627,37 +533,25 @@ BATCH_JACOBIAN = Exercise(
 )
 
 
-def _hessian_of(case: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    name, x, v = case.values()
-    g, h = _scalar_gradient_and_hessian(name, x)
-    return g, h, x, v
+def _hvp_returns_gradient(f: Any, x: Any, v: Any) -> Any:
+    return _jax().grad(f)(x)
 
 
-def _hvp_returns_gradient(case: Case) -> np.ndarray:
-    g, _, x, _ = _hessian_of(case)
-    return g.reshape(x.shape)
+def _hvp_ignores_v(f: Any, x: Any, v: Any) -> Any:
+    return _jax().jvp(_jax().grad(f), (x,), (_jax().numpy.ones_like(x),))[1]
 
 
-def _hvp_ignores_v(case: Case) -> np.ndarray:
-    _, h, x, _ = _hessian_of(case)
-    return (h @ np.ones(x.size, x.dtype)).reshape(x.shape)
+def _hvp_directional(f: Any, x: Any, v: Any) -> Any:
+    return _jax().jvp(f, (x,), (v,))[1]
 
 
-def _hvp_directional(case: Case) -> np.ndarray:
-    g, _, _, v = _hessian_of(case)
-    return np.asarray(g @ v.ravel(), dtype=v.dtype)
-
-
-def _hvp_swapped(case: Case) -> np.ndarray:
-    name, x, v = case.values()
-    _, h_at_v = _scalar_gradient_and_hessian(name, v)
-    return (h_at_v @ x.ravel()).reshape(x.shape)
+def _hvp_swapped(f: Any, x: Any, v: Any) -> Any:
+    return _jax().jvp(_jax().grad(f), (v,), (x,))[1]
 
 
 HVP = Exercise(
     name="hvp",
     signature="hvp(f, x, v) -> ndarray of x's shape",
-    chapter=CHAPTER,
     outputs=("hvp",),
     strategy=_hvp_case,
     edge_cases=_hvp_edges,

@@ -1,0 +1,162 @@
+"""Chapter 02's known wrong tapes, written as a learner writes them: a `Tensor`, its
+operations, and wrong `toposort`, `backward` and `grad` functions.
+
+The invokes of `backward` and `grad` build each program from the `Tensor` and operations
+found where the learner's function was defined (`fn.__globals__`); for these wrong answers
+that is this module, which is the learner's namespace in miniature. Its rules come from the
+one rule table, `autograder.harness.ch02.RULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..harness.ch02 import FORWARD, RULES
+
+Order = Callable[["Tensor"], list["Tensor"]]
+Rules = dict[str, Callable[..., tuple]]
+
+
+class Tensor:
+    """A traced value: its array, the values it was computed from, the op and its params."""
+
+    def __init__(self, value: Any, parents: Sequence[Tensor] = (), op: str = "input",
+                 **params: Any) -> None:
+        self.value = np.asarray(value)
+        self.parents, self.op, self.params = tuple(parents), op, params
+        self.grad = np.zeros_like(self.value)
+
+
+def _op(name: str) -> Callable[..., Tensor]:
+    def operation(*inputs: Tensor, **params: Any) -> Tensor:
+        return Tensor(FORWARD[name](*(x.value for x in inputs), **params), inputs, name,
+                      **params)
+
+    return operation
+
+
+add, sub, mul, div, matmul = (_op(name) for name in ("add", "sub", "mul", "div", "matmul"))
+neg, exp, log, tanh, reduce_sum = (_op(name) for name in ("neg", "exp", "log", "tanh", "sum"))
+
+
+# ---------------------------------------------------------------- orders, right and wrong
+
+
+def post_order(root: Tensor, reverse_parents: bool = False) -> list[Tensor]:
+    """Depth-first post-order: every node after all its parents (a topological order)."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+
+    def visit(node: Tensor) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        for parent in reversed(node.parents) if reverse_parents else node.parents:
+            visit(parent)
+        order.append(node)
+
+    visit(root)
+    return order
+
+
+def pre_order(root: Tensor) -> list[Tensor]:
+    """Depth-first pre-order: a node listed BEFORE its parents are visited."""
+    order: list[Tensor] = []
+    seen: set[int] = set()
+
+    def visit(node: Tensor) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        order.append(node)
+        for parent in node.parents:
+            visit(parent)
+
+    visit(root)
+    return order
+
+
+def breadth_first(root: Tensor) -> list[Tensor]:
+    """Root first, in queue order: not a reverse topological order in general."""
+    order, queue, seen = [], [root], {id(root)}
+    while queue:
+        node = queue.pop(0)
+        order.append(node)
+        for parent in node.parents:
+            if id(parent) not in seen:
+                seen.add(id(parent))
+                queue.append(parent)
+    return order
+
+
+def requeue(root: Tensor) -> list[Tensor]:
+    """A queue that takes a node back whenever it is not waiting in it: repeated visits."""
+    order, queue = [], [root]
+    while queue:
+        node = queue.pop(0)
+        order.append(node)
+        for parent in node.parents:
+            if all(parent is not waiting for waiting in queue):
+                queue.append(parent)
+    return order
+
+
+def reverse_topological(root: Tensor) -> list[Tensor]:
+    return post_order(root)[::-1]
+
+
+def reverse_topological_other_way(root: Tensor) -> list[Tensor]:
+    """Reverse topological too, parents explored last to first."""
+    return post_order(root, reverse_parents=True)[::-1]
+
+
+def toposort_breadth_first(root: Tensor) -> list[Tensor]:
+    """The wrong toposort: a breadth-first order, reversed."""
+    return breadth_first(root)[::-1]
+
+
+def toposort_pre_order(root: Tensor) -> list[Tensor]:
+    """The wrong toposort: a depth-first PRE-order, reversed."""
+    return pre_order(root)[::-1]
+
+
+# ---------------------------------------------------------------- backward and grad
+
+
+def make_backward(order: Order = reverse_topological, rules: Rules = RULES,
+                  accumulate: bool = True, upstream: bool = True,
+                  seed_with_ones: bool = False) -> Callable[[Tensor, np.ndarray], None]:
+    """A learner's backward(root, cotangent); each flag off (or on, for the seed) is a known
+    mistake: `=` instead of `+=`, ones instead of the node's own cotangent."""
+
+    def backward(root: Tensor, cotangent: np.ndarray) -> None:
+        root.grad = root.grad + (np.ones_like(cotangent) if seed_with_ones else cotangent)
+        for node in order(root):
+            if not node.parents:
+                continue
+            g = node.grad if upstream else np.ones_like(node.grad)
+            pulled = rules[node.op](g, *(p.value for p in node.parents), **node.params)
+            for parent, c in zip(node.parents, pulled, strict=False):
+                parent.grad = parent.grad + c if accumulate else c
+
+    return backward
+
+
+def make_grad(backward: Callable[[Tensor, np.ndarray], None]) -> Callable[..., Any]:
+    """A learner's grad(f, argnums=0) built on this backward."""
+
+    def grad(f: Callable[..., Tensor], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+        def gradient(*args: Any) -> Any:
+            inputs = [Tensor(a) for a in args]
+            out = f(*inputs)
+            backward(out, np.ones_like(out.value))
+            if isinstance(argnums, int):
+                return inputs[argnums].grad
+            return tuple(inputs[i].grad for i in argnums)
+
+        return gradient
+
+    return grad
