@@ -253,6 +253,7 @@ def run_exercise(
                         "type": type(error).__name__,
                         "message": str(error)[:1000],
                         "traceback": harness.learner_traceback(error, 3000),
+                        "function": harness.raised_in(error),
                     })
         except ExerciseTimeout:
             report["timeout"] = True

@@ -20,12 +20,16 @@ from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Exercise, Outputs
-from .harness import learner_traceback, plain_call
+from .harness import learner_traceback, plain_call, raised_in
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
+# Errors that say nothing about the case they were met on: the code cannot run at all, or
+# did not compute the answer the way the exercise asks. No case is shown for them.
+INPUT_INDEPENDENT = {"NameError", "ImportError", "ModuleNotFoundError", "SyntaxError",
+                     "IndentationError", "TabError", "FrameworkUsed", "MethodNotFollowed"}
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Attempt:
     error: BaseException | None = None
     traceback: str = ""
     printed: str = ""
+    raised_in: str = ""  # the learner's function that raised the error (the innermost frame)
 
 
 def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None = None) -> Attempt:
@@ -49,7 +54,8 @@ def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None =
         with contextlib.redirect_stdout(printed):
             value = invoke(fn, *case.fresh_values())
     except Exception as error:
-        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed))
+        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed),
+                       raised_in=raised_in(error))
     return Attempt(value=value, printed=_cut(printed))
 
 
@@ -72,11 +78,13 @@ def not_answered(attempt: Attempt) -> bool:
 
 
 def verdict(exercise: Exercise, function: str, cases_checked: int,
-            failure: Failure | None, *, unanswered: bool = False) -> Report:
-    """The one way the outcome of a run becomes a Report, in the notebook and the grader."""
+            failure: Failure | None, *, unanswered: bool = False, stub: str = "") -> Report:
+    """The one way the outcome of a run becomes a Report, in the notebook and the grader.
+    `stub` names the function whose NotImplementedError was met, when it is not `function`
+    itself (log1pexp's JVP rule, log1pexp_jvp)."""
     report = Report(exercise.name, function, PASSED, cases_checked, exercise.references_text)
     if unanswered:
-        return replace(report, status=NOT_ANSWERED, cases_checked=0)
+        return replace(report, status=NOT_ANSWERED, cases_checked=0, stub=stub)
     if failure is None:
         return report
     return replace(report, status=FAILED, failure=failure)
@@ -86,12 +94,16 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
     """None when the attempt matches the reference; otherwise a Failure with a hint."""
     if attempt.error is not None:
         type_name = error_type(attempt)
+        if type_name == "MethodNotFollowed":  # the message says what to use instead
+            return Failure(case=case, message=str(attempt.error), printed=attempt.printed,
+                           input_independent=True)
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
             hint=exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
+            input_independent=type_name in INPUT_INDEPENDENT,
         )
     mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
     if mismatch is None:
@@ -142,10 +154,12 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
-            return verdict(exercise, name, 0, None, unanswered=True)
+            return verdict(exercise, name, 0, None, unanswered=True, stub=attempt.raised_in)
         failure = judge(exercise, case, attempt, expected)
         if failure is None:
             continue
+        if failure.input_independent:  # every case would fail the same way: say it now
+            return verdict(exercise, name, len(cases), failure)
         if index < edge_count:
             first_edge = first_edge or failure
         else:

@@ -192,7 +192,7 @@ def _valid_record(record: Any) -> bool:
         items = record.get("items")
         return (isinstance(items, list) and len(items) <= 64
                 and all(_valid_record(i) and i["kind"] in ("array", "other") for i in items))
-    strings = ("key", "type", "module", "message", "traceback")
+    strings = ("key", "type", "module", "message", "traceback", "function")
     return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
         record.get("generic", False), bool)
 
@@ -214,7 +214,8 @@ def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
         return Attempt(error=RemoteError("MissingResult", "no result was recorded"))
     if record.get("kind") == "error":
         error = RemoteError(str(record.get("type")), str(record.get("message")))
-        return Attempt(error=error, traceback=str(record.get("traceback", ""))[-3000:])
+        return Attempt(error=error, traceback=str(record.get("traceback", ""))[-3000:],
+                       raised_in=str(record.get("function", ""))[:100])
     if record.get("kind") == "sequence":
         items = [_item(item, arrays) for item in record.get("items", [])]
         return Attempt(value=tuple(items) if record.get("type") == "tuple" else items)
@@ -256,15 +257,21 @@ def judge_outputs(
               for case, attempt, expected in zip(cases, attempts, refs, strict=True)]
     failures = [(attempt, failure) for attempt, failure in judged if failure is not None]
     unanswered = bool(failures) and all(not_answered(attempt) for attempt, _ in failures)
-    smallest = min((f for _, f in failures), key=lambda f: f.case.size(), default=None)
-    feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered)
+    # An error that does not depend on the case comes first; else the smallest case.
+    smallest = min((f for _, f in failures), key=lambda f: (not f.input_independent,
+                                                            f.case.size()), default=None)
+    stub = failures[0][0].raised_in if unanswered else ""
+    feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered,
+                       stub=stub)
     return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failures)))
 
 
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     """The verdict in the grader's words: hidden cases, and how many of them failed."""
     if report.status == NOT_ANSWERED:
-        return (f"Not answered: `{exercise.name}` still raises NotImplementedError. Replace "
+        where = (f"`{report.stub}` (called by `{exercise.name}`)"
+                 if report.stub and report.stub != exercise.name else f"`{exercise.name}`")
+        return (f"Not answered: {where} still raises NotImplementedError. Replace "
                 "that line with your code.")
     if report.passed:
         return f"Passed all {report.cases_checked} cases (hidden cases included)."

@@ -9,7 +9,7 @@ which the child must not see (it holds the references and the seed).
 An exercise names its invoke as "<module>:<function>" ("ch05:invoke_log1pexp"), a function
 `invoke(fn, *case_values)` of the chapter's module here; "" is a plain call `fn(*values)`.
 `invoker` resolves that name, the same way on both sides, and `learner_traceback` shows an
-error from the learner's own frames on.
+error in the learner's own frames only.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import site
+import sysconfig
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -68,10 +70,46 @@ def _at_full_precision(invoke: Invoke) -> Invoke:
 
 
 def learner_traceback(error: BaseException, limit: int | None = None) -> str:
-    """The traceback from the learner's own frames on: the caller's frame (the first) and
-    this package's frames are dropped, as they only say how the learner's code was called.
-    `limit` keeps that many characters from the end (the innermost frames)."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)[1:]
-              if not frame.filename.startswith(_FOLDER)]
+    """The traceback of the learner's own frames only: the grader's (this package, the
+    engine or child.py beside it) and the libraries' (TensorFlow, JAX, numpy, the standard
+    library) only say how the learner's code was called or what it called, and the error's
+    last line already says what went wrong there. `limit` keeps that many characters from
+    the end (the innermost frames)."""
+    frames = learner_frames(error)
     text = "".join(traceback.format_list(frames) + traceback.format_exception_only(error))
     return (text if limit is None else text[-limit:]).rstrip()
+
+
+def learner_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of the error's traceback that are the learner's code, outermost first."""
+    return [frame for frame in traceback.extract_tb(error.__traceback__)
+            if not _foreign(frame.filename)]
+
+
+def raised_in(error: BaseException) -> str:
+    """The name of the learner's function that raised ("" if none of the learner's frames
+    is in the traceback): the stub that is not answered yet may be a helper, such as the
+    JVP rule of the function the check called."""
+    frames = learner_frames(error)
+    return frames[-1].name if frames else ""
+
+
+def _foreign(filename: str) -> bool:
+    if filename.startswith("<frozen "):
+        return True
+    path = os.path.realpath(filename)
+    return any(path.startswith(folder) for folder in _FOREIGN_FOLDERS)
+
+
+def _foreign_folders() -> tuple[str, ...]:
+    """The grader's folder (this package's parent: autograder/, or the child's read-only
+    folder with child.py) and the interpreter's library folders."""
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    paths = {sysconfig.get_paths()[name] for name in names} | set(site.getsitepackages())
+    grader = os.path.dirname(_FOLDER.rstrip(os.sep))
+    folders = {grader, os.path.realpath(grader)}
+    folders |= {os.path.realpath(p) for p in paths} | set(paths)
+    return tuple(sorted(folder.rstrip(os.sep) + os.sep for folder in folders))
+
+
+_FOREIGN_FOLDERS = _foreign_folders()
