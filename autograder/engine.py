@@ -20,7 +20,7 @@ from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Exercise, Outputs
-from .harness import learner_traceback, plain_call, raised_in
+from .harness import MethodNotFollowed, learner_traceback, plain_call, raised_in
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
@@ -29,7 +29,7 @@ SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
 # Errors that say nothing about the case they were met on: the code cannot run at all, or
 # did not compute the answer the way the exercise asks. No case is shown for them.
 INPUT_INDEPENDENT = {"NameError", "ImportError", "ModuleNotFoundError", "SyntaxError",
-                     "IndentationError", "TabError", "FrameworkUsed", "MethodNotFollowed"}
+                     "IndentationError", "TabError", "FrameworkUsed"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Attempt:
     traceback: str = ""
     printed: str = ""
     raised_in: str = ""  # the learner's function that raised the error (the innermost frame)
+    method: str = ""  # why the value was not computed the way the exercise asks ("" if it was)
 
 
 def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None = None) -> Attempt:
@@ -53,6 +54,8 @@ def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None =
     try:
         with contextlib.redirect_stdout(printed):
             value = invoke(fn, *case.fresh_values())
+    except MethodNotFollowed as error:  # the value is judged; the method only if it is right
+        return Attempt(value=error.value, printed=_cut(printed), method=str(error))
     except Exception as error:
         return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed),
                        raised_in=raised_in(error))
@@ -94,9 +97,6 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
     """None when the attempt matches the reference; otherwise a Failure with a hint."""
     if attempt.error is not None:
         type_name = error_type(attempt)
-        if type_name == "MethodNotFollowed":  # the message says what to use instead
-            return Failure(case=case, message=str(attempt.error), printed=attempt.printed,
-                           input_independent=True)
         return Failure(
             case=case,
             message=f"raised {type_name}: {attempt.error}".rstrip(": "),
@@ -107,7 +107,7 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
         )
     mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
     if mismatch is None:
-        return None
+        return _method_failure(case, attempt)
     return Failure(
         case=case,
         message=mismatch.message,
@@ -117,6 +117,14 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -
         output_names=exercise.outputs,
         printed=attempt.printed,
     )
+
+
+def _method_failure(case: Case, attempt: Attempt) -> Failure | None:
+    """A right value computed another way than the exercise asks: the message says how."""
+    if not attempt.method:
+        return None
+    return Failure(case=case, message=attempt.method, printed=attempt.printed,
+                   input_independent=True, method=True)
 
 
 def exception_hint(exercise: Exercise, type_name: str) -> str:
@@ -151,12 +159,16 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     cases, outputs, edge_count = _notebook_table(exercise, profile)
     first_generated: Failure | None = None
     first_edge: Failure | None = None
+    first_method: Failure | None = None  # reported only if no value is wrong
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
             return verdict(exercise, name, 0, None, unanswered=True, stub=attempt.raised_in)
         failure = judge(exercise, case, attempt, expected)
         if failure is None:
+            continue
+        if failure.method:
+            first_method = first_method or failure
             continue
         if failure.input_independent:  # every case would fail the same way: say it now
             return verdict(exercise, name, len(cases), failure)
@@ -168,7 +180,7 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     if first_generated is not None:
         failure = shrink(exercise, fn, profile) or first_generated
     else:
-        failure = first_edge
+        failure = first_edge or first_method
     return verdict(exercise, name, len(cases), failure)
 
 
@@ -201,7 +213,7 @@ def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Fail
     def body(case: Case) -> None:
         expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
         failure = judge(exercise, case, call_learner(fn, case, exercise), expected)
-        if failure is not None:
+        if failure is not None and not failure.method:  # a wrong value is what is shrunk
             raise _Failed(failure)
 
     try:

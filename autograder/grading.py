@@ -26,7 +26,7 @@ from .engine import Attempt, error_type, judge, not_answered, verdict
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
 from .references import reference_outputs
-from .report import NOT_ANSWERED, Report
+from .report import NOT_ANSWERED, Failure, Report
 
 CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
 HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
@@ -191,8 +191,9 @@ def _valid_record(record: Any) -> bool:
     if record["kind"] == "sequence":
         items = record.get("items")
         return (isinstance(items, list) and len(items) <= 64
+                and isinstance(record.get("method", ""), str)
                 and all(_valid_record(i) and i["kind"] in ("array", "other") for i in items))
-    strings = ("key", "type", "module", "message", "traceback", "function")
+    strings = ("key", "type", "module", "message", "traceback", "function", "method")
     return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
         record.get("generic", False), bool)
 
@@ -216,10 +217,12 @@ def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
         error = RemoteError(str(record.get("type")), str(record.get("message")))
         return Attempt(error=error, traceback=str(record.get("traceback", ""))[-3000:],
                        raised_in=str(record.get("function", ""))[:100])
+    method = str(record.get("method", ""))[:2000]
     if record.get("kind") == "sequence":
         items = [_item(item, arrays) for item in record.get("items", [])]
-        return Attempt(value=tuple(items) if record.get("type") == "tuple" else items)
-    return Attempt(value=_item(record, arrays))
+        return Attempt(value=tuple(items) if record.get("type") == "tuple" else items,
+                       method=method)
+    return Attempt(value=_item(record, arrays), method=method)
 
 
 def _result(exercise: Exercise, passed: bool, output: str) -> ExerciseResult:
@@ -257,13 +260,18 @@ def judge_outputs(
               for case, attempt, expected in zip(cases, attempts, refs, strict=True)]
     failures = [(attempt, failure) for attempt, failure in judged if failure is not None]
     unanswered = bool(failures) and all(not_answered(attempt) for attempt, _ in failures)
-    # An error that does not depend on the case comes first; else the smallest case.
-    smallest = min((f for _, f in failures), key=lambda f: (not f.input_independent,
-                                                            f.case.size()), default=None)
+    # An error that does not depend on the case comes first, then the smallest case with a
+    # wrong value; a method not followed only when every value is right.
+    smallest = min((f for _, f in failures), key=_precedence, default=None)
     stub = failures[0][0].raised_in if unanswered else ""
     feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered,
                        stub=stub)
     return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failures)))
+
+
+def _precedence(failure: Failure) -> tuple[int, int]:
+    rank = 2 if failure.method else 0 if failure.input_independent else 1
+    return rank, failure.case.size()
 
 
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:

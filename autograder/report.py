@@ -34,6 +34,7 @@ class Failure:
     # The error does not depend on the case (a NameError, a method not followed): no case
     # is shown, as none would say anything about it.
     input_independent: bool = False
+    method: bool = False  # the values are right, the method the exercise asks is not followed
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from .method import MethodNotFollowed as MethodNotFollowed  # the child catches it by name
 from .precision import exact_precision
 
 Invoke = Callable[..., Any]

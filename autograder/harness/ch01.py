@@ -67,11 +67,12 @@ def invoke_qa(fn: Callable[..., Any], *args: Any) -> Any:
     with method.watching(fn) as usage:
         result = invoke_to_numpy(fn, *args)
     if usage.builders:
-        raise method.MethodNotFollowed(QA_METHOD.format(found=f"it used {usage.builders[0]}"))
+        found = f"it used {usage.builders[0]}"
+        raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
     if usage.cotangent_vjps < 1 or usage.gradients < 2:
         found = (f"it made {usage.gradients} gradient call(s), {usage.cotangent_vjps} of them "
                  "with a cotangent")
-        raise method.MethodNotFollowed(QA_METHOD.format(found=found))
+        raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
     return result
 
 
@@ -81,8 +82,9 @@ def invoke_rows(fn: Callable[..., Any], x: Any, w: Any, b: Any) -> Any:
         result = invoke_to_numpy(fn, x, w, b)
     rows = np.shape(w)[-1]
     if usage.builders:
-        raise method.MethodNotFollowed(ROWS_METHOD.format(found=f"it used {usage.builders[0]}"))
+        found = f"it used {usage.builders[0]}"
+        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
     if usage.gradients < rows:
         found = f"it made {usage.gradients} VJP call(s) for the {rows} rows of this case"
-        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found))
+        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
     return result

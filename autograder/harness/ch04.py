@@ -39,7 +39,7 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
             "linear_layer must compute its output with a "
             "function decorated with @tf.custom_gradient (def forward(x): ... return x @ w, "
             "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
-            "differentiated your code itself and your gradient rule never ran."
+            "differentiated your code itself and your gradient rule never ran.", result
         )
     return result
 

@@ -151,7 +151,7 @@ def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
         result = _invoke("scalar", fn, name, (x, v))
     found = f"it used {usage.builders[0]}" if usage.builders else found
     if found:
-        raise method.MethodNotFollowed(HVP_METHOD.format(found=found))
+        raise method.MethodNotFollowed(HVP_METHOD.format(found=found), result)
     return result
 
 

@@ -20,9 +20,15 @@ from typing import Any
 
 
 class MethodNotFollowed(Exception):
-    """The answer's values may be right, but it was not computed the way the exercise asks.
+    """The answer was not computed the way the exercise asks; `value` is the answer itself.
 
-    Its message is the whole feedback: what was used, and what to use instead."""
+    Its values are still judged first (a wrong value gets the hint that names its mistake);
+    only an answer whose values are all right fails on the method. The message is then the
+    whole feedback: what was used, and what to use instead."""
+
+    def __init__(self, message: str, value: Any = None) -> None:
+        super().__init__(message)
+        self.value = value
 
 
 # Functions that build a whole Jacobian or Hessian at once, by the name a learner writes.
