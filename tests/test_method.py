@@ -4,7 +4,10 @@ solutions, which follow it, pass; a wrong value still gets the hint that names i
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -199,3 +202,61 @@ def test_a_wrong_value_gets_its_hint_before_the_method():
     assert report.status == FAILED
     assert "Your Jacobian is transposed" in str(report), str(report)
     assert "m VJPs" not in report.headline()
+
+
+# ---------------------------------------------------------------- in the grader's child
+
+HESSIAN_HVP = '''
+def hvp(f, x, v):
+    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+'''
+UNDEFINED_NAME = '''
+def jacobian_via_jvp(f, x):
+    return jacobian_by_columns(f, x)
+'''
+UNANSWERED_HELPER = '''
+def rows_of(f, x):
+    raise NotImplementedError("rows_of")
+
+
+def batch_jacobian(f, x):
+    return rows_of(f, x)
+'''
+
+
+def _replace_exercise(notebook: nbformat.NotebookNode, name: str, source: str) -> None:
+    for cell in notebook.cells:
+        if "exercise" in cell.metadata.get("tags", []) and f"def {name}(" in cell.source:
+            cell.source = source
+            return
+    raise AssertionError(f"no exercise cell defines {name}")
+
+
+def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp_path):
+    """One sandboxed grading of chapter 06: hvp by jax.hessian fails on the method, with no
+    case; a NameError shows no case and only the learner's frames; an unanswered helper is
+    named; the untouched exercise still passes."""
+    notebook = nbformat.read(ROOT / "solutions" / "06_jacobians.ipynb", as_version=4)
+    for name, source in [("hvp", HESSIAN_HVP), ("jacobian_via_jvp", UNDEFINED_NAME),
+                         ("batch_jacobian", UNANSWERED_HELPER)]:
+        _replace_exercise(notebook, name, source)
+    nbformat.write(notebook, tmp_path / "submission.ipynb")
+    out = tmp_path / "graded"
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
+         "--out", str(out), "--seed", "5", "--jobs", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (results,) = out.glob("*-submission/results.json")
+    tests = {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
+    assert tests["jacobian_via_vjp"]["status"] == "passed", tests["jacobian_via_vjp"]["output"]
+    method, name_error, stub = (tests[n]["output"] for n in
+                                ("hvp", "jacobian_via_jvp", "batch_jacobian"))
+    assert "without the Hessian" in method and "it used jax.hessian" in method, method
+    assert "NameError" in name_error and "jacobian_by_columns" in name_error, name_error
+    for output in (method, name_error):
+        assert "ailing case" not in output and "input x" not in output, output
+    assert "child.py" not in name_error and "harness" not in name_error, name_error
+    assert "`rows_of` (called by `batch_jacobian`)" in stub, stub
