@@ -80,6 +80,42 @@ def not_answered(attempt: Attempt) -> bool:
     return error_type(attempt) == "NotImplementedError"
 
 
+def dependency_note(exercise: Exercise, wrong: list[str]) -> str:
+    """What to say when exercises this one calls are wrong: it was judged with correct
+    ones in their place, so their mistakes cost their own exercises only."""
+    if not wrong:
+        return ""
+    names = " and ".join(wrong)
+    return (f"Your {names} {'is' if len(wrong) == 1 else 'are'} not right yet (see "
+            f"{'its' if len(wrong) == 1 else 'their'} own check). {exercise.name} calls "
+            f"{names}, so it was checked with a correct {names} in place of yours: this "
+            f"verdict is about {exercise.name} alone.")
+
+
+def _wrong_dependencies(exercise: Exercise, fn: Any) -> list[str]:
+    """The exercises `fn` depends on that the learner's own versions (in the namespace
+    where fn was defined) do not pass yet, each checked once per function object."""
+    from .exercises import EXERCISES
+
+    namespace = getattr(fn, "__globals__", {})
+    wrong = []
+    for name in exercise.depends_on:
+        own = namespace.get(name) if isinstance(namespace, dict) else None
+        if callable(own) and not _passes(EXERCISES[name], own):
+            wrong.append(name)
+    return wrong
+
+
+_PASSES: dict[tuple[str, int], tuple[Any, bool]] = {}
+
+
+def _passes(exercise: Exercise, fn: Any) -> bool:
+    key = (exercise.name, id(fn))
+    if key not in _PASSES or _PASSES[key][0] is not fn:
+        _PASSES[key] = (fn, check_function(exercise, fn).passed)
+    return _PASSES[key][1]
+
+
 def verdict(exercise: Exercise, function: str, cases_checked: int,
             failure: Failure | None, *, unanswered: bool = False, stub: str = "") -> Report:
     """The one way the outcome of a run becomes a Report, in the notebook and the grader.
@@ -147,7 +183,17 @@ def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], l
 
 
 def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
-    """Check a learner's function on every case of the profile; never raises for a wrong answer."""
+    """Check a learner's function on every case of the profile; never raises for a wrong
+    answer. It is run with correct versions of the exercises it calls; the report says
+    which of the learner's own are wrong."""
+    report = _check(exercise, fn, profile)
+    if not exercise.depends_on or report.status not in (PASSED, FAILED):
+        return report
+    return replace(report, dependencies=dependency_note(exercise,
+                                                        _wrong_dependencies(exercise, fn)))
+
+
+def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     name = getattr(fn, "__name__", exercise.name)
     base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
     if not callable(fn):

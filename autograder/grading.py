@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from . import sandbox, untrusted
 from .cases import Case, draw_cases, grading_profile
-from .engine import Attempt, error_type, judge, not_answered, verdict
+from .engine import Attempt, dependency_note, error_type, judge, not_answered, verdict
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
 from .references import reference_outputs
@@ -32,6 +32,7 @@ CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("c
 HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
 SKIPPED_TAGS = {"display-only"}
 RECORD_KINDS = {"array", "other", "sequence", "error"}
+NOT_ANSWERED_TEXT = "Not answered:"
 
 
 class RemoteError(Exception):
@@ -279,7 +280,7 @@ def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     if report.status == NOT_ANSWERED:
         where = (f"`{report.stub}` (called by `{exercise.name}`)"
                  if report.stub and report.stub != exercise.name else f"`{exercise.name}`")
-        return (f"Not answered: {where} still raises NotImplementedError. Replace "
+        return (f"{NOT_ANSWERED_TEXT} {where} still raises NotImplementedError. Replace "
                 "that line with your code.")
     if report.passed:
         return f"Passed all {report.cases_checked} cases (hidden cases included)."
@@ -343,7 +344,8 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
     program = {"cells": cells, "exercises": names, "time_limit": run.limits.per_exercise,
                "out": str(round_box.out), "allowed": list(allowed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
-               "invoke": {name: by_name[name].invoke for name in names}}
+               "invoke": {name: by_name[name].invoke for name in names},
+               "depends": {name: list(by_name[name].depends_on) for name in names}}
     path = run.box.ctrl / "program.json"
     path.write_text(json.dumps(program))
     sandbox.share_read_only(run.box, path)
@@ -466,7 +468,20 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
         run = Run(box, folders, limits, time.monotonic() + limits.per_submission)
         verdicts, problems = _run_rounds(run, assignment, cells)
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
-    result.exercises = [verdicts[e.name] for e in assignment.exercises]
+    result.exercises = [_with_dependencies(e, verdicts) for e in assignment.exercises]
+
+
+def _with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
+                       ) -> ExerciseResult:
+    """The exercise's result, saying which exercises it calls failed: it was graded with
+    correct ones in their place, so their mistakes cost their own points only."""
+    result = verdicts[exercise.name]
+    if result.output.startswith(NOT_ANSWERED_TEXT):
+        return result
+    wrong = [name for name in exercise.depends_on
+             if name in verdicts and not verdicts[name].passed]
+    note = dependency_note(exercise, wrong)
+    return replace(result, output=f"{result.output}\n{note}") if note else result
 
 
 def _copy_child_files(folders: sandbox.Box) -> None:

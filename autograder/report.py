@@ -49,6 +49,7 @@ class Report:
     failure: Failure | None = None
     note: str = ""
     stub: str = ""  # the function still raising NotImplementedError, when not `function`
+    dependencies: str = ""  # which exercises it calls are wrong, and what was used instead
 
     @property
     def passed(self) -> bool:
@@ -73,9 +74,10 @@ class Report:
 
     def sections(self) -> list[tuple[str, str]]:
         """(title, body) pairs shared by the text and HTML renderings."""
+        notes = [("Your other exercises", self.dependencies)] if self.dependencies else []
         failure = self.failure
         if failure is None or self.status != FAILED:
-            return []
+            return notes
         parts = [] if failure.input_independent else _case_sections(failure)
         parts += _comparison(failure)
         if failure.traceback:
@@ -84,7 +86,7 @@ class Report:
             parts.append(("Your function printed", failure.printed))
         if failure.hint:
             parts.append(("Hint", failure.hint))
-        return parts
+        return parts + notes
 
     def __str__(self) -> str:
         lines = [self.headline()]
@@ -119,7 +121,7 @@ class Report:
 # Prose wraps between words; arrays and tracebacks keep their columns and scroll sideways.
 PROSE = "white-space:normal;word-break:normal;overflow-wrap:break-word"
 FIXED = "margin:0;white-space:pre;word-break:normal;overflow-x:auto;max-width:100%"
-PROSE_SECTIONS = ("Hint",)
+PROSE_SECTIONS = ("Hint", "Your other exercises")
 
 
 def _html_body(title: str, body: str) -> str:

@@ -27,14 +27,19 @@ from autograder.report import FAILED
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def solution(notebook: str, name: str):
-    """The exercise function `name` as the solution notebook defines it (its exercise cell
-    run with the notebook's usual imports), so the test follows the notebook."""
+def solution_source(notebook: str, name: str) -> str:
+    """The exercise cell of the solution notebook that defines `name`."""
     cells = nbformat.read(ROOT / "solutions" / notebook, as_version=4).cells
     (source,) = [c.source for c in cells
                  if "exercise" in c.metadata.get("tags", []) and f"def {name}(" in c.source]
+    return source
+
+
+def solution(notebook: str, name: str):
+    """The exercise function `name` as the solution notebook defines it (its exercise cell
+    run with the notebook's usual imports), so the test follows the notebook."""
     namespace = {"tf": tf, "jax": jax, "jnp": jnp, "np": np}
-    exec(compile(source, f"<{notebook}>", "exec"), namespace)
+    exec(compile(solution_source(notebook, name), f"<{notebook}>", "exec"), namespace)
     return namespace[name]
 
 
@@ -260,3 +265,33 @@ def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp
         assert "ailing case" not in output and "input x" not in output, output
     assert "child.py" not in name_error and "harness" not in name_error, name_error
     assert "`rows_of` (called by `batch_jacobian`)" in stub, stub
+
+
+# ---------------------------------------------------------------- exercises judged alone
+
+
+def wrong_unbroadcast(grad, shape):  # sums the leading axes only, never keepdims
+    return grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+
+
+def test_matmul_vjp_is_checked_with_a_correct_unbroadcast_and_says_so():
+    """matmul_vjp calls unbroadcast by its global name: the check puts the reference there
+    while it runs (and puts the learner's back), and names the learner's as wrong."""
+    namespace = {"np": np, "unbroadcast": wrong_unbroadcast}
+    source = solution_source("03_unbroadcasting.ipynb", "matmul_vjp")
+    exec(compile(source, "<matmul_vjp>", "exec"), namespace)
+    assert not check.unbroadcast(wrong_unbroadcast).passed
+    report = check.matmul_vjp(namespace["matmul_vjp"])
+    assert report.passed, str(report)
+    assert "Your unbroadcast is not right yet" in str(report)
+    assert "checked with a correct unbroadcast in place of yours" in str(report)
+    assert namespace["unbroadcast"] is wrong_unbroadcast
+
+
+def test_no_note_when_the_dependency_is_right():
+    namespace = {"np": np}
+    exec(compile(solution_source("03_unbroadcasting.ipynb", "unbroadcast")
+                 + "\n" + solution_source("03_unbroadcasting.ipynb", "matmul_vjp"),
+                 "<chapter 03>", "exec"), namespace)
+    report = check.matmul_vjp(namespace["matmul_vjp"])
+    assert report.passed and "Your other exercises" not in str(report), str(report)

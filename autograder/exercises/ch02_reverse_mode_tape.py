@@ -640,7 +640,8 @@ TOPOSORT = TapeExercise(
 
 
 
-def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) -> Exercise:
+def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = (),
+                   depends_on: tuple[str, ...] = ()) -> Exercise:
     return TapeExercise(
         name=name,
         signature=signature,
@@ -654,6 +655,7 @@ def _tape_exercise(name: str, signature: str, invoke: str, extra: tuple = ()) ->
         mistakes=_tape_mistakes() + extra,
         hints_by_kind=TAPE_HINTS,
         invoke=invoke,
+        depends_on=depends_on,
     )
 
 
@@ -662,10 +664,13 @@ BACKWARD = _tape_exercise(
     "ch02:invoke_backward",
     (Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
              _only_if_different(_seeded_with_ones, _tape_answer())),),
+    # The learner's Tensor operations record vjp_rule; backward calls toposort.
+    depends_on=("toposort", "vjp_rule"),
 )
 GRAD = _tape_exercise(
     "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
     "ch02:invoke_grad",
+    depends_on=("backward", "toposort", "vjp_rule"),
 )
 
 EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD)

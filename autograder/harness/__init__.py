@@ -44,21 +44,57 @@ def split_name(name: str) -> tuple[str, str]:
     return module, function
 
 
+# The exercises other exercises call, and their reference implementations here: an exercise
+# that depends on them is run with these in place of the learner's (see `invoker`).
+REFERENCES = {"unbroadcast": "ch03:unbroadcast", "vjp_rule": "ch02:vjp_rule",
+              "toposort": "ch02:toposort", "backward": "ch02:backward"}
+
+
 @functools.cache
-def invoker(name: str, frameworks: tuple[str, ...] = ()) -> Invoke:
+def invoker(name: str, frameworks: tuple[str, ...] = (), depends: tuple[str, ...] = ()
+            ) -> Invoke:
     """The function that calls the learner's `fn` on a case's values.
 
     It is resolved lazily (a chapter module may import JAX or TensorFlow). An exercise that
     allows a framework runs the learner's function at full precision (no TF32, JAX matmuls
     at "highest"), in the notebook and in the grader's child alike, so that a correct
-    float32 answer is exact on any device.
+    float32 answer is exact on any device. An exercise that calls other exercises
+    (`depends`, names in REFERENCES) runs with their references in the learner's namespace,
+    so each exercise is judged on its own.
     """
-    if not name:
-        invoke = plain_call
-    else:
-        module, function = split_name(name)
-        invoke = getattr(importlib.import_module(f".{module}", __name__), function)
+    invoke = _resolve(name) if name else plain_call
+    if depends:
+        invoke = _with_references(invoke, depends)
     return _at_full_precision(invoke) if frameworks else invoke
+
+
+def _resolve(name: str) -> Invoke:
+    module, function = split_name(name)
+    return getattr(importlib.import_module(f".{module}", __name__), function)
+
+
+def _with_references(invoke: Invoke, depends: tuple[str, ...]) -> Invoke:
+    """`invoke` with the reference of each dependency bound, for the call, to its name in
+    the namespace where the learner's function was defined (the notebook's)."""
+    references = {name: _resolve(REFERENCES[name]) for name in depends}
+
+    def with_references(fn: Invoke, *args: Any) -> Any:
+        namespace = getattr(fn, "__globals__", None)
+        if not isinstance(namespace, dict):
+            return invoke(fn, *args)
+        missing = object()
+        saved = {name: namespace.get(name, missing) for name in references}
+        namespace.update(references)
+        try:
+            return invoke(fn, *args)
+        finally:
+            for key, value in saved.items():
+                if value is missing:
+                    namespace.pop(key, None)
+                else:
+                    namespace[key] = value
+
+    return with_references
 
 
 def _at_full_precision(invoke: Invoke) -> Invoke:
