@@ -26,8 +26,8 @@ from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
-# Errors that say nothing about the case they were met on: the code cannot run at all, or
-# did not compute the answer the way the exercise asks. No case is shown for them.
+# Errors that say nothing about the case they were met on: the code cannot run at all. No
+# case is shown for them (nor for a method not followed: see _method_failure).
 INPUT_INDEPENDENT = {"NameError", "ImportError", "ModuleNotFoundError", "SyntaxError",
                      "IndentationError", "TabError", "FrameworkUsed"}
 
@@ -112,6 +112,8 @@ _PASSES: dict[tuple[str, int], tuple[Any, bool]] = {}
 def _passes(exercise: Exercise, fn: Any) -> bool:
     key = (exercise.name, id(fn))
     if key not in _PASSES or _PASSES[key][0] is not fn:
+        if len(_PASSES) > 64:  # each redefinition in the notebook is a new function
+            _PASSES.clear()
         _PASSES[key] = (fn, check_function(exercise, fn).passed)
     return _PASSES[key][1]
 
