@@ -195,17 +195,19 @@ def _as_static(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...]):
+def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...],
+             depends: tuple[str, ...] = ()):
     """The exercise's way of calling the learner's function: its invoke, named by the grader,
     resolved as the notebook check resolves it. `allowed` is this child's frameworks, which
     are the exercise's own (the grader groups exercises by them), so a framework exercise
-    runs at full precision here as in the notebook.
+    runs at full precision here as in the notebook; `depends` names the exercises it calls,
+    which it runs with their references, as in the notebook.
 
     If it cannot even be set up (say the learner's cells broke an import), every case
     reports that error instead of the child dying.
     """
     try:
-        return harness.invoker(name, allowed)
+        return harness.invoker(name, allowed, depends)
     except Exception as error:
         failure = error
 
@@ -239,12 +241,16 @@ def run_exercise(
         sys.stdout = sys.stderr = writer
         try:
             invoke = _invoker(harness, program.get("invoke", {}).get(name, ""),
-                              tuple(program.get("allowed", [])))
+                              tuple(program.get("allowed", [])),
+                              tuple(program.get("depends", {}).get(name, [])))
             for index, case_params in enumerate(params):
                 args = _case_args(index, arguments, case_params, arrays_in)
                 try:
                     value = invoke(fn, *args)
                     report["cases"].append(_record_value(value, index, arrays))
+                except harness.MethodNotFollowed as error:  # judged on its value first
+                    record = _record_value(error.value, index, arrays)
+                    report["cases"].append({**record, "method": str(error)[:2000]})
                 except ExerciseTimeout:
                     raise
                 except BaseException as error:
@@ -253,6 +259,7 @@ def run_exercise(
                         "type": type(error).__name__,
                         "message": str(error)[:1000],
                         "traceback": harness.learner_traceback(error, 3000),
+                        "function": harness.raised_in(error),
                     })
         except ExerciseTimeout:
             report["timeout"] = True

@@ -20,7 +20,7 @@ from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Evidence, Exercise, Outputs, Raised
-from .harness import learner_traceback, plain_call
+from .harness import MethodNotFollowed, learner_traceback, plain_call, raised_in
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
@@ -29,6 +29,10 @@ PRINTED_LIMIT = 2000
 # (shrunk) case two different mistakes often give the same output.
 EVIDENCE = 4
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
+# Errors that say nothing about the case they were met on: the code cannot run at all. No
+# case is shown for them (nor for a method not followed: see method_failure).
+INPUT_INDEPENDENT = {"NameError", "ImportError", "ModuleNotFoundError", "SyntaxError",
+                     "IndentationError", "TabError", "FrameworkUsed"}
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ class Attempt:
     error: BaseException | None = None
     traceback: str = ""
     printed: str = ""
+    raised_in: str = ""  # the learner's function that raised the error (the innermost frame)
+    method: str = ""  # why the value was not computed the way the exercise asks ("" if it was)
 
 
 def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None = None) -> Attempt:
@@ -51,8 +57,11 @@ def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None =
     try:
         with contextlib.redirect_stdout(printed):
             value = invoke(fn, *case.fresh_values())
+    except MethodNotFollowed as error:  # the value is judged; the method only if it is right
+        return Attempt(value=error.value, printed=_cut(printed), method=str(error))
     except Exception as error:
-        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed))
+        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed),
+                       raised_in=raised_in(error))
     return Attempt(value=value, printed=_cut(printed))
 
 
@@ -74,12 +83,52 @@ def not_answered(attempt: Attempt) -> bool:
     return error_type(attempt) == "NotImplementedError"
 
 
+def dependency_note(exercise: Exercise, wrong: list[str]) -> str:
+    """What to say when exercises this one calls are wrong: it was judged with correct
+    ones in their place, so their mistakes cost their own exercises only."""
+    if not wrong:
+        return ""
+    names = " and ".join(wrong)
+    return (f"Your {names} {'is' if len(wrong) == 1 else 'are'} not right yet (see "
+            f"{'its' if len(wrong) == 1 else 'their'} own check). {exercise.name} calls "
+            f"{names}, so it was checked with a correct {names} in place of yours: this "
+            f"verdict is about {exercise.name} alone.")
+
+
+def _wrong_dependencies(exercise: Exercise, fn: Any) -> list[str]:
+    """The exercises `fn` depends on that the learner's own versions (in the namespace
+    where fn was defined) do not pass yet, each checked once per function object."""
+    from .exercises import EXERCISES
+
+    namespace = getattr(fn, "__globals__", {})
+    wrong = []
+    for name in exercise.depends_on:
+        own = namespace.get(name) if isinstance(namespace, dict) else None
+        if callable(own) and not _passes(EXERCISES[name], own):
+            wrong.append(name)
+    return wrong
+
+
+_PASSES: dict[tuple[str, int], tuple[Any, bool]] = {}
+
+
+def _passes(exercise: Exercise, fn: Any) -> bool:
+    key = (exercise.name, id(fn))
+    if key not in _PASSES or _PASSES[key][0] is not fn:
+        if len(_PASSES) > 64:  # each redefinition in the notebook is a new function
+            _PASSES.clear()
+        _PASSES[key] = (fn, check_function(exercise, fn).passed)
+    return _PASSES[key][1]
+
+
 def verdict(exercise: Exercise, function: str, cases_checked: int,
-            failure: Failure | None, *, unanswered: bool = False) -> Report:
-    """The one way the outcome of a run becomes a Report, in the notebook and the grader."""
+            failure: Failure | None, *, unanswered: bool = False, stub: str = "") -> Report:
+    """The one way the outcome of a run becomes a Report, in the notebook and the grader.
+    `stub` names the function whose NotImplementedError was met, when it is not `function`
+    itself (log1pexp's JVP rule, log1pexp_jvp)."""
     report = Report(exercise.name, function, PASSED, cases_checked, exercise.references_text)
     if unanswered:
-        return replace(report, status=NOT_ANSWERED, cases_checked=0)
+        return replace(report, status=NOT_ANSWERED, cases_checked=0, stub=stub)
     if failure is None:
         return report
     return replace(report, status=FAILED, failure=failure)
@@ -100,10 +149,11 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
             hint=named or exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
+            input_independent=type_name in INPUT_INDEPENDENT,
         )
     mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
     if mismatch is None:
-        return None
+        return method_failure(case, attempt)
     return Failure(
         case=case,
         message=mismatch.message,
@@ -132,6 +182,14 @@ def others_than(case: Case, evidence: Sequence[Evidence]) -> list[Evidence]:
     return [(other, got) for other, got in evidence if other is not case][:EVIDENCE]
 
 
+def method_failure(case: Case, attempt: Attempt) -> Failure | None:
+    """A right value computed another way than the exercise asks: the message says how."""
+    if not attempt.method:
+        return None
+    return Failure(case=case, message=attempt.method, printed=attempt.printed,
+                   input_independent=True, method=True)
+
+
 def exception_hint(exercise: Exercise, type_name: str) -> str:
     """A hint for this exception type (`exception:TypeError`), else the shape-error hint
     (`exception`) for a shape-like error, else the exercise's fallback for any exception
@@ -152,7 +210,17 @@ def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], l
 
 
 def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
-    """Check a learner's function on every case of the profile; never raises for a wrong answer."""
+    """Check a learner's function on every case of the profile; never raises for a wrong
+    answer. It is run with correct versions of the exercises it calls; the report says
+    which of the learner's own are wrong."""
+    report = _check(exercise, fn, profile)
+    if not exercise.depends_on or report.status not in (PASSED, FAILED):
+        return report
+    return replace(report, dependencies=dependency_note(exercise,
+                                                        _wrong_dependencies(exercise, fn)))
+
+
+def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     name = getattr(fn, "__name__", exercise.name)
     base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
     if not callable(fn):
@@ -164,19 +232,23 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     cases, outputs, edge_count = _notebook_table(exercise, profile)
     failing: list[tuple[Case, Attempt, Outputs]] = []
     generated: tuple[Case, Attempt, Outputs] | None = None
+    method: Failure | None = None  # a method not followed: reported only if no value is wrong
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
-            return verdict(exercise, name, 0, None, unanswered=True)
+            return verdict(exercise, name, 0, None, unanswered=True, stub=attempt.raised_in)
         if not fails(exercise, attempt, expected):
+            method = method or method_failure(case, attempt)
             continue
+        if error_type(attempt) in INPUT_INDEPENDENT:  # every case would fail the same way
+            return verdict(exercise, name, len(cases), judge(exercise, case, attempt, expected))
         failing.append((case, attempt, expected))
         if index >= edge_count:
             generated = generated or failing[-1]
         if generated is not None and len(failing) > EVIDENCE:
             break  # enough failing cases to shrink from and to recognise a mistake by
     if not failing:
-        return verdict(exercise, name, len(cases), None)
+        return verdict(exercise, name, len(cases), method)
     evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
     shrunk = shrink(exercise, fn, profile, evidence) if generated is not None else None
     case, attempt, expected = generated or failing[0]

@@ -71,17 +71,24 @@ class Exercise:
     # Frameworks the learner's code may use in the grader's child ("tensorflow", "jax");
     # empty for a numpy exercise, where using either scores 0.
     frameworks: tuple[str, ...] = ()
+    # Exercises this one calls (matmul_vjp calls unbroadcast): it is run with their reference
+    # implementations (harness.REFERENCES) in their place, so a wrong dependency costs its
+    # own exercise only, and the report says when the learner's is wrong.
+    depends_on: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.invoke:  # a misspelt name fails when the exercise is declared
             harness.split_name(self.invoke)
         if not self.chapter:
             object.__setattr__(self, "chapter", chapter_of(self.tf_reference.__module__))
+        unknown = set(self.depends_on) - set(harness.REFERENCES)
+        if unknown:
+            raise ValueError(f"{self.name} depends on {unknown}, which have no reference.")
 
     def invoker(self) -> Callable[..., Any]:
         """The `invoke` function, at full precision when a framework is allowed: the grader's
         child resolves it by the same name, with the same frameworks."""
-        return harness.invoker(self.invoke, self.frameworks)
+        return harness.invoker(self.invoke, self.frameworks, self.depends_on)
 
     def run_mistake(self, mistake: Mistake, case: Case) -> Any:
         """The mistake's outputs on this case, exactly as a learner's function would give them

@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,13 @@ import numpy as np
 from . import sandbox, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import (
+    INPUT_INDEPENDENT,
     Attempt,
+    dependency_note,
     error_type,
     fails,
     judge,
+    method_failure,
     not_answered,
     others_than,
     result_of,
@@ -41,6 +44,7 @@ CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("c
 HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
 SKIPPED_TAGS = {"display-only"}
 RECORD_KINDS = {"array", "other", "sequence", "error"}
+NOT_ANSWERED_TEXT = "Not answered:"
 
 
 class RemoteError(Exception):
@@ -200,8 +204,9 @@ def _valid_record(record: Any) -> bool:
     if record["kind"] == "sequence":
         items = record.get("items")
         return (isinstance(items, list) and len(items) <= 64
+                and isinstance(record.get("method", ""), str)
                 and all(_valid_record(i) and i["kind"] in ("array", "other") for i in items))
-    strings = ("key", "type", "module", "message", "traceback")
+    strings = ("key", "type", "module", "message", "traceback", "function", "method")
     return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
         record.get("generic", False), bool)
 
@@ -223,11 +228,14 @@ def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
         return Attempt(error=RemoteError("MissingResult", "no result was recorded"))
     if record.get("kind") == "error":
         error = RemoteError(str(record.get("type")), str(record.get("message")))
-        return Attempt(error=error, traceback=str(record.get("traceback", ""))[-3000:])
+        return Attempt(error=error, traceback=str(record.get("traceback", ""))[-3000:],
+                       raised_in=str(record.get("function", ""))[:100])
+    method = str(record.get("method", ""))[:2000]
     if record.get("kind") == "sequence":
         items = [_item(item, arrays) for item in record.get("items", [])]
-        return Attempt(value=tuple(items) if record.get("type") == "tuple" else items)
-    return Attempt(value=_item(record, arrays))
+        return Attempt(value=tuple(items) if record.get("type") == "tuple" else items,
+                       method=method)
+    return Attempt(value=_item(record, arrays), method=method)
 
 
 def _result(exercise: Exercise, passed: bool, output: str) -> ExerciseResult:
@@ -265,26 +273,36 @@ def judge_outputs(
                for case, attempt, expected in zip(cases, attempts, refs, strict=True)
                if fails(exercise, attempt, expected)]
     unanswered = bool(failing) and all(not_answered(attempt) for _, attempt, _ in failing)
-    smallest = smallest_failure(exercise, failing)
-    feedback = verdict(exercise, exercise.name, checked, smallest, unanswered=unanswered)
+    # A wrong value or an error first; a method not followed only when every value is right.
+    shown = smallest_failure(exercise, failing) or next(
+        (method_failure(case, attempt) for case, attempt in zip(cases, attempts, strict=False)
+         if attempt.method), None)
+    stub = failing[0][1].raised_in if unanswered else ""
+    feedback = verdict(exercise, exercise.name, checked, shown, unanswered=unanswered,
+                       stub=stub)
     return _result(exercise, feedback.passed, _grader_text(exercise, feedback, len(failing)))
 
 
 def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
-                      ) -> Failure | None:
-    """The failure on the smallest failing case, whose hint names a mistake only if that
-    mistake reproduces the other failing cases too."""
+                     ) -> Failure | None:
+    """The failure to show: an error that does not depend on the case (a NameError) first,
+    else the smallest failing case, whose hint names a mistake only if that mistake
+    reproduces the other failing cases too."""
     if not failing:
         return None
-    case, attempt, expected = min(failing, key=lambda failed: failed[0].size())
+    independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
+    case, attempt, expected = (independent or [min(failing, key=lambda f: f[0].size())])[0]
     evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
     return judge(exercise, case, attempt, expected, others_than(case, evidence))
+
 
 
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     """The verdict in the grader's words: hidden cases, and how many of them failed."""
     if report.status == NOT_ANSWERED:
-        return (f"Not answered: `{exercise.name}` still raises NotImplementedError. Replace "
+        where = (f"`{report.stub}` (called by `{exercise.name}`)"
+                 if report.stub and report.stub != exercise.name else f"`{exercise.name}`")
+        return (f"{NOT_ANSWERED_TEXT} {where} still raises NotImplementedError. Replace "
                 "that line with your code.")
     if report.passed:
         return f"Passed all {report.cases_checked} cases (hidden cases included)."
@@ -348,7 +366,8 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
     program = {"cells": cells, "exercises": names, "time_limit": run.limits.per_exercise,
                "out": str(round_box.out), "allowed": list(allowed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
-               "invoke": {name: by_name[name].invoke for name in names}}
+               "invoke": {name: by_name[name].invoke for name in names},
+               "depends": {name: list(by_name[name].depends_on) for name in names}}
     path = run.box.ctrl / "program.json"
     path.write_text(json.dumps(program))
     sandbox.share_read_only(run.box, path)
@@ -471,7 +490,20 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
         run = Run(box, folders, limits, time.monotonic() + limits.per_submission)
         verdicts, problems = _run_rounds(run, assignment, cells)
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
-    result.exercises = [verdicts[e.name] for e in assignment.exercises]
+    result.exercises = [_with_dependencies(e, verdicts) for e in assignment.exercises]
+
+
+def _with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
+                       ) -> ExerciseResult:
+    """The exercise's result, saying which exercises it calls failed: it was graded with
+    correct ones in their place, so their mistakes cost their own points only."""
+    result = verdicts[exercise.name]
+    if result.output.startswith(NOT_ANSWERED_TEXT):
+        return result
+    wrong = [name for name in exercise.depends_on
+             if name in verdicts and not verdicts[name].passed]
+    note = dependency_note(exercise, wrong)
+    return replace(result, output=f"{result.output}\n{note}") if note else result
 
 
 def _copy_child_files(folders: sandbox.Box) -> None:

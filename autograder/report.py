@@ -31,6 +31,10 @@ class Failure:
     traceback: str = ""
     printed: str = ""
     shrunk: bool = False
+    # The error does not depend on the case (a NameError, a method not followed): no case
+    # is shown, as none would say anything about it.
+    input_independent: bool = False
+    method: bool = False  # the values are right, the method the exercise asks is not followed
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Report:
     references: str
     failure: Failure | None = None
     note: str = ""
+    stub: str = ""  # the function still raising NotImplementedError, when not `function`
+    dependencies: str = ""  # which exercises it calls are wrong, and what was used instead
 
     @property
     def passed(self) -> bool:
@@ -56,8 +62,10 @@ class Report:
                 f"on all {self.cases_checked} cases."
             )
         if self.status == NOT_ANSWERED:
+            where = (f"{self.stub} (called by {self.function})"
+                     if self.stub and self.stub != self.function else self.function)
             return (
-                f"NOT ANSWERED YET {self.function}: replace the "
+                f"NOT ANSWERED YET {where}: replace the "
                 "`raise NotImplementedError(...)` line with your code, then run this cell again."
             )
         if self.status == ERROR:
@@ -66,15 +74,11 @@ class Report:
 
     def sections(self) -> list[tuple[str, str]]:
         """(title, body) pairs shared by the text and HTML renderings."""
+        notes = [("Your other exercises", self.dependencies)] if self.dependencies else []
         failure = self.failure
         if failure is None or self.status != FAILED:
-            return []
-        title = "Smallest failing case" if failure.shrunk else "Failing case"
-        if failure.case.label:
-            title += f" ({failure.case.label})"
-        parts = [(title, failure.case.describe())]
-        parts += [(f"input {name}", _show(value)) for name, value in failure.case.arrays().items()]
-        parts += [(f"input {k}", repr(v)) for k, v in failure.case.params().items()]
+            return notes
+        parts = [] if failure.input_independent else _case_sections(failure)
         parts += _comparison(failure)
         if failure.traceback:
             parts.append(("Your function raised", failure.traceback))
@@ -82,7 +86,7 @@ class Report:
             parts.append(("Your function printed", failure.printed))
         if failure.hint:
             parts.append(("Hint", failure.hint))
-        return parts
+        return parts + notes
 
     def __str__(self) -> str:
         lines = [self.headline()]
@@ -117,7 +121,7 @@ class Report:
 # Prose wraps between words; arrays and tracebacks keep their columns and scroll sideways.
 PROSE = "white-space:normal;word-break:normal;overflow-wrap:break-word"
 FIXED = "margin:0;white-space:pre;word-break:normal;overflow-x:auto;max-width:100%"
-PROSE_SECTIONS = ("Hint",)
+PROSE_SECTIONS = ("Hint", "Your other exercises")
 
 
 def _html_body(title: str, body: str) -> str:
@@ -131,6 +135,16 @@ def _show(value: Any) -> str:
     if isinstance(value, np.ndarray | np.generic):
         return np.array2string(np.asarray(value), precision=4, threshold=200, suppress_small=True)
     return repr(value)
+
+
+def _case_sections(failure: Failure) -> list[tuple[str, str]]:
+    title = "Smallest failing case" if failure.shrunk else "Failing case"
+    if failure.case.label:
+        title += f" ({failure.case.label})"
+    parts = [(title, failure.case.describe())]
+    parts += [(f"input {name}", _show(value)) for name, value in failure.case.arrays().items()]
+    parts += [(f"input {k}", repr(v)) for k, v in failure.case.params().items()]
+    return parts
 
 
 def _comparison(failure: Failure) -> list[tuple[str, str]]:

@@ -37,6 +37,13 @@ def matmul_vjp(g, a, b):
             reduce_to(np.swapaxes(a, -1, -2) @ g, b.shape))
 '''
 
+# As the exercise asks: it calls the learner's unbroadcast, so it is graded with a correct one.
+MATMUL_CALLING_UNBROADCAST = '''
+def matmul_vjp(g, a, b):
+    return (unbroadcast(g @ np.swapaxes(b, -1, -2), a.shape),
+            unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape))
+'''
+
 
 def declared_mistake(exercise: Exercise, name: str) -> str:
     """A mistake the exercise declares, as the source of the learner's cell: the wrong
@@ -75,6 +82,8 @@ VARIANTS: dict[str, tuple[str, str, list[str], tuple[float, float]]] = {
     "returns_nan": (bad_unbroadcast(
         "    out = np.full(shape, np.nan, dtype=grad.dtype)\n    return out"),
         GOOD_MATMUL, [], (0, 1)),
+    "matmul_calls_a_wrong_unbroadcast": (bad_unbroadcast("    return grad"),
+                                         MATMUL_CALLING_UNBROADCAST, [], (0, 1)),
     "uses_tensorflow": (bad_unbroadcast(
         "    import tensorflow as tf\n    return tf.reduce_sum(grad).numpy()"),
         GOOD_MATMUL, [], (0, 1)),

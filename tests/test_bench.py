@@ -156,7 +156,8 @@ def gradebook(count: int) -> dict[str, dict[str, str]]:
     for index in range(1, count + 1):
         bugs = bench.bugs_for(index)
         unb = 0.0 if bugs["unbroadcast"] != "correct" else 1.0
-        mat = 0.0 if bugs["matmul_vjp"] != "correct" or unb == 0.0 else 1.0
+        # matmul_vjp is graded with a correct unbroadcast: a wrong one costs only its own mark
+        mat = 0.0 if bugs["matmul_vjp"] != "correct" else 1.0
         rows[f"sub{index:02d}"] = {"submission": f"sub{index:02d}", "unbroadcast": str(unb),
                                    "matmul_vjp": str(mat), "total": str(unb + mat),
                                    "max": "2.0", "problem": ""}

@@ -131,12 +131,14 @@ def qa_split_grad_ys(x, W, b, y0):
 
 
 def qa_by_hand(x, W, b, y0):
+    """The right values without any gradient call: the wrong answers below build on it (by
+    hand, it fails on the method: see test_method.py)."""
     y = np.tanh(x @ W + b)
     g1 = 2 * (y - y0) / y.size * (1 - y**2)
     return x.T @ g1, g1.sum(axis=0)
 
 
-@pytest.mark.parametrize("fn", [qa_split_tf, qa_split_jax, qa_split_grad_ys, qa_by_hand])
+@pytest.mark.parametrize("fn", [qa_split_tf, qa_split_jax, qa_split_grad_ys])
 def test_right_qa_gradients_pass(fn):
     report = check.qa_gradients(fn)
     assert report.passed, str(report)
@@ -278,21 +280,11 @@ def rows_jax(x, W, b):
 
 
 def rows_by_hand(x, W, b):
+    """The right Jacobian without any VJP: a wrong answer below builds on it."""
     return (1 - np.tanh(x @ W + b) ** 2)[:, None] * W.T
 
 
-def columns_forward_mode(x, W, b):
-    """Right too, though by columns: one JVP per input direction (forward mode)."""
-    x = tf.constant(x)
-    columns = []
-    for j in range(x.shape[0]):
-        with tf.autodiff.ForwardAccumulator(x, tf.one_hot(j, x.shape[0])) as acc:
-            y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
-        columns.append(acc.jvp(y))
-    return tf.stack(columns, axis=1).numpy()
-
-
-@pytest.mark.parametrize("fn", [rows_tf, rows_jax, rows_by_hand, columns_forward_mode])
+@pytest.mark.parametrize("fn", [rows_tf, rows_jax])
 def test_right_jacobians_pass(fn):
     report = check.jacobian_by_rows(fn)
     assert report.passed, str(report)

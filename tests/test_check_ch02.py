@@ -256,10 +256,17 @@ def test_wrong_backward_fails_with_its_hint(fn, words):
         ("div", lambda g, x, y: (g / y, g * x / y**2), "Wrong sign in div"),
     ],
 )
-def test_tape_with_a_wrong_sign_fails_with_its_hint(op, rule, words):
+def test_a_wrong_rule_costs_vjp_rule_only_and_is_named(op, rule, words):
+    """A tape with one wrong rule: vjp_rule fails with its hint; backward and grad, which
+    call it, are checked with the correct rule in its place, pass, and say so (issue 17)."""
     learner = tape_with_rule(op, rule, f"learner_tape_{op}")
-    failed_with(check_function(BACKWARD, learner.backward), words)
-    failed_with(check_function(GRAD, learner.grad), words)
+    own = learner.vjp_rule
+    failed_with(check_function(VJP_RULE, own), words)
+    for exercise, fn in ((BACKWARD, learner.backward), (GRAD, learner.grad)):
+        report = check_function(exercise, fn)
+        assert report.passed, str(report)
+        assert "Your vjp_rule is not right yet" in report.dependencies, str(report)
+        assert learner.vjp_rule is own  # the learner's own is put back after the check
 
 
 def test_failures_show_the_smallest_program():

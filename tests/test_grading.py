@@ -88,6 +88,7 @@ def test_each_submission_costs_only_its_own_points(batch, stem):
     ("returns_none", "should be a numpy array, got builtins.NoneType"),
     ("returns_nan", "contains NaN"),
     ("uses_tensorflow", "calls TensorFlow or JAX"),
+    ("matmul_calls_a_wrong_unbroadcast", "checked with a correct unbroadcast in place of yours"),
     ("invalid_json", "not a valid Jupyter notebook"),
     ("other_chapter", "notebook of chapter 01"),
 ])

@@ -21,6 +21,8 @@ from ..exercise import Exercise, Mistake
 F32 = np.dtype(np.float32)
 
 TO_NUMPY_INVOKE = "ch01:invoke_to_numpy"  # tensors become arrays, shape errors ValueError
+QA_INVOKE = "ch01:invoke_qa"  # the same, and the method: two parts through a cotangent
+ROWS_INVOKE = "ch01:invoke_rows"  # the same, and the method: one VJP per row, no jacrev
 
 
 def _rng_array(
@@ -444,7 +446,7 @@ QA_GRADIENTS = Exercise(
         ),
         "dtype": "Keep float32: create tensors from the inputs as they are (tf.constant(x)).",
     },
-    invoke=TO_NUMPY_INVOKE,
+    invoke=QA_INVOKE,
     frameworks=("jax", "tensorflow"),
 )
 
@@ -594,7 +596,7 @@ JACOBIAN_BY_ROWS = Exercise(
         ),
         "dtype": "Keep float32: build one-hot cotangents with y's dtype (dtype=y.dtype).",
     },
-    invoke=TO_NUMPY_INVOKE,
+    invoke=ROWS_INVOKE,
     frameworks=("jax", "tensorflow"),
 )
 

@@ -597,12 +597,12 @@ TOPOSORT = TapeExercise(
 
 
 
-def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mistake, ...]
-                   ) -> Exercise:
+def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mistake, ...],
+                   depends_on: tuple[str, ...] = ()) -> Exercise:
     return TapeExercise(
         name=name,
         signature=signature,
-            outputs=TAPE_OUTPUTS,
+        outputs=TAPE_OUTPUTS,
         strategy=_program_strategy,
         edge_cases=_program_edges,
         tf_reference=_program_tf,
@@ -611,6 +611,7 @@ def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mista
         mistakes=mistakes,
         hints_by_kind=TAPE_HINTS,
         invoke=invoke,
+        depends_on=depends_on,
     )
 
 
@@ -620,11 +621,14 @@ BACKWARD = _tape_exercise(
     (*_tape_mistakes(lambda backward: backward),
      Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
              make_backward(seed_with_ones=True))),
+    # The learner's Tensor operations record vjp_rule; backward calls toposort.
+    depends_on=("toposort", "vjp_rule"),
 )
 GRAD = _tape_exercise(
     "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
     "ch02:invoke_grad",
     _tape_mistakes(make_grad),
+    depends_on=("backward", "toposort", "vjp_rule"),
 )
 
 EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD)

@@ -643,7 +643,7 @@ LINEAR_LAYER = Exercise(
     tf_reference=_linear_tf,
     jax_reference=_linear_jax,
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape over a tf.Variable",
-    invoke="ch04:invoke_with_variable",
+    invoke="ch04:invoke_layer",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(

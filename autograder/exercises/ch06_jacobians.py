@@ -558,7 +558,7 @@ HVP = Exercise(
     tf_reference=_hvp_tf,
     jax_reference=_hvp_jax,
     references_text="jax.jvp(jax.grad(f)) and nested tf GradientTapes",
-    invoke="ch06:invoke_scalar",
+    invoke="ch06:invoke_hvp",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(

@@ -9,7 +9,7 @@ which the child must not see (it holds the references and the seed).
 An exercise names its invoke as "<module>:<function>" ("ch05:invoke_log1pexp"), a function
 `invoke(fn, *case_values)` of the chapter's module here; "" is a plain call `fn(*values)`.
 `invoker` resolves that name, the same way on both sides, and `learner_traceback` shows an
-error from the learner's own frames on.
+error in the learner's own frames only.
 """
 
 from __future__ import annotations
@@ -17,10 +17,13 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import site
+import sysconfig
 import traceback
 from collections.abc import Callable
 from typing import Any
 
+from .method import MethodNotFollowed as MethodNotFollowed  # the child catches it by name
 from .precision import exact_precision
 
 Invoke = Callable[..., Any]
@@ -41,21 +44,57 @@ def split_name(name: str) -> tuple[str, str]:
     return module, function
 
 
+# The exercises other exercises call, and their reference implementations here: an exercise
+# that depends on them is run with these in place of the learner's (see `invoker`).
+REFERENCES = {"unbroadcast": "ch03:unbroadcast", "vjp_rule": "ch02:vjp_rule",
+              "toposort": "ch02:toposort", "backward": "ch02:backward"}
+
+
 @functools.cache
-def invoker(name: str, frameworks: tuple[str, ...] = ()) -> Invoke:
+def invoker(name: str, frameworks: tuple[str, ...] = (), depends: tuple[str, ...] = ()
+            ) -> Invoke:
     """The function that calls the learner's `fn` on a case's values.
 
     It is resolved lazily (a chapter module may import JAX or TensorFlow). An exercise that
     allows a framework runs the learner's function at full precision (no TF32, JAX matmuls
     at "highest"), in the notebook and in the grader's child alike, so that a correct
-    float32 answer is exact on any device.
+    float32 answer is exact on any device. An exercise that calls other exercises
+    (`depends`, names in REFERENCES) runs with their references in the learner's namespace,
+    so each exercise is judged on its own.
     """
-    if not name:
-        invoke = plain_call
-    else:
-        module, function = split_name(name)
-        invoke = getattr(importlib.import_module(f".{module}", __name__), function)
+    invoke = _resolve(name) if name else plain_call
+    if depends:
+        invoke = _with_references(invoke, depends)
     return _at_full_precision(invoke) if frameworks else invoke
+
+
+def _resolve(name: str) -> Invoke:
+    module, function = split_name(name)
+    return getattr(importlib.import_module(f".{module}", __name__), function)
+
+
+def _with_references(invoke: Invoke, depends: tuple[str, ...]) -> Invoke:
+    """`invoke` with the reference of each dependency bound, for the call, to its name in
+    the namespace where the learner's function was defined (the notebook's)."""
+    references = {name: _resolve(REFERENCES[name]) for name in depends}
+
+    def with_references(fn: Invoke, *args: Any) -> Any:
+        namespace = getattr(fn, "__globals__", None)
+        if not isinstance(namespace, dict):
+            return invoke(fn, *args)
+        missing = object()
+        saved = {name: namespace.get(name, missing) for name in references}
+        namespace.update(references)
+        try:
+            return invoke(fn, *args)
+        finally:
+            for key, value in saved.items():
+                if value is missing:
+                    namespace.pop(key, None)
+                else:
+                    namespace[key] = value
+
+    return with_references
 
 
 def _at_full_precision(invoke: Invoke) -> Invoke:
@@ -68,10 +107,46 @@ def _at_full_precision(invoke: Invoke) -> Invoke:
 
 
 def learner_traceback(error: BaseException, limit: int | None = None) -> str:
-    """The traceback from the learner's own frames on: the caller's frame (the first) and
-    this package's frames are dropped, as they only say how the learner's code was called.
-    `limit` keeps that many characters from the end (the innermost frames)."""
-    frames = [frame for frame in traceback.extract_tb(error.__traceback__)[1:]
-              if not frame.filename.startswith(_FOLDER)]
+    """The traceback of the learner's own frames only: the grader's (this package, the
+    engine or child.py beside it) and the libraries' (TensorFlow, JAX, numpy, the standard
+    library) only say how the learner's code was called or what it called, and the error's
+    last line already says what went wrong there. `limit` keeps that many characters from
+    the end (the innermost frames)."""
+    frames = learner_frames(error)
     text = "".join(traceback.format_list(frames) + traceback.format_exception_only(error))
     return (text if limit is None else text[-limit:]).rstrip()
+
+
+def learner_frames(error: BaseException) -> list[traceback.FrameSummary]:
+    """The frames of the error's traceback that are the learner's code, outermost first."""
+    return [frame for frame in traceback.extract_tb(error.__traceback__)
+            if not _foreign(frame.filename)]
+
+
+def raised_in(error: BaseException) -> str:
+    """The name of the learner's function that raised ("" if none of the learner's frames
+    is in the traceback): the stub that is not answered yet may be a helper, such as the
+    JVP rule of the function the check called."""
+    frames = learner_frames(error)
+    return frames[-1].name if frames else ""
+
+
+def _foreign(filename: str) -> bool:
+    if filename.startswith("<frozen "):
+        return True
+    path = os.path.realpath(filename)
+    return any(path.startswith(folder) for folder in _FOREIGN_FOLDERS)
+
+
+def _foreign_folders() -> tuple[str, ...]:
+    """The grader's folder (this package's parent: autograder/, or the child's read-only
+    folder with child.py) and the interpreter's library folders."""
+    names = ("stdlib", "platstdlib", "purelib", "platlib")
+    paths = {sysconfig.get_paths()[name] for name in names} | set(site.getsitepackages())
+    grader = os.path.dirname(_FOLDER.rstrip(os.sep))
+    folders = {grader, os.path.realpath(grader)}
+    folders |= {os.path.realpath(p) for p in paths} | set(paths)
+    return tuple(sorted(folder.rstrip(os.sep) + os.sep for folder in folders))
+
+
+_FOREIGN_FOLDERS = _foreign_folders()

@@ -4,6 +4,9 @@ The learner may return tf.Tensor or jax.Array: turn them (and only them) into nu
 so lists of numbers and other wrong types are still reported as such. A framework's shape
 error (TF's InvalidArgumentError, JAX's TypeError) becomes a ValueError, as numpy's would
 be, so the check recognises it as a shape error and can say why it happened.
+
+`qa_gradients` and `jacobian_by_rows` name a method, so their invokes also watch how the
+answer was computed (method.py) and refuse one that was not computed that way.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from . import method
 
 TF_NODE_DETAILS = re.compile(r"\{\{.*?\}\}\s*")  # TF's "{{function_node ...}}" noise
 
@@ -42,3 +47,44 @@ def invoke_to_numpy(fn: Callable[..., Any], *args: Any) -> Any:
     if isinstance(result, tuple | list):
         return type(result)(_to_numpy(item) for item in result)
     return _to_numpy(result)
+
+
+QA_METHOD = (
+    "qa_gradients must compute the gradient in two parts through a cotangent, but {found}. "
+    "First g1 = dloss/dh (one gradient call with respect to h), then the VJP of h = x @ W + b "
+    "at g1: tape.gradient(h, [W, b], output_gradients=g1), or the pullback of "
+    "jax.vjp(lambda W, b: x @ W + b, W, b) called on g1."
+)
+ROWS_METHOD = (
+    "jacobian_by_rows must build the Jacobian from m VJPs, one per row, but {found}. Use one "
+    "persistent tf.GradientTape and tape.gradient(y, x, output_gradients=tf.one_hot(i, m, "
+    "dtype=y.dtype)) for each row i, or one jax.vjp and its pullback called once per row."
+)
+
+
+def invoke_qa(fn: Callable[..., Any], *args: Any) -> Any:
+    """invoke_to_numpy, and the method: at least two gradient calls, one with a cotangent."""
+    with method.watching(fn) as usage:
+        result = invoke_to_numpy(fn, *args)
+    if usage.builders:
+        found = f"it used {usage.builders[0]}"
+        raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
+    if usage.cotangent_vjps < 1 or usage.gradients < 2:
+        found = (f"it made {usage.gradients} gradient call(s), {usage.cotangent_vjps} of them "
+                 "with a cotangent")
+        raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
+    return result
+
+
+def invoke_rows(fn: Callable[..., Any], x: Any, w: Any, b: Any) -> Any:
+    """invoke_to_numpy, and the method: no Jacobian builder, and at least one VJP per row."""
+    with method.watching(fn) as usage:
+        result = invoke_to_numpy(fn, x, w, b)
+    rows = np.shape(w)[-1]
+    if usage.builders:
+        found = f"it used {usage.builders[0]}"
+        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
+    if usage.gradients < rows:
+        found = f"it made {usage.gradients} VJP call(s) for the {rows} rows of this case"
+        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
+    return result

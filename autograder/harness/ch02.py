@@ -230,3 +230,37 @@ def _same_alone(together: tuple, alone: Any, index: int) -> None:
             f"grad(f{'' if index == 0 else ', argnums=1'}) should return the array "
             f"grad(f, argnums=(0, 1, 2)) gives at position {index}, as jax.grad does "
             "(an int argnums: one array; a tuple: a tuple of arrays).")
+
+
+# ---------------------------------------------------------------- references for dependents
+
+
+def vjp_rule(op: str, g: np.ndarray, *primals: np.ndarray, **params: Any) -> tuple:
+    """The reference of the exercise vjp_rule: the learner's tape records it in each node's
+    VJP closure, so backward and grad are checked with it in place of the learner's."""
+    return RULES[op](g, *primals, **params)
+
+
+def toposort(root: Any) -> list[Any]:
+    """The reference of the exercise toposort: a depth-first post-order over `.parents`."""
+    order: list[Any] = []
+    seen: set[int] = set()
+
+    def visit(node: Any) -> None:
+        if id(node) not in seen:
+            seen.add(id(node))
+            for parent in node.parents:
+                visit(parent)
+            order.append(node)
+
+    visit(root)
+    return order
+
+
+def backward(root: Any, cotangent: np.ndarray) -> None:
+    """The reference of the exercise backward, on the learner's own Tensors."""
+    root.grad += cotangent
+    for node in reversed(toposort(root)):
+        if node.vjp is not None:
+            for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
+                parent.grad += c

@@ -3,17 +3,22 @@
 The case's last array is the cotangent dy fed to tape.gradient(output_gradients=dy); the
 other arrays become tensors (or tf.Variables, the weights a layer reads) and are passed to
 the learner's function with the case's static parameters. It runs once eagerly and once
-inside tf.function, and the two runs must agree.
+inside tf.function, and the two runs must agree. `linear_layer`'s invoke also checks that a
+@tf.custom_gradient function computed the output, as the exercise asks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
+
+from .method import MethodNotFollowed
 
 _GRAPHS: dict[int, tuple[Callable, Callable]] = {}  # id(fn) -> (fn, its tf.function)
 
@@ -23,9 +28,50 @@ def invoke(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     return _invoke(fn, args, variables=())
 
 
-def invoke_with_variable(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
-    """The same, with the second argument handed over as a tf.Variable (a layer's weights)."""
-    return _invoke(fn, args, variables=(1,))
+def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
+    """The same, with the second argument handed over as a tf.Variable (a layer's weights),
+    and the method: the output must come from a function decorated with
+    @tf.custom_gradient, or the learner's gradient rule never ran."""
+    with _custom_gradients() as calls:
+        result = _invoke(fn, args, variables=(1,))
+    if calls == [0]:
+        raise MethodNotFollowed(
+            "linear_layer must compute its output with a "
+            "function decorated with @tf.custom_gradient (def forward(x): ... return x @ w, "
+            "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
+            "differentiated your code itself and your gradient rule never ran.", result
+        )
+    return result
+
+
+@contextlib.contextmanager
+def _custom_gradients() -> Iterator[list[int]]:
+    """Count the calls of @tf.custom_gradient functions while the body runs: the decorator
+    looks up TensorFlow's `_eager_mode_decorator` (`_graph_mode_decorator` in a graph) at
+    each call, wherever and whenever the learner applied it. [-1] if this TensorFlow has no
+    such hooks (then the method is not checked)."""
+    module = sys.modules.get("tensorflow.python.ops.custom_gradient")
+    hooks = ("_eager_mode_decorator", "_graph_mode_decorator")
+    originals = {name: getattr(module, name, None) for name in hooks}
+    if None in originals.values():
+        yield [-1]
+        return
+    calls = [0]
+
+    def counting(original: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls[0] += 1
+            return original(*args, **kwargs)
+
+        return counted
+
+    for name, original in originals.items():
+        setattr(module, name, counting(original))
+    try:
+        yield calls
+    finally:
+        for name, original in originals.items():
+            setattr(module, name, original)
 
 
 def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, ...]

@@ -3,7 +3,8 @@
 A case cannot carry a function (cases are data shipped to a sandbox), so it names one of a
 few fixed test functions. They are built here with jax.numpy, for the learner's code (by
 the invokes) and for the JAX references (autograder.exercises.ch06 imports this module), so
-the learner's code sees exactly the function the reference saw.
+the learner's code sees exactly the function the reference saw. `hvp`'s invoke also checks
+its method: no Hessian built (method.py watches the builders; the jaxpr shows the sizes).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import method
 from .ch05 import double_precision
 
 BATCH_NORM_EPS = 0.1
@@ -143,3 +145,64 @@ def _as_numpy(out: Any) -> Any:
     if isinstance(out, tuple | list):
         return tuple(np.asarray(o) for o in out)
     return np.asarray(out)
+
+
+# ---------------------------------------------------------------- hvp's method
+
+HVP_METHOD = (
+    "hvp must compute H(x) v without the Hessian, but {found}. Use forward-over-reverse: "
+    "jax.jvp(jax.grad(f), (x,), (v,))[1], whose largest array has x's size, not its square."
+)
+_HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = {}  # "" when it is
+
+
+def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
+    """invoke_scalar, and the method: no Jacobian or Hessian builder, and no array with as
+    many entries as the Hessian in the computation (traced once per function and shape)."""
+    with method.watching(fn) as usage:
+        found = _hessian_built(fn, name, x, v)
+        result = _invoke("scalar", fn, name, (x, v))
+    found = f"it used {usage.builders[0]}" if usage.builders else found
+    if found:
+        raise method.MethodNotFollowed(HVP_METHOD.format(found=found), result)
+    return result
+
+
+def _hessian_built(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
+    """What in the traced computation is as large as the Hessian ("" if nothing), for an
+    x of 2 entries or more (with one entry, the Hessian is no larger than x)."""
+    key = (fn, name, x.shape, str(x.dtype))
+    if key not in _HESSIAN_FREE:
+        if len(_HESSIAN_FREE) > 256:
+            _HESSIAN_FREE.clear()
+        _HESSIAN_FREE[key] = _largest_array(fn, name, x, v)
+    return _HESSIAN_FREE[key]
+
+
+def _largest_array(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
+    if x.size < 2:
+        return ""
+    f = scalar_function(name)
+    try:
+        closed = jax.make_jaxpr(lambda a, b: fn(f, a, b))(jnp.asarray(x), jnp.asarray(v))
+    except Exception:  # not traceable: the builders are still watched in the eager run
+        return ""
+    shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
+    shapes += list(_shapes(closed.jaxpr))
+    big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= x.size ** 2]
+    if not big:
+        return ""
+    return (f"an array of shape {big[0]} appears in it, as many entries as the Hessian of "
+            f"an x of shape {x.shape} ({x.size} x {x.size})")
+
+
+def _shapes(jaxpr: Any) -> Any:
+    """The shape of every value a jaxpr computes, its sub-jaxprs (jit, cond, scan) included."""
+    for eqn in jaxpr.eqns:
+        for var in eqn.outvars:
+            yield tuple(getattr(var.aval, "shape", ()))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, tuple | list) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    yield from _shapes(inner)

@@ -1,0 +1,18 @@
+"""Chapter 03's reference `unbroadcast`, for the exercises that call it.
+
+`matmul_vjp` calls the learner's `unbroadcast`: it is checked with this one in its place
+(see `references` in this package), so that a wrong unbroadcast costs its own exercise
+only, not matmul_vjp's too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`grad` summed back down to `shape`: the leading axes `shape` lacks, then keepdims
+    over every axis where `shape` has size 1."""
+    summed = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    stretched = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
+    return np.asarray(summed.sum(axis=stretched, keepdims=True))
