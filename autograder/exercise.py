@@ -92,9 +92,12 @@ class Exercise:
 
     def run_mistake(self, mistake: Mistake, case: Case) -> Any:
         """The mistake's outputs on this case, exactly as a learner's function would give them
-        (or Raised, with the type of the exception it raised)."""
+        (or Raised, with the type of the exception it raised). A mistake that also ignores the
+        exercise's method is recognised by its values, as the learner's answer is judged."""
         try:
             return self.invoker()(mistake.answer, *case.fresh_values())
+        except harness.MethodNotFollowed as error:
+            return error.value
         except Exception as error:
             return Raised(getattr(error, "type_name", type(error).__name__))
 
