@@ -20,6 +20,7 @@ from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Exercise, Outputs
+from .fingerprint import fingerprint
 from .harness import learner_traceback, plain_call
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
@@ -82,13 +83,22 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
     return replace(report, status=FAILED, failure=failure)
 
 
+def failure_message(exercise: Exercise, attempt: Attempt, expected: Outputs) -> str | None:
+    """What is wrong with the attempt (None: nothing), without the hint, which runs every
+    known mistake on the case: cheap enough for every candidate while shrinking."""
+    if attempt.error is not None:
+        return f"raised {error_type(attempt)}: {attempt.error}".rstrip(": ")
+    mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
+    return None if mismatch is None else mismatch.message
+
+
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint."""
     if attempt.error is not None:
         type_name = error_type(attempt)
         return Failure(
             case=case,
-            message=f"raised {type_name}: {attempt.error}".rstrip(": "),
+            message=failure_message(exercise, attempt, expected) or "",
             hint=exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
@@ -126,36 +136,114 @@ def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], l
     return cases, reference_outputs(exercise, cases), len(edge)
 
 
+@dataclass(frozen=True)
+class Counterexample:
+    """The last failure reported for an exercise, with the fingerprint of the function it was
+    found for: its case, the references both frameworks agreed on, and the failure shown."""
+
+    case: Case
+    expected: Outputs
+    failure: Failure
+    source: str | None
+
+
+# (exercise name, profile) -> its last counterexample, for this kernel's lifetime.
+_LAST: dict[tuple[str, Profile], Counterexample] = {}
+
+
 def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
-    """Check a learner's function on every case of the profile; never raises for a wrong answer."""
+    """Check a learner's function on every case of the profile; never raises for a wrong answer.
+
+    The exercise's last counterexample is tried first. If it still fails for the same code,
+    it is reported again without shrinking again: a re-run check cell answers in well under
+    a second. For new code, a failing counterexample only saves the search for a failure;
+    the new function's own smallest case is still shrunk, so its report is the one it gets
+    in a fresh kernel (unless only the remembered case shows that it is wrong).
+    """
     name = getattr(fn, "__name__", exercise.name)
-    base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
     if not callable(fn):
         note = (
             f"pass the function itself, e.g. check.{exercise.name}({exercise.name}), "
             f"not the result of calling it (got a {type(fn).__name__})."
         )
+        base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
         return replace(base, status=ERROR, note=note)
+    cases = _notebook_table(exercise, profile)[0]
+    source = fingerprint(fn)
+    known = _LAST.get((exercise.name, profile))
+    if known is None:
+        return _full_check(exercise, fn, profile, source)
+    attempt = call_learner(fn, known.case, exercise)
+    if not_answered(attempt):
+        return verdict(exercise, name, 0, None, unanswered=True)
+    if failure_message(exercise, attempt, known.expected) is None:
+        return _full_check(exercise, fn, profile, source)
+    if source is not None and source == known.source:
+        return verdict(exercise, name, len(cases), _again(exercise, known, attempt))
+    if not known.failure.shrunk:  # an edge case: the loop over the table finds it again
+        return _full_check(exercise, fn, profile, source)
+    shrunk = shrink_with_references(exercise, fn, profile)
+    if shrunk is not None:
+        return _remember(exercise, name, profile, source, len(cases), *shrunk)
+    report = _full_check(exercise, fn, profile, source)  # what it reports without history
+    if report.passed:  # ... but a case it fails is known: a wrong answer must not pass
+        failure = _judged_again(exercise, known, attempt)
+        return _remember(exercise, name, profile, source, len(cases), failure, known.expected)
+    return report
+
+
+def _judged_again(exercise: Exercise, known: Counterexample, attempt: Attempt) -> Failure:
+    """A failure on the remembered case, judged for this function (not shrunk for it)."""
+    fresh = judge(exercise, known.case, attempt, known.expected)
+    return replace(fresh, shrunk=False) if fresh else known.failure
+
+
+def _again(exercise: Exercise, known: Counterexample, attempt: Attempt) -> Failure:
+    """The remembered failure when the function does the same wrong thing; else it is judged
+    afresh on the same case (the same code can read changed state)."""
+    same = (failure_message(exercise, attempt, known.expected) == known.failure.message
+            and attempt.printed == known.failure.printed)
+    if same:
+        return known.failure
+    fresh = judge(exercise, known.case, attempt, known.expected)
+    return replace(fresh, shrunk=known.failure.shrunk) if fresh else known.failure
+
+
+def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | None) -> Report:
+    """Every case of the table; the first failure among generated cases is shrunk, else the
+    first failing edge case is reported."""
+    name = getattr(fn, "__name__", exercise.name)
     cases, outputs, edge_count = _notebook_table(exercise, profile)
-    first_generated: Failure | None = None
-    first_edge: Failure | None = None
+    first_edge: tuple[Failure, Outputs] | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
+        if index < edge_count and first_edge is not None:
+            continue  # only the first failing edge case is reported
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
             return verdict(exercise, name, 0, None, unanswered=True)
-        failure = judge(exercise, case, attempt, expected)
-        if failure is None:
+        if failure_message(exercise, attempt, expected) is None:
             continue
+        found = judge(exercise, case, attempt, expected)
         if index < edge_count:
-            first_edge = first_edge or failure
-        else:
-            first_generated = failure
-            break
-    if first_generated is not None:
-        failure = shrink(exercise, fn, profile) or first_generated
-    else:
-        failure = first_edge
-    return verdict(exercise, name, len(cases), failure)
+            first_edge = (found, expected)
+            continue
+        failure, expected = shrink_with_references(exercise, fn, profile) or (found, expected)
+        return _remember(exercise, name, profile, source, len(cases), failure, expected)
+    failure, expected = first_edge or (None, ())
+    return _remember(exercise, name, profile, source, len(cases), failure, expected)
+
+
+def _remember(exercise: Exercise, name: str, profile: Profile, source: str | None,
+              cases_checked: int, failure: Failure | None, expected: Outputs) -> Report:
+    """The report, after keeping its failure (if any) as the exercise's last counterexample."""
+    if failure is not None:
+        _LAST[exercise.name, profile] = Counterexample(failure.case, expected, failure, source)
+    return verdict(exercise, name, cases_checked, failure)
+
+
+def forget_counterexamples() -> None:
+    """Drop every remembered counterexample (tests, and a fresh start)."""
+    _LAST.clear()
 
 
 def warm_up(profile: Profile = NOTEBOOK) -> int:
@@ -171,34 +259,41 @@ def warm_up(profile: Profile = NOTEBOOK) -> int:
 
 
 class _Failed(Exception):
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
+    def __init__(self, case: Case) -> None:
+        super().__init__("failed")
+        self.case = case
 
 
 def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile) -> Failure | None:
+    """The smallest failing case Hypothesis finds, confirmed with both frameworks."""
+    found = shrink_with_references(exercise, fn, profile)
+    return found[0] if found else None
+
+
+def shrink_with_references(
+    exercise: Exercise, fn: Callable[..., Any], profile: Profile
+) -> tuple[Failure, Outputs] | None:
     """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
 
-    Candidates are judged against TensorFlow alone (fast, no compilation); the final case
-    is judged again once JAX agrees. Returns None if shrinking could not reproduce a failure
-    (a function that is not deterministic), so the caller keeps the failure it found.
+    Candidates are judged against TensorFlow alone (fast, no compilation) and only for
+    pass/fail: the hint (which runs every known mistake) is worked out once, for the final
+    case, after JAX agrees. Returns None if shrinking could not reproduce a failure (a
+    function that is not deterministic), so the caller keeps the failure it found.
     """
 
     def body(case: Case) -> None:
         expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
-        failure = judge(exercise, case, call_learner(fn, case, exercise), expected)
-        if failure is not None:
-            raise _Failed(failure)
+        if failure_message(exercise, call_learner(fn, case, exercise), expected) is not None:
+            raise _Failed(case)
 
     try:
         run_property(
             exercise.strategy(profile), body, profile, phases=(Phase.generate, Phase.shrink)
         )
     except _Failed as found:
-        case = found.failure.case
-        expected = reference_outputs(exercise, [case])[0]
-        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected)
-        return replace(confirmed, shrunk=True) if confirmed else None
+        expected = reference_outputs(exercise, [found.case])[0]
+        confirmed = judge(exercise, found.case, call_learner(fn, found.case, exercise), expected)
+        return (replace(confirmed, shrunk=True), expected) if confirmed else None
     except Exception:  # Hypothesis reports flakiness and similar as its own errors
         return None
     return None
