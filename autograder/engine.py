@@ -128,12 +128,22 @@ def exception_hint(exercise: Exercise, type_name: str) -> str:
 
 
 @cache
+def _notebook_cases(exercise: Exercise, profile: Profile) -> tuple[list[Case], int]:
+    """The edge cases, then the drawn ones, and how many are edge cases (drawn once)."""
+    edge = exercise.edge_cases()
+    return edge + draw_cases(exercise.strategy(profile), profile), len(edge)
+
+
+def notebook_case_count(exercise: Exercise, profile: Profile = NOTEBOOK) -> int:
+    """How many cases a check runs: drawing them is quick, their references are not."""
+    return len(_notebook_cases(exercise, profile)[0])
+
+
+@cache
 def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], list[Outputs], int]:
     """Cases and references for a profile, computed once per process (they never change)."""
-    edge = exercise.edge_cases()
-    generated = draw_cases(exercise.strategy(profile), profile)
-    cases = edge + generated
-    return cases, reference_outputs(exercise, cases), len(edge)
+    cases, edge_count = _notebook_cases(exercise, profile)
+    return cases, reference_outputs(exercise, cases), edge_count
 
 
 @dataclass(frozen=True)
