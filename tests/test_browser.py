@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -220,7 +221,19 @@ def _wait_for_idle_kernel(page) -> None:
     )
 
 
+# Records every "checking ...: N cases…" line the page shows, however briefly.
+WATCH_WAITING_JS = """() => {
+  window.waitingLines = [];
+  new MutationObserver(() => {
+    for (const e of document.querySelectorAll('.autograder-waiting')) {
+      if (!window.waitingLines.includes(e.innerText)) window.waitingLines.push(e.innerText);
+    }
+  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+}"""
+
+
 def _run_all_and_read_reports(page, shots: Path) -> list[str]:
+    page.evaluate(WATCH_WAITING_JS)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     reports = page.locator(".jp-OutputArea-output .autograder-report")
     try:
@@ -358,6 +371,8 @@ def test_chapter_00_runs_in_jupyterlab_in_chromium(browser_binary, lab):
             assert any(t.startswith(f"NOT ANSWERED YET {EXERCISE}") for t in texts), texts
             assert any(t.startswith("FAILED forgets_the_cotangent") for t in texts), texts
             assert any("did not multiply by the incoming cotangent g" in t for t in texts), texts
+            waiting = page.evaluate("window.waitingLines")
+            assert any(re.fullmatch(r"checking \w+: \d+ cases…", w) for w in waiting), waiting
             _failed_report_splits_no_word(page, shots)
 
             _move_slider_right(page, shots)
