@@ -4,7 +4,8 @@
     check.unbroadcast(unbroadcast)
 
 Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhere). A wrong
-answer or an exception inside the learner's function is reported, never raised.
+answer or an exception inside the learner's function is reported, never raised. While it
+runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (autograder/waiting.py).
 `check.progress()` shows every chapter's exercises as passed, failed or not answered;
 `check.hint("unbroadcast")` offers a hint before any check fails.
 """
@@ -15,9 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import check_function
+from .engine import check_function, notebook_case_count
 from .exercises import EXERCISES
 from .report import Report
+from .waiting import message, waiting
 
 if TYPE_CHECKING:
     from .hints import Hint
@@ -28,7 +30,8 @@ def _checker(name: str) -> Callable[[Any], Report]:
     exercise = EXERCISES[name]
 
     def check_exercise(fn: Any) -> Report:
-        return check_function(exercise, fn)
+        with waiting(message(name, notebook_case_count(exercise))):
+            return check_function(exercise, fn)
 
     check_exercise.__name__ = name
     check_exercise.__qualname__ = name

@@ -20,6 +20,7 @@ from . import references
 from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Evidence, Exercise, Outputs, Raised
+from .fingerprint import fingerprint
 from .harness import MethodNotFollowed, learner_traceback, plain_call, raised_in
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
@@ -134,6 +135,20 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
     return replace(report, status=FAILED, failure=failure)
 
 
+def failure_message(exercise: Exercise, attempt: Attempt, expected: Outputs) -> str | None:
+    """What is wrong with the attempt (None: nothing), without the hint, which runs every
+    known mistake on the case: cheap enough for every candidate while shrinking."""
+    if attempt.error is not None:
+        return f"raised {error_type(attempt)}: {attempt.error}".rstrip(": ")
+    mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
+    return None if mismatch is None else mismatch.message
+
+
+def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
+    """Whether the attempt is wrong, without looking for a hint (cheap, for scanning)."""
+    return failure_message(exercise, attempt, expected) is not None
+
+
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
           others: Sequence[Evidence] = ()) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
@@ -163,12 +178,6 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
         output_names=exercise.outputs,
         printed=attempt.printed,
     )
-
-
-def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
-    """Whether the attempt is wrong, without looking for a hint (cheap, for scanning)."""
-    return attempt.error is not None or (
-        compare_outputs(exercise.outputs, attempt.value, expected) is not None)
 
 
 def result_of(attempt: Attempt) -> Any:
@@ -201,12 +210,37 @@ def exception_hint(exercise: Exercise, type_name: str) -> str:
 
 
 @cache
+def _notebook_cases(exercise: Exercise, profile: Profile) -> tuple[list[Case], int]:
+    """The edge cases, then the drawn ones, and how many are edge cases (drawn once)."""
+    edge = exercise.edge_cases()
+    return edge + draw_cases(exercise.strategy(profile), profile), len(edge)
+
+
+def notebook_case_count(exercise: Exercise, profile: Profile = NOTEBOOK) -> int:
+    """How many cases a check runs: drawing them is quick, their references are not."""
+    return len(_notebook_cases(exercise, profile)[0])
+
+
+@cache
 def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], list[Outputs], int]:
     """Cases and references for a profile, computed once per process (they never change)."""
-    edge = exercise.edge_cases()
-    generated = draw_cases(exercise.strategy(profile), profile)
-    cases = edge + generated
-    return cases, reference_outputs(exercise, cases), len(edge)
+    cases, edge_count = _notebook_cases(exercise, profile)
+    return cases, reference_outputs(exercise, cases), edge_count
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """The last failure reported for an exercise, with the fingerprint of the function it was
+    found for: its case, the references both frameworks agreed on, and the failure shown."""
+
+    case: Case
+    expected: Outputs
+    failure: Failure
+    source: str | None
+
+
+# (exercise name, profile) -> its last counterexample, for this kernel's lifetime.
+_LAST: dict[tuple[str, Profile], Counterexample] = {}
 
 
 def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
@@ -221,18 +255,56 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
 
 
 def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
+    """The exercise's last counterexample is tried first. If it still fails the same way for
+    the same code, it is reported again without shrinking again: a re-run check cell answers
+    in well under a second. New code gets the full check (its own failing cases and smallest
+    case, the report a fresh kernel gives), and still fails if only the remembered case
+    shows that it is wrong.
+    """
     name = getattr(fn, "__name__", exercise.name)
-    base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
     if not callable(fn):
         note = (
             f"pass the function itself, e.g. check.{exercise.name}({exercise.name}), "
             f"not the result of calling it (got a {type(fn).__name__})."
         )
+        base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
         return replace(base, status=ERROR, note=note)
+    source = fingerprint(fn)
+    known = _LAST.get((exercise.name, profile))
+    if known is None:
+        return _full_check(exercise, fn, profile, source)
+    attempt = call_learner(fn, known.case, exercise)
+    if not_answered(attempt):
+        return verdict(exercise, name, 0, None, unanswered=True, stub=attempt.raised_in)
+    failed_before = fails(exercise, attempt, known.expected)
+    same_code = source is not None and source == known.source
+    if failed_before and same_code and _same_failure(exercise, known, attempt):
+        return verdict(exercise, name, notebook_case_count(exercise, profile), known.failure)
+    report = _full_check(exercise, fn, profile, source)
+    if failed_before and report.passed:  # a case it fails is known: a wrong answer must fail
+        failure = judge(exercise, known.case, attempt, known.expected)
+        return _remember(exercise, name, profile, source, report.cases_checked,
+                         replace(failure, shrunk=False) if failure else known.failure,
+                         known.expected)
+    return report
+
+
+def _same_failure(exercise: Exercise, known: Counterexample, attempt: Attempt) -> bool:
+    """The function does the same wrong thing as when its failure was remembered (the same
+    code can read changed state; then it is checked afresh)."""
+    return (failure_message(exercise, attempt, known.expected) == known.failure.message
+            and attempt.printed == known.failure.printed)
+
+
+def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | None) -> Report:
+    """Every case of the table. Failing cases are collected (a few, as evidence for naming a
+    known mistake); the first failing generated case is shrunk, else the first failing edge
+    case is reported; a method not followed only when every value is right."""
+    name = getattr(fn, "__name__", exercise.name)
     cases, outputs, edge_count = _notebook_table(exercise, profile)
     failing: list[tuple[Case, Attempt, Outputs]] = []
     generated: tuple[Case, Attempt, Outputs] | None = None
-    method: Failure | None = None  # a method not followed: reported only if no value is wrong
+    method: Failure | None = None
     for index, (case, expected) in enumerate(zip(cases, outputs, strict=True)):
         attempt = call_learner(fn, case, exercise)
         if not_answered(attempt):
@@ -241,7 +313,8 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
             method = method or method_failure(case, attempt)
             continue
         if error_type(attempt) in INPUT_INDEPENDENT:  # every case would fail the same way
-            return verdict(exercise, name, len(cases), judge(exercise, case, attempt, expected))
+            return _remember(exercise, name, profile, source, len(cases),
+                             judge(exercise, case, attempt, expected), expected)
         failing.append((case, attempt, expected))
         if index >= edge_count:
             generated = generated or failing[-1]
@@ -250,10 +323,25 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     if not failing:
         return verdict(exercise, name, len(cases), method)
     evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
-    shrunk = shrink(exercise, fn, profile, evidence) if generated is not None else None
+    shrunk = (shrink_with_references(exercise, fn, profile, evidence)
+              if generated is not None else None)
     case, attempt, expected = generated or failing[0]
-    failure = shrunk or judge(exercise, case, attempt, expected, others_than(case, evidence))
-    return verdict(exercise, name, len(cases), failure)
+    failure, expected = shrunk or (
+        judge(exercise, case, attempt, expected, others_than(case, evidence)), expected)
+    return _remember(exercise, name, profile, source, len(cases), failure, expected)
+
+
+def _remember(exercise: Exercise, name: str, profile: Profile, source: str | None,
+              cases_checked: int, failure: Failure | None, expected: Outputs) -> Report:
+    """The report, after keeping its failure (if any) as the exercise's last counterexample."""
+    if failure is not None:
+        _LAST[exercise.name, profile] = Counterexample(failure.case, expected, failure, source)
+    return verdict(exercise, name, cases_checked, failure)
+
+
+def forget_counterexamples() -> None:
+    """Drop every remembered counterexample (tests, and a fresh start)."""
+    _LAST.clear()
 
 
 def warm_up(profile: Profile = NOTEBOOK) -> int:
@@ -276,13 +364,22 @@ class _Failed(Exception):
 
 def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile,
            evidence: Sequence[Evidence] = ()) -> Failure | None:
+    """The smallest failing case Hypothesis finds, confirmed with both frameworks."""
+    found = shrink_with_references(exercise, fn, profile, evidence)
+    return found[0] if found else None
+
+
+def shrink_with_references(
+    exercise: Exercise, fn: Callable[..., Any], profile: Profile,
+    evidence: Sequence[Evidence] = (),
+) -> tuple[Failure, Outputs] | None:
     """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
 
-    Candidates are judged against TensorFlow alone (fast, no compilation); the final case
-    is judged again once JAX agrees, its hint naming a mistake only if that mistake also
-    reproduces the `evidence` (other failing cases). Returns None if shrinking could not
-    reproduce a failure (a function that is not deterministic), so the caller keeps the
-    failure it found.
+    Candidates are judged against TensorFlow alone (fast, no compilation) and only for
+    pass/fail: the hint (which runs every known mistake) is worked out once, for the final
+    case, after JAX agrees, naming a mistake only if that mistake also reproduces the
+    `evidence` (other failing cases). Returns None if shrinking could not reproduce a
+    failure (a function that is not deterministic), so the caller keeps the failure it found.
     """
 
     def body(case: Case) -> None:
@@ -299,7 +396,7 @@ def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile,
         expected = reference_outputs(exercise, [case])[0]
         confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected,
                           others_than(case, evidence))
-        return replace(confirmed, shrunk=True) if confirmed else None
+        return (replace(confirmed, shrunk=True), expected) if confirmed else None
     except Exception:  # Hypothesis reports flakiness and similar as its own errors
         return None
     return None

@@ -22,6 +22,7 @@ import numpy as np
 from .cases import Case
 from .compare import compare_outputs
 from .harness.precision import exact_precision
+from .quiet import startup_lines_dropped
 
 if TYPE_CHECKING:
     from .exercise import Exercise
@@ -44,9 +45,12 @@ class ReferenceDisagreement(RuntimeError):
 
 @cache
 def tensorflow() -> Any:
-    """TensorFlow, imported quietly (its C++ start-up logging would pollute notebook output)."""
+    """TensorFlow, imported quietly (its C++ start-up logging would pollute notebook output
+    and the grader's stderr): the level governs absl's logging once it is set up, and the
+    lines printed before that are dropped while the libraries load (autograder/quiet.py)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    import tensorflow as tf
+    with startup_lines_dropped():
+        import tensorflow as tf
 
     return tf
 

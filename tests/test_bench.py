@@ -270,3 +270,35 @@ def test_the_bench_module_does_not_import_a_framework_at_top_level():
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert not imported & {"tensorflow", "jax", "jaxlib"}
+
+
+def test_percentile_is_nearest_rank():
+    values = [0.9, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0]
+    assert bench.percentile(values, 90) == 0.9
+    assert bench.percentile(values, 50) == 0.5
+    assert bench.percentile([3.0], 90) == 3.0
+    assert bench.percentile([*values, 5.0], 90) == 1.0
+
+
+def repeated(*repeats: list[float]) -> dict:
+    return {"checks": [{"repeats": list(r)} for r in repeats]}
+
+
+def test_repeat_verdict_pools_every_re_run_against_half_a_second():
+    line, passed = bench.repeat_verdict(repeated([0.01] * 8, [0.45, 3.0]))  # one outlier
+    assert passed
+    assert line.endswith("0.450 s over 10 re-runs -> PASS")
+    line, passed = bench.repeat_verdict(repeated([0.01] * 8, [0.6, 2.0]))
+    assert not passed
+    assert "0.600 s over 10 re-runs -> FAIL" in line
+
+
+def test_latency_script_defines_every_checked_function_wrong_ones_and_chapter_05():
+    script = bench.latency_script(repeats=2)
+    for _, function, _ in bench.LATENCY_CHECKS:
+        assert f"{function} = " in script or f"def {function}(" in script, function
+    assert {right for *_, right in bench.LATENCY_CHECKS} == {True, False}
+    from autograder.exercises import EXERCISES
+
+    chapters = {EXERCISES[exercise].chapter for exercise, *_ in bench.LATENCY_CHECKS}
+    assert {"03", "05"} <= chapters

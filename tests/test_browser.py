@@ -5,6 +5,9 @@ course/ holds it before execution (no outputs, so whatever renders comes from th
 browser it runs all cells, checks that the check reports render (the unanswered exercise and the
 failing example), moves the widget's slider and watches its text follow, then types the answer
 into the exercise cell, runs it and its check, and waits for the green PASSED report.
+Then a second notebook, made of chapter 02's own cells, shows the backward-pass stepper at
+step 0 and step 1, and `check.progress()` over the folder, where chapters 01-07 are the
+solution notebooks (all passed, from their saved outputs) and chapter 00 is unanswered.
 
 Screenshots go to test-artifacts/browser/ (with JupyterLab's log). Needs Playwright for Python
 (pinned in requirements.txt) and a Chromium: the system's (/usr/bin/chromium, or the binary
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -38,6 +42,11 @@ INSTALL_BROWSER = "apt-get install -y chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 NOTEBOOK = "00_start_here.ipynb"
 EXERCISE = "warmup_square_vjp"
+VIEWS = "browser_views.ipynb"  # not a chapter name: progress() does not list it
+TAPE_CHAPTER = "02_reverse_mode_tape.ipynb"
+STEPPER = "reference.step_through(lambda: trap(0.5), np.array(1.0))"
+STEP_0 = "step 0: only the root holds a cotangent"
+STEP_1 = "step 1: v6 (add) holds 1. -> v3 += 1., v5 += 1."
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -90,6 +99,28 @@ def _write_learner_copy(folder: Path) -> None:
     nbformat.write(notebook, folder / NOTEBOOK)
 
 
+def _cell_with(notebook: nbformat.NotebookNode, text: str) -> str:
+    return next(cell.source for cell in notebook.cells
+                if cell.cell_type == "code" and text in cell.source)
+
+
+def _write_views(folder: Path) -> None:
+    """The stepper from chapter 02's own cells, and the progress view, in one small notebook;
+    beside it chapters 01-07 as solved (saved outputs: all passed) for progress() to read."""
+    chapter = nbformat.read(ROOT / "solutions" / TAPE_CHAPTER, as_version=4)
+    imports = ("import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
+               "import coursekit.tape as reference\nfrom autograder import check")
+    cells = [imports,
+             _cell_with(chapter, "def trap(x_value)"), _cell_with(chapter, STEPPER),
+             "check.progress()"]
+    views = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    views.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                     "language": "python"}}
+    nbformat.write(views, folder / VIEWS)
+    for solved in sorted((ROOT / "solutions").glob("0[1-7]_*.ipynb")):
+        shutil.copy(solved, folder / solved.name)
+
+
 def _write_quiet_settings(settings: Path) -> None:
     target = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     target.parent.mkdir(parents=True)
@@ -112,6 +143,7 @@ def lab(tmp_path):
     served = tmp_path / "served"
     served.mkdir()
     _write_learner_copy(served)
+    _write_views(served)
     _write_quiet_settings(tmp_path / "settings")
     port, token = _free_port(), secrets.token_hex(16)
     log_path = tmp_path / "jupyterlab.log"
@@ -189,7 +221,19 @@ def _wait_for_idle_kernel(page) -> None:
     )
 
 
+# Records every "checking ...: N cases…" line the page shows, however briefly.
+WATCH_WAITING_JS = """() => {
+  window.waitingLines = [];
+  new MutationObserver(() => {
+    for (const e of document.querySelectorAll('.autograder-waiting')) {
+      if (!window.waitingLines.includes(e.innerText)) window.waitingLines.push(e.innerText);
+    }
+  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+}"""
+
+
 def _run_all_and_read_reports(page, shots: Path) -> list[str]:
+    page.evaluate(WATCH_WAITING_JS)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
     reports = page.locator(".jp-OutputArea-output .autograder-report")
     try:
@@ -267,7 +311,44 @@ def _answer_the_exercise(page, shots: Path) -> str:
     passed.wait_for(timeout=120_000)
     passed.scroll_into_view_if_needed()
     page.screenshot(path=str(shots / "06-answered.png"))
+    passed.screenshot(path=str(shots / "06b-passed-report.png"))
+    # "checking ...: N cases…" was shown while it ran; it is gone now that the report is here.
+    assert page.locator(".autograder-waiting").count() == 0
     return passed.inner_text()
+
+
+def _open_views(page, base: str, token: str) -> None:
+    page.goto(f"{base}/lab/tree/{VIEWS}?token={token}", timeout=60_000)
+    page.wait_for_function(  # the views notebook, not chapter 00, is the one in front
+        "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+        f" return w && w.context && w.context.path === '{VIEWS}'; }}", timeout=60_000)
+    _wait_for_idle_kernel(page)
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def _stepper_at_steps_0_and_1(page, shots: Path) -> None:
+    """The caption follows the slider, one step at a time (issue 18: it was one ahead)."""
+    stepper = page.locator(".widget-vbox", has=page.locator(".widget-slider")).first
+    stepper.locator(".jp-OutputArea-output", has_text=STEP_0).wait_for(timeout=120_000)
+    assert stepper.locator("img").count() == 1  # the graph is drawn
+    assert "step 1" not in stepper.inner_text()
+    stepper.scroll_into_view_if_needed()
+    stepper.screenshot(path=str(shots / "07-stepper-step-0.png"))
+    stepper.locator(".noUi-handle").first.focus()
+    page.keyboard.press("ArrowRight")
+    stepper.locator(".jp-OutputArea-output", has_text=STEP_1).wait_for(timeout=30_000)
+    text = stepper.inner_text()
+    assert STEP_0 not in text and "v4 +=" not in text  # v4 gets its cotangent at step 2
+    stepper.screenshot(path=str(shots / "08-stepper-step-1.png"))
+
+
+def _progress_view(page, shots: Path) -> list[str]:
+    """The rows of check.progress(): one per exercise, chapter and status."""
+    view = page.locator(".autograder-progress")
+    view.wait_for(timeout=60_000)
+    view.scroll_into_view_if_needed()
+    view.screenshot(path=str(shots / "09-progress.png"))
+    return view.locator("tbody tr").all_inner_texts()
 
 
 def test_chapter_00_runs_in_jupyterlab_in_chromium(browser_binary, lab):
@@ -290,11 +371,21 @@ def test_chapter_00_runs_in_jupyterlab_in_chromium(browser_binary, lab):
             assert any(t.startswith(f"NOT ANSWERED YET {EXERCISE}") for t in texts), texts
             assert any(t.startswith("FAILED forgets_the_cotangent") for t in texts), texts
             assert any("did not multiply by the incoming cotangent g" in t for t in texts), texts
+            waiting = page.evaluate("window.waitingLines")
+            assert any(re.fullmatch(r"checking \w+: \d+ cases…", w) for w in waiting), waiting
             _failed_report_splits_no_word(page, shots)
 
             _move_slider_right(page, shots)
 
             assert "matches jax.vjp and tf.GradientTape" in _answer_the_exercise(page, shots)
+
+            _open_views(page, base, token)
+            _stepper_at_steps_0_and_1(page, shots)
+            rows = _progress_view(page, shots)
+            chapters = {row.split()[0] for row in rows}
+            assert chapters == {f"{n:02d}" for n in range(8)}, rows
+            assert all("passed" in row for row in rows if not row.startswith("00")), rows
+            assert any(row.startswith("00") and "not answered" in row for row in rows), rows
         except Exception:
             page.screenshot(path=str(shots / "failure.png"), full_page=True)
             raise
