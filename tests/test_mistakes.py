@@ -85,18 +85,15 @@ def test_the_solution_passes(exercise: Exercise) -> None:
 
 
 def toposort_pre_order(root: Any) -> list:
-    """Depth-first, but a node is listed BEFORE its parents are visited; then reversed."""
+    """Depth-first with a stack, a node listed when first popped, BEFORE its parents are
+    explored (a pre-order); then reversed."""
     order: list = []
-    seen: set[int] = set()
-
-    def visit(node: Any) -> None:
-        if id(node) not in seen:
-            seen.add(id(node))
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if all(node is not listed for listed in order):
             order.append(node)
-            for parent in node.parents:
-                visit(parent)
-
-    visit(root)
+            stack.extend(reversed(node.parents))
     return order[::-1]
 
 

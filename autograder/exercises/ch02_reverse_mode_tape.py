@@ -8,8 +8,9 @@ with fan-out and reuse of values, written as readable text ("v3 = mul(v0, v1); v
 Each program is differentiated by TensorFlow and JAX (the verdict) and by the learner's
 tape. The invokes (autograder/harness/ch02.py) build the program from the learner's own
 `Tensor` and operations, found in the notebook namespace where the learner's function was
-defined (`fn.__globals__`). The numpy tape of the harness only reproduces the known wrong
-answers (and, for `toposort`, runs a backward pass in the learner's order).
+defined (`fn.__globals__`). The known wrong answers are learner functions over a small tape
+of their own (tape_answers.py); `toposort`'s invoke runs the harness's numpy tape in the
+learner's order.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from ..harness.ch02 import (
     FORWARD,
     RULES,
     UNARY,
-    backward_in_order,
     flat_nodes,
     forward,
+    invoke_backward,
     parse_program,
 )
 from .tape_answers import (
@@ -403,33 +404,13 @@ def _program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tu
 
 
 # ---------------------------------------------------------------- the tape's known mistakes
-# (written as learner functions in tape_answers.py; the numpy tape here gives the right answer)
-
-
-def dfs_order(steps: list, root: int, n_inputs: int = 3) -> list:
-    """Root first: the reverse of a depth-first post-order (parents before consumers)."""
-    seen: set[int] = set()
-    post: list[int] = []
-
-    def visit(i: int) -> None:
-        if i in seen:
-            return
-        seen.add(i)
-        operands = steps[i - n_inputs][1] if i >= n_inputs else ()
-        for j in operands:
-            visit(j)
-        post.append(i)
-
-    visit(root)
-    return post[::-1]
+# (written as learner functions in tape_answers.py)
 
 
 def _right_answer(case: Case) -> tuple:
-    """The right cotangents of a program case, from the numpy tape (for first_difference)."""
-    program, *inputs, cotangent = case.values()
-    steps = parse_program(program)
-    values = forward(steps, inputs)
-    return backward_in_order(steps, values, dfs_order(steps, len(values) - 1), cotangent)
+    """The right cotangents of a program case (for first_difference): the right backward
+    pass of the tape in tape_answers.py, run as the learner's would be."""
+    return invoke_backward(make_backward(), *case.values())
 
 
 def _wrong_sign_rules(op: str) -> dict:

@@ -45,8 +45,10 @@ neg, exp, log, tanh, reduce_sum = (_op(name) for name in ("neg", "exp", "log", "
 # ---------------------------------------------------------------- orders, right and wrong
 
 
-def post_order(root: Tensor, reverse_parents: bool = False) -> list[Tensor]:
-    """Depth-first post-order: every node after all its parents (a topological order)."""
+def depth_first(root: Tensor, pre: bool = False, reverse_parents: bool = False
+                ) -> list[Tensor]:
+    """Depth-first from the root. Post-order (the default) lists every node after all its
+    parents, a topological order; pre-order lists a node BEFORE visiting its parents."""
     order: list[Tensor] = []
     seen: set[int] = set()
 
@@ -54,26 +56,12 @@ def post_order(root: Tensor, reverse_parents: bool = False) -> list[Tensor]:
         if id(node) in seen:
             return
         seen.add(id(node))
+        if pre:
+            order.append(node)
         for parent in reversed(node.parents) if reverse_parents else node.parents:
             visit(parent)
-        order.append(node)
-
-    visit(root)
-    return order
-
-
-def pre_order(root: Tensor) -> list[Tensor]:
-    """Depth-first pre-order: a node listed BEFORE its parents are visited."""
-    order: list[Tensor] = []
-    seen: set[int] = set()
-
-    def visit(node: Tensor) -> None:
-        if id(node) in seen:
-            return
-        seen.add(id(node))
-        order.append(node)
-        for parent in node.parents:
-            visit(parent)
+        if not pre:
+            order.append(node)
 
     visit(root)
     return order
@@ -105,12 +93,12 @@ def requeue(root: Tensor) -> list[Tensor]:
 
 
 def reverse_topological(root: Tensor) -> list[Tensor]:
-    return post_order(root)[::-1]
+    return depth_first(root)[::-1]
 
 
 def reverse_topological_other_way(root: Tensor) -> list[Tensor]:
     """Reverse topological too, parents explored last to first."""
-    return post_order(root, reverse_parents=True)[::-1]
+    return depth_first(root, reverse_parents=True)[::-1]
 
 
 def toposort_breadth_first(root: Tensor) -> list[Tensor]:
@@ -120,7 +108,7 @@ def toposort_breadth_first(root: Tensor) -> list[Tensor]:
 
 def toposort_pre_order(root: Tensor) -> list[Tensor]:
     """The wrong toposort: a depth-first PRE-order, reversed."""
-    return pre_order(root)[::-1]
+    return depth_first(root, pre=True)[::-1]
 
 
 # ---------------------------------------------------------------- backward and grad
