@@ -69,10 +69,13 @@ def invoke_qa(fn: Callable[..., Any], *args: Any) -> Any:
     if usage.builders:
         found = f"it used {usage.builders[0]}"
         raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
+    if method.unobserved(fn, usage):
+        return result
     if usage.cotangent_vjps < 1 or usage.gradients < 2:
         found = (f"it made {usage.gradients} gradient call(s), {usage.cotangent_vjps} of them "
                  "with a cotangent")
         raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
+    method.seen_following(fn)
     return result
 
 
@@ -84,7 +87,10 @@ def invoke_rows(fn: Callable[..., Any], x: Any, w: Any, b: Any) -> Any:
     if usage.builders:
         found = f"it used {usage.builders[0]}"
         raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
+    if method.unobserved(fn, usage):
+        return result
     if usage.gradients < rows:
         found = f"it made {usage.gradients} VJP call(s) for the {rows} rows of this case"
         raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
+    method.seen_following(fn)
     return result

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .method import MethodNotFollowed
+from . import method
 
 _GRAPHS: dict[int, tuple[Callable, Callable]] = {}  # id(fn) -> (fn, its tf.function)
 
@@ -34,13 +34,14 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     @tf.custom_gradient, or the learner's gradient rule never ran."""
     with _custom_gradients() as calls:
         result = _invoke(fn, args, variables=(1,))
-    if calls == [0]:
-        raise MethodNotFollowed(
+    if calls == [0] and not method.was_seen_following(fn):  # not a graph traced before
+        raise method.MethodNotFollowed(
             "linear_layer must compute its output with a "
             "function decorated with @tf.custom_gradient (def forward(x): ... return x @ w, "
             "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
             "differentiated your code itself and your gradient rule never ran.", result
         )
+    method.seen_following(fn)
     return result
 
 

@@ -13,6 +13,7 @@ This runs in the learner's kernel and in the grader's child, like the rest of th
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -134,20 +135,57 @@ def _refused(original: Callable[..., Any], label: str, usage: Usage) -> Callable
 def _tf_patches(tf: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
     tape = tf.GradientTape
     gradient, gradients = tape.gradient, tf.gradients
+    inside = _package_folder(tf)
 
     def counted_gradient(self: Any, target: Any, sources: Any, output_gradients: Any = None,
                          *args: Any, **kwargs: Any) -> Any:
-        usage.gradients += 1
-        usage.cotangent_vjps += output_gradients is not None
+        if not _called_from(inside):  # TensorFlow's own use (ForwardAccumulator, jacobian)
+            usage.gradients += 1
+            usage.cotangent_vjps += output_gradients is not None
         return gradient(self, target, sources, output_gradients, *args, **kwargs)
 
     def counted_gradients(ys: Any, xs: Any, grad_ys: Any = None, *args: Any,
                           **kwargs: Any) -> Any:
-        usage.gradients += 1
-        usage.cotangent_vjps += grad_ys is not None
+        if not _called_from(inside):
+            usage.gradients += 1
+            usage.cotangent_vjps += grad_ys is not None
         return gradients(ys, xs, grad_ys, *args, **kwargs)
 
     patches = [(tape, "gradient", counted_gradient), (tf, "gradients", counted_gradients)]
     patches += [(tape, name, _refused(getattr(tape, name), f"tape.{name}", usage))
                 for name in TAPE_BUILDERS]
     return patches
+
+
+def _package_folder(module: Any) -> str:
+    return os.path.dirname(os.path.realpath(module.__file__)) + os.sep
+
+
+def _called_from(folder: str) -> bool:
+    """Whether the caller of the function that asks was code in `folder` (a framework),
+    other than autograph, which calls the learner's own calls inside a tf.function."""
+    caller = os.path.realpath(sys._getframe(2).f_code.co_filename)
+    autograph = os.path.join(folder, "python", "autograph", "")
+    return caller.startswith(folder) and not caller.startswith(autograph)
+
+
+_FOLLOWING: dict[int, Any] = {}  # id(fn) -> fn: functions seen following the method
+
+
+def seen_following(fn: Any) -> None:
+    """Remember that `fn` was seen computing its answer the way the exercise asks."""
+    if len(_FOLLOWING) > 256:
+        _FOLLOWING.clear()
+    _FOLLOWING[id(fn)] = fn
+
+
+def unobserved(fn: Any, usage: Usage) -> bool:
+    """Too few calls were seen, but by a function seen following the method on an earlier
+    case, and no builder was used: part of it runs in a graph traced on an earlier call
+    (tf.function, jax.jit), which replays without calling Python, so the counts cannot see
+    it. Not a method failure."""
+    return not usage.builders and was_seen_following(fn)
+
+
+def was_seen_following(fn: Any) -> bool:
+    return _FOLLOWING.get(id(fn)) is fn
