@@ -12,7 +12,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import sandbox
+from . import refcache, sandbox
 from .exercises import for_chapter
 from .grading import (
     Assignment,
@@ -133,7 +133,7 @@ def write_gradebook(out: Path, results: list[SubmissionResult]) -> None:
 def grade(
     *, submissions: list[Path], out: Path, jobs: int = 2, seed: int | None = None,
     timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
-    unsafe_no_sandbox: bool = False,
+    unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all."""
@@ -151,7 +151,8 @@ def grade(
     print(f"seed {seed}; sandbox: {box.mode}", file=sys.stderr)
     try:
         assignments: dict[str, Assignment] = {
-            chapter: prepare(chapter, seed) for chapter in chapters_needed(paths, assignment)
+            chapter: prepare(chapter, seed, reference_cache)
+            for chapter in chapters_needed(paths, assignment)
         }
     except ValueError as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
@@ -162,6 +163,21 @@ def grade(
     write_gradebook(out, results)
     print_summary(results, out)
     return 1 if any(r.grading_error for r in results) else 0
+
+
+def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | None = None) -> int:
+    """Fill the reference cache for these chapters and seed (Gradescope's setup.sh does this
+    at image build time), so grading runs start without TensorFlow or JAX."""
+    for chapter in chapters:
+        try:
+            assignment = prepare(chapter, seed, reference_cache)
+        except ValueError as error:
+            print(f"Cannot prepare: {error}", file=sys.stderr)
+            return 2
+        count = sum(len(cases) for cases in assignment.cases.values())
+        print(f"chapter {chapter}, seed {seed}: {count} hidden cases and their references in "
+              f"{refcache.entry_path(refcache.folder(reference_cache), chapter, seed)}")
+    return 0
 
 
 def grade_one(run: GradingRun, out: Path, path: Path, stem: str) -> SubmissionResult:
