@@ -100,6 +100,9 @@ def parser() -> argparse.ArgumentParser:
     prepare.add_argument("--seed", type=int, required=True, help="the grading run's seed")
     prepare.add_argument("--reference-cache", type=Path, default=None,
                          help="the cache folder (default as for grade)")
+    prepare.add_argument("--warm-with", nargs="*", type=Path, default=[], metavar="NOTEBOOK",
+                         help="solution notebooks to grade once with JAX's compilation cache "
+                              "writable (trusted code only), so later children read it")
     zipped = commands.add_parser("gradescope", help="build the Gradescope autograder zip")
     zipped.add_argument("--assignment", required=True, help="chapter, e.g. 03")
     zipped.add_argument("--out", type=Path, default=Path("autograder.zip"))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import refcache, references, sandbox, untrusted
+from . import refcache, references, sandbox, slicing, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import Attempt, error_type, judge, not_answered, verdict
 from .exercise import Exercise, Outputs
@@ -361,6 +361,7 @@ class Run:
     box: sandbox.Box
     limits: sandbox.Limits
     deadline: float
+    exercise_cells: frozenset[int] = frozenset()
     rounds: int = 0
 
 
@@ -388,7 +389,8 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
                    by_name: dict[str, Exercise], allowed: tuple[str, ...],
                    cells: list[str]) -> None:
     limits = sandbox.child_limits(run.limits, frameworks=bool(allowed))
-    program = {"cells": cells, "exercises": names, "time_limit": run.limits.per_exercise,
+    needed = slicing.needed_cells(cells, set(run.exercise_cells), names)
+    program = {"cells": needed, "exercises": names, "time_limit": run.limits.per_exercise,
                "out": str(round_box.out), "allowed": list(allowed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
                "invoke": {name: by_name[name].invoke for name in names}}
@@ -511,7 +513,8 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
         for exercise in assignment.exercises:
             write_inputs(folders, exercise, assignment.cases[exercise.name])
         cells, exercise_cells = program_cells(notebook)
-        run = Run(box, folders, limits, time.monotonic() + limits.per_submission)
+        run = Run(box, folders, limits, time.monotonic() + limits.per_submission,
+                  frozenset(exercise_cells))
         verdicts, problems = _run_rounds(run, assignment, cells)
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
     result.exercises = [verdicts[e.name] for e in assignment.exercises]

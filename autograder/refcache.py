@@ -50,6 +50,19 @@ def folder(override: Path | None = None) -> Path:
     return base / "autodiff-course" / "references"
 
 
+def compile_cache(override: Path | None = None) -> Path:
+    """JAX's persistent compilation cache for the grader's children, beside the references.
+    JAX keys its entries by program, compiler options and versions itself."""
+    return folder(override) / "jax"
+
+
+def share(path: Path) -> None:
+    """Readable by the children's own uid (never writable): u+rwX, go+rX, all the way down."""
+    for item in [path, *path.rglob("*")]:
+        if not item.is_symlink():
+            item.chmod(0o755 if item.is_dir() else 0o644)
+
+
 def digest() -> str:
     """The grader's sources and the libraries' versions: what the references depend on."""
     hasher = hashlib.sha256(f"format {FORMAT}".encode())
