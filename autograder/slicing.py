@@ -40,7 +40,7 @@ def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -
     `exercise_cells` holds 1-based positions; `names` the exercise functions' names."""
     trees = [_parse(cell) for cell in cells]
     whole = {i for i, tree in enumerate(trees) if tree is None or i + 1 in exercise_cells}
-    needed = set(names) | {n for i in whole for n in _reads(trees[i])}
+    needed = set(names) | {n for i in whole if trees[i] is not None for n in _reads(trees[i])}
     modules = {n for tree in trees if tree is not None for n in _imported(tree)}
     kept: set[tuple[int, int]] = set()
     changed = True
@@ -66,8 +66,39 @@ def _parse(cell: str) -> ast.Module | None:
 
 
 def _reads(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and
-            isinstance(n.ctx, ast.Load)}
+    """The global names `node` may read: a function's own parameters and locals are left
+    out (a learner's `tape` or `x` inside a function needs no cell that binds `tape`), but
+    every name it reads from outside counts, whether it is called or not."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return _outer_reads(node) | _function_reads(node)
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+        targets = {n.id for g in node.generators for n in ast.walk(g.target)
+                   if isinstance(n, ast.Name)}
+        return set().union(*map(_reads, ast.iter_child_nodes(node))) - targets
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) else set()
+    if isinstance(node, ast.Global):
+        return set(node.names)
+    return set().union(*map(_reads, ast.iter_child_nodes(node)))
+
+
+def _outer_reads(function: ast.AST) -> set[str]:
+    """What a def or lambda evaluates where it is defined: decorators and default values."""
+    outer = [*getattr(function, "decorator_list", []), *function.args.defaults,
+             *(d for d in function.args.kw_defaults if d is not None)]
+    return set().union(*map(_reads, outer))
+
+
+def _function_reads(function: ast.AST) -> set[str]:
+    body = function.body if isinstance(function.body, list) else [function.body]
+    arguments = function.args
+    params = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                              *filter(None, [arguments.vararg, arguments.kwarg])]}
+    declared = {n for statement in body for node in ast.walk(statement)
+                if isinstance(node, ast.Global) for n in node.names}
+    local = (params | {n for statement in body if isinstance(statement, ast.stmt)
+                       for n in _binds(statement)}) - declared
+    return set().union(*map(_reads, body)) - local
 
 
 def _imported(tree: ast.Module) -> set[str]:
