@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import refcache, references, sandbox, slicing, untrusted
+from . import harness, refcache, references, sandbox, slicing, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import Attempt, error_type, judge, not_answered, verdict
 from .exercise import Exercise, Outputs
@@ -389,7 +389,9 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
                    by_name: dict[str, Exercise], allowed: tuple[str, ...],
                    cells: list[str]) -> None:
     limits = sandbox.child_limits(run.limits, frameworks=bool(allowed))
-    needed = slicing.needed_cells(cells, set(run.exercise_cells), names)
+    reads = [n for name in names for n in harness.NAMESPACE_READS.get(
+        by_name[name].invoke.partition(":")[0], ())]
+    needed = slicing.needed_cells(cells, set(run.exercise_cells), names + reads)
     program = {"cells": needed, "exercises": names, "time_limit": run.limits.per_exercise,
                "out": str(round_box.out), "allowed": list(allowed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),

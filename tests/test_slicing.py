@@ -64,3 +64,13 @@ def test_the_sliced_cells_still_define_a_working_exercise():
 
     assert namespace["unbroadcast"](np.ones((3, 2)), (2,)).tolist() == [6.0, 6.0]
     assert "slow_demo" not in namespace
+
+
+def test_names_the_chapter_02_invokes_look_up_by_string_are_declared():
+    from autograder.harness import NAMESPACE_READS, ch02
+
+    declared = set(NAMESPACE_READS["ch02"])
+    assert {"Tensor", *(ch02.FUNCTION_NAMES.get(op, op) for op in ch02.RULES)} <= declared
+    kept = needed_cells(["def exp(x):\n    return x\n\nprint(exp(1))"], set(),
+                        ["backward", *declared])
+    assert kept[0].startswith("def exp(x):") and "print" not in kept[0]
