@@ -316,16 +316,26 @@ def defined_names(source: str, names: set[str]) -> set[str]:
 def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int],
                  names: set[str]) -> tuple[NotebookNode, dict[str, float]]:
     """A copy of the solution with the stubbed exercise cells taken from the learner copy,
-    and the score each exercise must get (0 where stubbed, else 1)."""
+    and the score each exercise must get: 0 where stubbed or where it calls an exercise
+    that is stubbed (chapter 03's matmul_vjp calls unbroadcast), else 1."""
     notebook = copy.deepcopy(solution)
-    expected: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    unanswered: set[str] = set()
     pairs = zip(exercise_cells(notebook), exercise_cells(learner), strict=True)
     for position, (mine, theirs) in enumerate(pairs):
+        for name in defined_names(solution.cells[mine].source, names):
+            sources[name] = solution.cells[mine].source
+            if position in stubbed:
+                unanswered.add(name)
         if position in stubbed:
             notebook.cells[mine].source = learner.cells[theirs].source
-        for name in defined_names(solution.cells[mine].source, names):
-            expected[name] = 0.0 if position in stubbed else 1.0
-    return notebook, expected
+    while True:  # an exercise that calls an unanswered one cannot pass either
+        callers = {name for name, source in sources.items()
+                   if any(re.search(rf"\b{other}\(", source) for other in unanswered - {name})}
+        if callers <= unanswered:
+            break
+        unanswered |= callers
+    return notebook, {name: 0.0 if name in unanswered else 1.0 for name in sources}
 
 
 def write_batch(chapter: str, folder: Path, count: int = BATCH

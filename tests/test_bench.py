@@ -254,3 +254,12 @@ def test_the_bench_module_does_not_import_a_framework_at_top_level():
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
     assert not imported & {"tensorflow", "jax", "jaxlib"}
+
+
+def test_an_exercise_that_calls_an_unanswered_one_is_expected_to_fail():
+    solution = template()
+    solution.cells[4].source = "def matmul_vjp(g, a, b):\n    return unbroadcast(g, a.shape)\n"
+    _, expected = bench.make_variant(solution, template(), {0}, {"unbroadcast", "matmul_vjp"})
+    assert expected == {"unbroadcast": 0.0, "matmul_vjp": 0.0}
+    _, expected = bench.make_variant(solution, template(), {1}, {"unbroadcast", "matmul_vjp"})
+    assert expected == {"unbroadcast": 1.0, "matmul_vjp": 0.0}
