@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 
 from .child import MAGIC
 
@@ -29,6 +30,10 @@ CONFIGURING = re.compile(
     r"(^|\.)(config|environ|seterr|set_printoptions|seed|filterwarnings|simplefilter|"
     r"set_visible_devices)(\.|$)"
 )
+# CPython 3.11's parser keeps its recursion-depth check per interpreter, not per thread: two
+# grading threads parsing at once raise "SystemError: AST constructor recursion depth
+# mismatch". One parse at a time (milliseconds each).
+PARSING = threading.Lock()
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
           ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -60,7 +65,8 @@ def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -
 
 def _parse(cell: str) -> ast.Module | None:
     try:
-        return ast.parse(MAGIC.sub(lambda m: f"{m.group(1)}pass", cell))
+        with PARSING:
+            return ast.parse(MAGIC.sub(lambda m: f"{m.group(1)}pass", cell))
     except (SyntaxError, ValueError):
         return None
 
