@@ -203,11 +203,12 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
 
 def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
     fast, slow = times(chapter="03", frameworks=(), serial=7.0, parallel=6.0), times(one=12.0)
-    lines = bench.grading_table([fast, slow])
+    lines = bench.grading_table([fast, slow], {"jax": 2.5})
     assert lines[:2] == bench.TABLE_HEADER and lines[2].startswith("| 03 |")
     notes = "\n".join(lines)
     assert "ch 06: grade one 12.0 s = parent start-up 8.0 s" in notes
-    assert "jax (imported)" in notes and "ch 03: grade one" not in notes
+    assert "jax (a fresh `import jax` alone: 2.5 s)" in notes
+    assert "ch 03: grade one" not in notes
     targets = lines[-3:]
     assert targets[0].endswith("worst 0.40 -> FAIL")  # 12 / 30, the slow chapter decides
     assert targets[1].endswith("PASS") and "x" in targets[2]
