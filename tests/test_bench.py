@@ -209,9 +209,11 @@ def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
     assert "ch 06: grade one 12.0 s = parent start-up 8.0 s" in notes
     assert "jax (a fresh `import jax` alone: 2.5 s)" in notes
     assert "ch 03: grade one" not in notes
-    targets = lines[-3:]
-    assert targets[0].endswith("worst 0.40 -> FAIL")  # 12 / 30, the slow chapter decides
-    assert targets[1].endswith("PASS") and "x" in targets[2]
+    targets = lines[-4:]
+    assert targets[0].endswith("0 wrong entries -> PASS")
+    assert targets[1].endswith("worst 0.40 -> FAIL")  # 12 / 30, the slow chapter decides
+    assert targets[2].endswith("PASS") and "x" in targets[3]
+    assert bench.grading_targets([times(wrong_grades=2)])[0].endswith("2 wrong entries -> FAIL")
 
 
 def test_fixes_ratios_are_against_reshape():
@@ -264,3 +266,12 @@ def test_an_exercise_that_calls_an_unanswered_one_is_expected_to_fail():
     assert expected == {"unbroadcast": 0.0, "matmul_vjp": 0.0}
     _, expected = bench.make_variant(solution, template(), {1}, {"unbroadcast", "matmul_vjp"})
     assert expected == {"unbroadcast": 1.0, "matmul_vjp": 0.0}
+
+
+def test_chapter_02s_tape_exercises_are_expected_to_fail_without_vjp_rule(tmp_path):
+    """backward and grad never name vjp_rule: the notebook's ops, which their invokes look
+    up by name, call it."""
+    _, expected = bench.write_batch("02", tmp_path, 4)
+    assert expected["sub04"]["vjp_rule"] == 0.0  # the first exercise cell is the stub
+    assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 0.0
+    assert set(expected["sub01"].values()) == {1.0}
