@@ -12,7 +12,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import sandbox
+from . import refcache, sandbox
 from .exercises import for_chapter
 from .grading import (
     Assignment,
@@ -133,7 +133,7 @@ def write_gradebook(out: Path, results: list[SubmissionResult]) -> None:
 def grade(
     *, submissions: list[Path], out: Path, jobs: int = 2, seed: int | None = None,
     timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
-    unsafe_no_sandbox: bool = False,
+    unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all."""
@@ -144,6 +144,8 @@ def grade(
     try:
         out.mkdir(parents=True, exist_ok=True)
         box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox)
+        compiled = refcache.compile_cache(reference_cache)
+        box.compile_cache = str(compiled) if compiled.is_dir() else None
     except (OSError, sandbox.SandboxUnavailable) as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
@@ -151,7 +153,8 @@ def grade(
     print(f"seed {seed}; sandbox: {box.mode}", file=sys.stderr)
     try:
         assignments: dict[str, Assignment] = {
-            chapter: prepare(chapter, seed) for chapter in chapters_needed(paths, assignment)
+            chapter: prepare(chapter, seed, reference_cache)
+            for chapter in chapters_needed(paths, assignment)
         }
     except ValueError as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
@@ -162,6 +165,48 @@ def grade(
     write_gradebook(out, results)
     print_summary(results, out)
     return 1 if any(r.grading_error for r in results) else 0
+
+
+def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | None = None,
+                  warm_with: list[Path] = ()) -> int:
+    """Fill the reference cache for these chapters and seed (Gradescope's setup.sh does this
+    at image build time), so grading runs start without TensorFlow or JAX; then, for each
+    notebook in `warm_with` (our own solution notebooks: trusted code), grade it once with
+    JAX's compilation cache writable, so children of later runs read compiled programs."""
+    assignments = {}
+    for chapter in chapters:
+        try:
+            assignments[chapter] = prepare(chapter, seed, reference_cache)
+        except ValueError as error:
+            print(f"Cannot prepare: {error}", file=sys.stderr)
+            return 2
+        count = sum(len(cases) for cases in assignments[chapter].cases.values())
+        print(f"chapter {chapter}, seed {seed}: {count} hidden cases and their references in "
+              f"{refcache.entry_path(refcache.folder(reference_cache), chapter, seed)}")
+    return warm_compile_cache(assignments, seed, reference_cache, list(warm_with))
+
+
+def warm_compile_cache(assignments: dict[str, Assignment], seed: int,
+                       reference_cache: Path | None, notebooks: list[Path]) -> int:
+    """Grade trusted notebooks with the compilation cache writable; 1 if one loses a point
+    (then the cache holds what it compiled, but the notebook is not a solution)."""
+    if not notebooks:
+        return 0
+    folder = refcache.compile_cache(reference_cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    box = sandbox.Sandbox(unsafe=True, compile_cache=str(folder), compile_cache_writable=True)
+    run = GradingRun(seed, sandbox.Limits(per_exercise=120, per_submission=600), box,
+                     assignments)
+    status = 0
+    for path in notebooks:
+        result = grade_submission(run, path, clean_stem(path))
+        full = bool(result.exercises) and all(e.passed for e in result.exercises)
+        print(f"compiled {path.name} into {folder} ({result.seconds:.1f} s): "
+              f"{result.score:g}/{len(result.exercises)}" + ("" if full else
+              f"  WARNING: not a full-marks solution. {result.error}"))
+        status = status or (0 if full else 1)
+    refcache.share(folder)
+    return status
 
 
 def grade_one(run: GradingRun, out: Path, path: Path, stem: str) -> SubmissionResult:

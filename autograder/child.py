@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "torch", "autograd")
-FRAMEWORK_FAMILY = ("tensorflow", "jax", "jaxlib", "keras")
+COMPANIONS = {"jax": ("jaxlib",), "tensorflow": ("keras",)}  # imported with the framework
 OUTPUT_LIMIT = 20_000  # characters of printing kept per cell or exercise
 MAX_OUTPUT_BYTES = 50_000_000
 
@@ -99,16 +99,34 @@ class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
+class _Absent(importlib.abc.MetaPathFinder):
+    """The frameworks a framework round does not allow are not installed, as far as it sees."""
+
+    def __init__(self, absent: tuple[str, ...]) -> None:
+        self.absent = absent
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname.split(".")[0] in self.absent:
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+        return None
+
+
 def _install_guards(allowed: list[str]) -> None:
-    """Guard every framework this round's exercises may not use."""
-    # TensorFlow imports JAX when present (and JAX's tools may import TF): once either is
-    # allowed, the whole family is, or the allowed one could not even be imported.
-    permitted = set(FRAMEWORK_FAMILY) if set(allowed) & set(FRAMEWORK_FAMILY) else set(allowed)
+    """Guard every framework this round's exercises may not use.
+
+    In a numpy round, `import tensorflow` succeeds but any use raises FrameworkUsed, so the
+    verdict can say what happened. In a framework round, the others are simply absent
+    (ModuleNotFoundError): TensorFlow would otherwise import JAX too (seconds of start-up),
+    and it imports fine without it.
+    """
+    permitted = {name for name in FRAMEWORKS for a in allowed if name == a or name in
+                 COMPANIONS.get(a, ())}
     guarded = tuple(name for name in FRAMEWORKS if name not in permitted)
     for name in list(sys.modules):
         if name.split(".")[0] in guarded:
             del sys.modules[name]
-    sys.meta_path.insert(0, _FrameworkGuard(guarded))
+    finder = _Absent(guarded) if permitted else _FrameworkGuard(guarded)
+    sys.meta_path.insert(0, finder)
     # Check cells become no-ops: the real checker is not here, so it cannot be patched.
     check = _NoCheck("autograder.check")
     package = types.ModuleType("autograder")

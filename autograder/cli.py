@@ -91,6 +91,18 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--unsafe-no-sandbox", action="store_true",
                        help="grade even where neither bubblewrap nor Landlock is available "
                             "(recorded in every result)")
+    grade.add_argument("--reference-cache", type=Path, default=None,
+                       help="folder of cached hidden cases and references (default: "
+                            "$AUTODIFF_REFERENCE_CACHE, else ~/.cache/autodiff-course/references)")
+    prepare = commands.add_parser(
+        "prepare", help="compute and cache a chapter's hidden cases and references for a seed")
+    prepare.add_argument("chapters", nargs="+", metavar="CHAPTER", help="e.g. 03")
+    prepare.add_argument("--seed", type=int, required=True, help="the grading run's seed")
+    prepare.add_argument("--reference-cache", type=Path, default=None,
+                         help="the cache folder (default as for grade)")
+    prepare.add_argument("--warm-with", nargs="*", type=Path, default=[], metavar="NOTEBOOK",
+                         help="solution notebooks to grade once with JAX's compilation cache "
+                              "writable (trusted code only), so later children read it")
     zipped = commands.add_parser("gradescope", help="build the Gradescope autograder zip")
     zipped.add_argument("--assignment", required=True, help="chapter, e.g. 03")
     zipped.add_argument("--out", type=Path, default=Path("autograder.zip"))
@@ -108,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .batch import grade
 
         return grade(**args)
+    if command == "prepare":
+        from .batch import prepare_cache
+
+        return prepare_cache(**args)
     if command == "warm-up":
         from .engine import warm_up
 

@@ -11,8 +11,9 @@ Choices the zip makes (the README's Instructor guide repeats them):
   why, when the Python it gets is older than 3.11.
 - Packages: requirements-grader.txt, the grader's subset of requirements.txt with the same
   pins (tests/test_gradescope.py keeps them equal): no JupyterLab, Playwright, ruff or pytest.
-- Hidden cases: one seed for the whole assignment, baked into run_autograder, so every
-  student (and every resubmission) is graded on the same cases.
+- Hidden cases: one seed for the whole assignment, baked into setup.sh and run_autograder, so
+  every student (and every resubmission) is graded on the same cases; setup.sh computes them
+  and their references once, into the reference cache that run_autograder reads.
 - results.json is always written: when the grader itself fails, the score is 0 and the output
   says it is a grading error for the instructor, not the student's fault.
 """
@@ -29,7 +30,8 @@ MINIMUM_PYTHON = (3, 11)
 SETUP_SH = """#!/usr/bin/env bash
 # Gradescope image build (once, as root), for the base image Ubuntu 22.04: Python 3.11, the
 # grader's pinned packages, the grader itself (a normal, non-editable install), bubblewrap for
-# the sandbox, then the warm-up that compiles the references once, so grading starts fast.
+# the sandbox, then the assignment's hidden cases and references, computed once with its seed
+# and cached in $base/references, so grading a submission never imports TensorFlow or JAX.
 set -euo pipefail
 base="${{AUTOGRADER_ROOT:-/autograder}}"
 python="${{AUTOGRADER_SETUP_PYTHON:-python3.11}}"
@@ -57,7 +59,8 @@ cd "$base/source"
 "$base/venv/bin/python" -m pip install --upgrade pip
 "$base/venv/bin/python" -m pip install -r requirements-grader.txt
 "$base/venv/bin/python" -m pip install --no-deps .
-"$base/venv/bin/python" -m autograder warm-up
+"$base/venv/bin/python" -m autograder prepare {assignment} --seed {seed} \\
+  --reference-cache "$base/references"
 echo "setup.sh: grader ready ($("$base/venv/bin/python" --version))"
 """
 
@@ -92,7 +95,8 @@ fi
 work="$(mktemp -d)" || grading_error "no temporary folder"
 cp -- "${{notebooks[0]}}" "$work/submission.ipynb" || grading_error "could not copy the submission"
 TF_CPP_MIN_LOG_LEVEL=3 "$python" -m autograder grade "$work/submission.ipynb" \\
-  --out "$work/graded" --jobs 1 --assignment {assignment} --timeout {timeout} --seed {seed}
+  --out "$work/graded" --jobs 1 --assignment {assignment} --timeout {timeout} --seed {seed} \\
+  --reference-cache "$base/references"
 status=$?
 [ $status -eq 0 ] || grading_error "the grader exited with status $status"
 graded=("$work"/graded/*/results.json)  # one submission: one folder, whatever its name
@@ -107,8 +111,9 @@ SOURCES = ("requirements.txt", "requirements-grader.txt", "pyproject.toml", "REA
 PACKAGES = ("autograder", "coursekit")
 
 
-def setup_script() -> str:
-    return SETUP_SH.format(minimum=".".join(map(str, MINIMUM_PYTHON)))
+def setup_script(*, assignment: str, seed: int) -> str:
+    return SETUP_SH.format(minimum=".".join(map(str, MINIMUM_PYTHON)), assignment=assignment,
+                           seed=seed)
 
 
 def run_script(*, assignment: str, timeout: float, seed: int) -> str:
@@ -125,7 +130,7 @@ def build_zip(*, assignment: str, out: Path, timeout: float = 120.0,
                          "from a checkout of the course (the zip carries its sources).")
     seed = secrets.randbelow(2**31) if seed is None else seed
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        _add_script(archive, "setup.sh", setup_script())
+        _add_script(archive, "setup.sh", setup_script(assignment=assignment, seed=seed))
         _add_script(archive, "run_autograder",
                     run_script(assignment=assignment, timeout=timeout, seed=seed))
         for name in SOURCES:

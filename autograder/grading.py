@@ -12,15 +12,15 @@ import json
 import os
 import secrets
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import numpy as np
 
-from . import sandbox, untrusted
+from . import harness, refcache, references, sandbox, slicing, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import (
     INPUT_INDEPENDENT,
@@ -37,7 +37,6 @@ from .engine import (
 )
 from .exercise import Exercise, Outputs
 from .exercises import for_chapter
-from .references import reference_outputs
 from .report import NOT_ANSWERED, Failure, Report
 
 CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
@@ -65,18 +64,42 @@ class Assignment:
     references: dict[str, list[Outputs]]
 
 
-def prepare(chapter: str, seed: int) -> Assignment:
+def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
+    """The chapter's hidden cases and references for this seed: read from the reference
+    cache when a valid entry is there (no TensorFlow or JAX import then), else computed by
+    both frameworks and written to the cache for the next run."""
     exercises = for_chapter(chapter)
     if not exercises:
         raise ValueError(f"Chapter {chapter!r} has no graded exercises.")
+    path = refcache.entry_path(refcache.folder(cache), chapter, seed)
+    try:
+        cases, refs = refcache.load(path, {e.name: len(e.outputs) for e in exercises})
+    except refcache.Invalid:
+        cases, refs = compute_references(exercises, seed)
+        _save_quietly(path, cases, refs)
+    return Assignment(chapter, exercises, cases, refs)
+
+
+def compute_references(exercises: list[Exercise], seed: int
+                       ) -> tuple[dict[str, list[Case]], dict[str, list[Outputs]]]:
+    """Draw every exercise's hidden cases and ask both frameworks (the slow part)."""
     profile = grading_profile(seed)
     cases, refs = {}, {}
     for exercise in exercises:
         cases[exercise.name] = exercise.edge_cases() + draw_cases(
             exercise.strategy(profile), profile
         )
-        refs[exercise.name] = reference_outputs(exercise, cases[exercise.name])
-    return Assignment(chapter, exercises, cases, refs)
+        refs[exercise.name] = references.reference_outputs(exercise, cases[exercise.name])
+    return cases, refs
+
+
+def _save_quietly(path: Path, cases: dict[str, list[Case]],
+                  refs: dict[str, list[Outputs]]) -> None:
+    """A cache that cannot be written (read-only home) costs the next run time, not this one."""
+    try:
+        refcache.save(path, cases, refs)
+    except OSError as error:
+        print(f"note: reference cache not written ({error})", file=sys.stderr)
 
 
 @dataclass
@@ -107,18 +130,58 @@ class SubmissionResult:
 # ---------------------------------------------------------------- reading submissions
 
 
-def read_notebook(path: Path) -> tuple[Any, str]:
+@dataclass(frozen=True)
+class Cell:
+    cell_type: str
+    source: str
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class Notebook:
+    """The parts of a submitted notebook the grader reads: cells and the course metadata.
+
+    Read with `json`, not nbformat: importing nbformat (jsonschema and its dependencies)
+    costs the grader's start-up 1-4 s, more than grading a numpy chapter."""
+
+    cells: list[Cell]
+    metadata: dict
+
+
+def read_notebook(path: Path) -> tuple[Notebook | None, str]:
     """(notebook, "") or (None, a message saying what is wrong and what to do)."""
     try:
-        return nbformat.reads(path.read_text(encoding="utf-8"), as_version=4), ""
+        return parse_notebook(json.loads(path.read_text(encoding="utf-8"))), ""
     except (OSError, UnicodeDecodeError) as error:
         return None, f"could not read {path.name}: {error}. Submit the .ipynb file itself."
-    except Exception as error:  # nbformat raises several JSON and schema errors
+    except ValueError as error:  # JSON errors, and a structure that is not a notebook
         return None, (
             f"{path.name} is not a valid Jupyter notebook ({type(error).__name__}: "
             f"{str(error)[:200]}). Download it again from JupyterLab (File > Download) "
             "and resubmit."
         )
+
+
+def parse_notebook(data: Any) -> Notebook:
+    """A version-4 notebook's cells, each source joined; ValueError for anything else."""
+    if not isinstance(data, dict) or data.get("nbformat") != 4:
+        raise ValueError("not a version 4 notebook")
+    cells, metadata = data.get("cells"), data.get("metadata", {})
+    if not isinstance(cells, list) or not isinstance(metadata, dict):
+        raise ValueError("cells must be a list and metadata an object")
+    return Notebook([_cell(cell) for cell in cells], metadata)
+
+
+def _cell(data: Any) -> Cell:
+    if not isinstance(data, dict) or not isinstance(data.get("cell_type"), str):
+        raise ValueError("a cell without a cell_type")
+    source, metadata = data.get("source", ""), data.get("metadata", {})
+    if isinstance(source, list) and all(isinstance(line, str) for line in source):
+        source = "".join(source)
+    tags = metadata.get("tags", []) if isinstance(metadata, dict) else None
+    if not isinstance(source, str) or not isinstance(tags, list):
+        raise ValueError("a cell's source must be text and its tags a list")
+    return Cell(data["cell_type"], source, {"tags": [t for t in tags if isinstance(t, str)]})
 
 
 def chapter_of(notebook: Any) -> str | None:
@@ -336,6 +399,7 @@ class Run:
     box: sandbox.Box
     limits: sandbox.Limits
     deadline: float
+    exercise_cells: frozenset[int] = frozenset()
     rounds: int = 0
 
 
@@ -363,7 +427,10 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
                    by_name: dict[str, Exercise], allowed: tuple[str, ...],
                    cells: list[str]) -> None:
     limits = sandbox.child_limits(run.limits, frameworks=bool(allowed))
-    program = {"cells": cells, "exercises": names, "time_limit": run.limits.per_exercise,
+    reads = [n for name in names for n in harness.NAMESPACE_READS.get(
+        by_name[name].invoke.partition(":")[0], ())]
+    needed = slicing.needed_cells(cells, set(run.exercise_cells), names + reads)
+    program = {"cells": needed, "exercises": names, "time_limit": run.limits.per_exercise,
                "out": str(round_box.out), "allowed": list(allowed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
                "invoke": {name: by_name[name].invoke for name in names},
@@ -487,7 +554,8 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
         for exercise in assignment.exercises:
             write_inputs(folders, exercise, assignment.cases[exercise.name])
         cells, exercise_cells = program_cells(notebook)
-        run = Run(box, folders, limits, time.monotonic() + limits.per_submission)
+        run = Run(box, folders, limits, time.monotonic() + limits.per_submission,
+                  frozenset(exercise_cells))
         verdicts, problems = _run_rounds(run, assignment, cells)
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
     result.exercises = [_with_dependencies(e, verdicts) for e in assignment.exercises]

@@ -91,6 +91,11 @@ class Sandbox:
     tmpfs: bool = False
     unsafe: bool = False
     probes: list[str] = field(default_factory=list)
+    # JAX's persistent compilation cache, built by the grader (`prepare --warm-with`): the
+    # child reads it (bind-mounted read-only, a Landlock read rule) and never writes it; only
+    # the grader's own warm-up, running our solution notebook, gets it writable.
+    compile_cache: str | None = None
+    compile_cache_writable: bool = False
 
     @property
     def mode(self) -> str:
@@ -346,15 +351,22 @@ def confinement_plan(sandbox: Sandbox, box: Box, limits: dict) -> dict:
     if sandbox.landlock_abi:
         plan["landlock"] = {"read": [*_readable_roots(), str(box.ctrl)],
                             "write": [str(box.work), str(box.out), "/dev/null"]}
+        if sandbox.compile_cache:
+            kind = "write" if sandbox.compile_cache_writable else "read"
+            plan["landlock"][kind].append(sandbox.compile_cache)
     return plan
 
 
 # ---------------------------------------------------------------- running
 
 
-def scrubbed_environment(workdir: Path) -> dict[str, str]:
-    """Only what Python and numpy need; nothing of the grader's own environment."""
-    return {
+def scrubbed_environment(workdir: Path, compile_cache: str | None = None) -> dict[str, str]:
+    """Only what Python and numpy need; nothing of the grader's own environment. With a
+    compilation cache, JAX looks there first, for every program however small."""
+    cache = {"JAX_COMPILATION_CACHE_DIR": compile_cache,
+             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"} if compile_cache else {}
+    return cache | {
         "PATH": "/usr/bin:/bin",
         "HOME": str(workdir),
         "TMPDIR": str(workdir),
@@ -385,11 +397,14 @@ def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
     }
 
 
-def _bwrap_command(bwrap: str, box: Box, argv: list[str]) -> list[str]:
+def _bwrap_command(sandbox: Sandbox, box: Box, argv: list[str]) -> list[str]:
     # /tmp first: a tmpfs mounted later would hide anything bound below it (a venv in /tmp).
-    command = [bwrap, "--tmpfs", "/tmp"]
+    command = [sandbox.bwrap, "--tmpfs", "/tmp"]
     for root in _readable_roots():
         command += ["--ro-bind", root, root]
+    if sandbox.compile_cache:
+        bind = "--bind" if sandbox.compile_cache_writable else "--ro-bind"
+        command += [bind, sandbox.compile_cache, sandbox.compile_cache]
     for link in ("/bin", "/lib", "/lib64", "/sbin"):
         if os.path.islink(link):
             command += ["--symlink", os.readlink(link), link]
@@ -411,11 +426,12 @@ def run_child(sandbox: Sandbox, box: Box, deadline: float) -> ChildResult:
     """
     ready_read, ready_write = os.pipe()
     argv = [sys.executable, "-I", str(box.ctrl / "child.py"), str(ready_write)]
-    command = _bwrap_command(sandbox.bwrap, box, argv) if sandbox.bwrap else argv
+    command = _bwrap_command(sandbox, box, argv) if sandbox.bwrap else argv
     identity = {"user": box.uid, "group": box.uid, "extra_groups": []} if box.uid else {}
     try:
         process = subprocess.Popen(
-            command, cwd=box.work, env=scrubbed_environment(box.work), stdin=subprocess.DEVNULL,
+            command, cwd=box.work, env=scrubbed_environment(box.work, sandbox.compile_cache),
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, process_group=0, close_fds=True,
             pass_fds=(ready_write,), **identity)
     except OSError as error:

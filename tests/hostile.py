@@ -175,12 +175,25 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
     }
 
 
+def always_run(notebook: nbformat.NotebookNode, extra: list[str]) -> nbformat.NotebookNode:
+    """Tag the attack cells as exercise cells, which the grader's child always runs whole.
+
+    The child runs only the statements an exercise needs (autograder/slicing.py), so an
+    attack in a cell of its own would simply be skipped. An attacker controls the tags too,
+    so this is the case to defend: the attack runs, and every protection is exercised."""
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and cell.source in extra:
+            cell.metadata.setdefault("tags", []).append("exercise")
+    return notebook
+
+
 def write_corpus(folder: Path, targets: dict[str, Path]) -> dict[str, tuple[float, float]]:
     """Write the hostile notebooks and the honest ones they might harm; return expected."""
     learner = nbformat.read(LEARNER_COPY, as_version=4)
     expected: dict[str, tuple[float, float]] = {}
     for name, (unbroadcast, extra) in attacks(targets).items():
-        nbformat.write(fill(learner, unbroadcast, GOOD_MATMUL, extra), folder / f"{name}.ipynb")
+        notebook = always_run(fill(learner, unbroadcast, GOOD_MATMUL, extra), extra)
+        nbformat.write(notebook, folder / f"{name}.ipynb")
         expected[name] = (0, 1)
     # A full disk leaves no room for any result: the hog costs its whole run, nothing else.
     expected["disk_hog"] = (0, 0)

@@ -82,102 +82,65 @@ def test_matmul_vjp_variants_differ_only_on_batches():
 # ---------------------------------------------------------------- submissions
 
 
-def test_bugs_for_plants_every_fourth_and_fifth():
-    assert bench.bugs_for(1) == {"unbroadcast": "correct", "matmul_vjp": "correct"}
-    assert bench.bugs_for(4) == {"unbroadcast": "no-keepdims", "matmul_vjp": "correct"}
-    assert bench.bugs_for(5) == {"unbroadcast": "correct", "matmul_vjp": "dot-T"}
-    assert bench.bugs_for(20) == {"unbroadcast": "no-keepdims", "matmul_vjp": "dot-T"}
-    planted = [bench.bugs_for(i) for i in range(1, 41)]
-    assert sum(p["unbroadcast"] != "correct" for p in planted) == 10
-    assert sum(p["matmul_vjp"] != "correct" for p in planted) == 8
+def test_stub_plan_mixes_full_partial_and_empty_submissions():
+    plans = bench.stub_plan(4, 6)
+    assert plans[:5] == [set(), {0, 2}, {1, 3}, {0}, {0, 1, 2, 3}]
+    assert plans[5] == set()  # then again
 
 
-def test_fill_replaces_a_learner_stub_and_keeps_the_docstring():
-    source = bench.fill_exercise_cell(STUB_UNBROADCAST, bench.bugs_for(1))
-    assert "NotImplementedError" not in source
-    assert '"""Docstring."""' in source
-    assert "keepdims=True" in source
-    fn = defined(source)["unbroadcast"]
-    assert fn(np.ones((6, 4, 5)), (4, 1)).shape == (4, 1)
-
-
-def test_fill_stubs_a_solution_copy_first():
-    source = bench.fill_exercise_cell(SOLUTION_MATMUL, bench.bugs_for(5))
-    assert "BEGIN SOLUTION" not in source
-    assert "return None" not in source
-    assert "b.T" in source
-
-
-def test_fill_refuses_a_stub_it_cannot_answer():
-    stub = 'def other(x):\n    raise NotImplementedError("Exercise other")'
-    with pytest.raises(ValueError, match="other"):
-        bench.fill_exercise_cell(stub, bench.bugs_for(1))
-
-
-@pytest.mark.parametrize("index", [1, 4, 5, 20])
-def test_make_submission_answers_exercise_cells_only(index):
-    original = template()
-    notebook = bench.make_submission(original, index)
-    assert original.cells[2].source == STUB_UNBROADCAST  # the template is not modified
-    assert notebook.cells[1].source == "import numpy as np"
-    assert notebook.cells[3].source == "check.unbroadcast(unbroadcast)"
-    program = notebook.cells[2].source + "\n" + notebook.cells[4].source
-    assert f"# submission {index:02d}" in notebook.cells[2].source
-    fn = defined(program)["unbroadcast"]
-    shape = fn(np.ones((6, 4, 5)), (4, 1)).shape
-    assert shape == ((4,) if index % 4 == 0 else (4, 1))
-    assert ("b.T" in program) == (index % 5 == 0)
+def test_a_variant_takes_the_stubbed_cells_from_the_learner_copy():
+    solution = template()
+    solution.cells[2].source = "def unbroadcast(grad, shape):\n    return grad\n"
+    learner = template()
+    names = {"unbroadcast", "matmul_vjp"}
+    notebook, expected = bench.make_variant(solution, learner, {0}, names)
+    assert notebook.cells[2].source == STUB_UNBROADCAST
+    assert notebook.cells[4].source == SOLUTION_MATMUL
+    assert solution.cells[2].source.endswith("return grad\n")  # the original is not modified
+    assert expected == {"unbroadcast": 0.0, "matmul_vjp": 1.0}
     nbformat.validate(notebook)
 
 
-def test_the_chapter_template_gets_both_exercises_answered():
-    path = bench.template_path()
-    notebook = bench.make_submission(nbformat.read(path, as_version=4), 20)
-    cells = [c.source for c in notebook.cells if "exercise" in c.metadata.get("tags", [])]
-    program = "\n".join(cells)
-    assert "NotImplementedError" not in program
-    assert "BEGIN SOLUTION" not in program
-    names = defined(program)
-    assert {"unbroadcast", "matmul_vjp"} <= set(names)
-
-
-def test_write_submissions_numbers_files(tmp_path):
-    paths = bench.write_submissions(template(), tmp_path, 3)
-    assert [p.name for p in paths] == ["sub01.ipynb", "sub02.ipynb", "sub03.ipynb"]
-    assert "# submission 03" in nbformat.read(paths[2], as_version=4).cells[2].source
+@pytest.mark.parametrize("chapter", ["03", "06"])
+def test_a_batch_of_a_real_chapter_expects_what_its_cells_hold(tmp_path, chapter):
+    paths, expected = bench.write_batch(chapter, tmp_path, 5)
+    assert [p.name for p in paths] == [f"sub{i:02d}.ipynb" for i in range(1, 6)]
+    assert set(expected["sub01"].values()) == {1.0} and set(expected["sub05"].values()) == {0.0}
+    for path in paths:
+        cells = [c.source for c in nbformat.read(path, as_version=4).cells
+                 if "exercise" in c.metadata.get("tags", [])]
+        stubs = sum("NotImplementedError" in c for c in cells)
+        assert stubs == sum(1 for cell in cells if "BEGIN SOLUTION" not in cell)
+        assert (stubs == 0) == all(expected[path.stem].values())
 
 
 # ---------------------------------------------------------------- checking the gradebook
 
 
-def gradebook(count: int) -> dict[str, dict[str, str]]:
-    """What a correct grader writes for the planted bugs."""
-    rows = {}
-    for index in range(1, count + 1):
-        bugs = bench.bugs_for(index)
-        unb = 0.0 if bugs["unbroadcast"] != "correct" else 1.0
-        # matmul_vjp is graded with a correct unbroadcast: a wrong one costs only its own mark
-        mat = 0.0 if bugs["matmul_vjp"] != "correct" else 1.0
-        rows[f"sub{index:02d}"] = {"submission": f"sub{index:02d}", "unbroadcast": str(unb),
-                                   "matmul_vjp": str(mat), "total": str(unb + mat),
-                                   "max": "2.0", "problem": ""}
-    return rows
+def gradebook(expected: dict) -> dict[str, dict[str, str]]:
+    """What a correct grader writes."""
+    return {stem: {**{k: str(v) for k, v in scores.items()}, "grading_error": ""}
+            for stem, scores in expected.items()}
+
+
+EXPECTED = {"sub01": {"unbroadcast": 1.0, "matmul_vjp": 1.0},
+            "sub02": {"unbroadcast": 0.0, "matmul_vjp": 1.0}}
 
 
 def test_a_right_gradebook_has_no_problems():
-    assert bench.grade_problems(gradebook(40), 40) == []
+    assert bench.grade_problems(gradebook(EXPECTED), EXPECTED) == []
 
 
 def test_grade_problems_catch_wrong_grading():
-    grades = gradebook(40)
-    grades["sub04"].update(unbroadcast="1.0", total="2.0")  # a planted bug got full marks
-    grades["sub01"].update(matmul_vjp="0.0", total="1.0")  # a correct one lost marks
-    del grades["sub39"]
-    problems = "\n".join(bench.grade_problems(grades, 40))
-    assert "39 rows" in problems
-    assert "sub39: missing" in problems
-    assert "sub04: buggy unbroadcast" in problems
-    assert "sub01: correct submission got 1.0/2.0" in problems
+    grades = gradebook(EXPECTED)
+    grades["sub02"].update(unbroadcast="1.0")  # an unanswered exercise got the point
+    problems = "\n".join(bench.grade_problems(grades, EXPECTED))
+    assert "sub02: unbroadcast scored 1.0, expected 0" in problems
+    del grades["sub01"]
+    grades["sub02"]["grading_error"] = "boom"
+    problems = "\n".join(bench.grade_problems(grades, EXPECTED))
+    assert "1 rows, expected 2" in problems and "sub01: missing" in problems
+    assert "sub02: grading error boom" in problems
 
 
 def test_read_grades(tmp_path):
@@ -185,6 +148,12 @@ def test_read_grades(tmp_path):
     path.write_text("submission,file,chapter,unbroadcast,matmul_vjp,total,max,problem\n"
                     "001-sub01,/in/sub01.ipynb,03,1.0,1.0,2.0,2.0,\n")
     assert bench.read_grades(path)["sub01"]["total"] == "2.0"
+
+
+def test_submission_seconds_are_read_from_the_graders_progress_lines():
+    stderr = ("seed 1; sandbox: bubblewrap\n[1/2] sub01.ipynb: 2/2 (3.6 s, 4 s elapsed)\n"
+              "[2/2] sub02.ipynb: 0/2 (1.25 s, 5 s elapsed)  GRADING ERROR\n")
+    assert bench.submission_seconds(stderr) == [3.6, 1.25]
 
 
 # ---------------------------------------------------------------- ratios and verdicts
@@ -216,17 +185,35 @@ def test_latency_verdict_judges_every_first_call_after_warm_up():
     assert line.endswith("-> FAIL")
 
 
-def test_grading_summary_lines():
-    lines = bench.grading_summary({1: 20.0, 20: 40.0, 40: 59.0}, nbconvert=30.0)
-    text = "\n".join(lines)
-    assert "batch of 40:    59.0 s total,   1.48 s per graded submission" in text
-    assert "growth time40 / time20: 1.48" in text
-    assert "(t40 - t1) / 39: 1.00 s" in text
-    assert "= 0.049" in text  # 1.475 / 30
-    assert "marginal ratio: 1.00 s / 30.0 s = 0.033" in text
-    assert lines[-1].endswith("0.049 -> PASS")
-    slow = bench.grading_summary({1: 20.0, 20: 60.0, 40: 200.0}, nbconvert=30.0)
-    assert slow[-1].endswith("0.167 -> FAIL")
+def times(**changes) -> "bench.ChapterTimes":
+    base = {"chapter": "06", "nbconvert": 30.0, "prepare": 60.0, "one": 6.0, "one_child": 4.0,
+            "serial": 10.0, "parallel": 7.0, "frameworks": ("jax",)}
+    return bench.ChapterTimes(**{**base, **changes})
+
+
+def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
+    t = times()
+    assert t.marginal == 1.0  # (10 - 6) / 4
+    assert t.startup == 2.0
+    assert t.jobs_speedup == 8.0 / 5.0  # (10 - 2) / (7 - 2)
+    row = bench.chapter_row(t)
+    assert row.startswith("| 06 | 30.0 s | 6.0 s | 0.20 PASS | 1.00 s | 0.033 PASS | x1.60")
+    assert "(raw x1.43) FAIL" in row
+
+
+def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
+    fast, slow = times(chapter="03", frameworks=(), serial=7.0, parallel=6.0), times(one=12.0)
+    lines = bench.grading_table([fast, slow], {"jax": 2.5})
+    assert lines[:2] == bench.TABLE_HEADER and lines[2].startswith("| 03 |")
+    notes = "\n".join(lines)
+    assert "ch 06: grade one 12.0 s = parent start-up 8.0 s" in notes
+    assert "jax (a fresh `import jax` alone: 2.5 s)" in notes
+    assert "ch 03: grade one" not in notes
+    targets = lines[-4:]
+    assert targets[0].endswith("0 wrong entries -> PASS")
+    assert targets[1].endswith("worst 0.40 -> FAIL")  # 12 / 30, the slow chapter decides
+    assert targets[2].endswith("PASS") and "x" in targets[3]
+    assert bench.grading_targets([times(wrong_grades=2)])[0].endswith("2 wrong entries -> FAIL")
 
 
 def test_fixes_ratios_are_against_reshape():
@@ -302,3 +289,21 @@ def test_latency_script_defines_every_checked_function_wrong_ones_and_chapter_05
 
     chapters = {EXERCISES[exercise].chapter for exercise, *_ in bench.LATENCY_CHECKS}
     assert {"03", "05"} <= chapters
+
+
+def test_an_exercise_that_calls_an_unanswered_one_is_expected_to_fail():
+    solution = template()
+    solution.cells[4].source = "def matmul_vjp(g, a, b):\n    return unbroadcast(g, a.shape)\n"
+    _, expected = bench.make_variant(solution, template(), {0}, {"unbroadcast", "matmul_vjp"})
+    assert expected == {"unbroadcast": 0.0, "matmul_vjp": 0.0}
+    _, expected = bench.make_variant(solution, template(), {1}, {"unbroadcast", "matmul_vjp"})
+    assert expected == {"unbroadcast": 1.0, "matmul_vjp": 0.0}
+
+
+def test_chapter_02s_tape_exercises_are_expected_to_fail_without_vjp_rule(tmp_path):
+    """backward and grad never name vjp_rule: the notebook's ops, which their invokes look
+    up by name, call it."""
+    _, expected = bench.write_batch("02", tmp_path, 4)
+    assert expected["sub04"]["vjp_rule"] == 0.0  # the first exercise cell is the stub
+    assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 0.0
+    assert set(expected["sub01"].values()) == {1.0}

@@ -3,7 +3,8 @@
 The zip that `python -m autograder gradescope` builds is unpacked into a Gradescope-shaped root
 (source/, submission/, results/; AUTOGRADER_ROOT points run_autograder there), the grader is
 installed the way setup.sh installs it (a venv holding only requirements-grader.txt's packages,
-then `pip install --no-deps .` from source/, non-editable, then the warm-up), and run_autograder
+then `pip install --no-deps .` from source/, non-editable, then `prepare`, which caches the
+assignment's hidden cases and references), and run_autograder
 grades each kind of submission a class sends: right, wrong, blank, not a notebook, two
 notebooks. When the grader itself fails, results.json must still be written, say so, and
 score 0.
@@ -49,10 +50,12 @@ def gradescope(tmp_path_factory) -> Path:
     shutil.copy(base / "source" / "run_autograder", base / "run_autograder")
     install = make_grader_venv(base / "venv", base / "source" / "requirements-grader.txt")
     install_wheel(base / "source", install)  # setup.sh: pip install --no-deps .
-    done = subprocess.run([str(install.python), "-m", "autograder", "warm-up"], cwd=base,
+    done = subprocess.run([str(install.python), "-m", "autograder", "prepare", "03", "--seed",
+                           str(SEED), "--reference-cache", str(base / "references")], cwd=base,
                           env=clean_environment(HOME=str(base / "home")), capture_output=True,
-                          text=True, timeout=600)  # setup.sh's last step, in root's home there
-    assert done.returncode == 0 and "prepared the references" in done.stdout, done.stderr[-3000:]
+                          text=True, timeout=600)  # setup.sh's last step
+    assert done.returncode == 0 and "hidden cases and their references" in done.stdout, \
+        done.stderr[-3000:]
     return base
 
 
@@ -97,7 +100,9 @@ def test_the_zip_has_the_scripts_the_grader_and_the_seed(tmp_path):
         script = archive.read("run_autograder").decode()
         setup = archive.read("setup.sh").decode()
     assert "--assignment 03" in script and f"--seed {SEED}" in script
-    assert "requirements-grader.txt" in setup and "autograder warm-up" in setup
+    assert "requirements-grader.txt" in setup
+    assert f"autograder prepare 03 --seed {SEED}" in setup
+    assert '--reference-cache "$base/references"' in setup and '--reference-cache' in script
     assert "pip install --no-deps ." in setup and "-e ." not in setup
 
 
@@ -139,6 +144,16 @@ def test_a_right_submission_scores_full_marks(gradescope, tmp_path):
     payload = run_autograder(gradescope, {"mine.ipynb": solution}, tmp_path)
     assert payload["score"] == 2 and statuses(payload) == ["passed", "passed"], payload
     assert payload["extra_data"]["seed"] == SEED
+
+
+def test_grading_reads_the_references_that_setup_cached(gradescope, tmp_path):
+    """setup.sh's entry is read, not recomputed: it is the only one and is left unchanged."""
+    (entry,) = (gradescope / "references").glob("03-*.npz")
+    before = entry.stat().st_mtime_ns
+    solution = (ROOT / "solutions" / "03_unbroadcasting.ipynb").read_text()
+    assert run_autograder(gradescope, {"mine.ipynb": solution}, tmp_path)["score"] == 2
+    assert [p.name for p in (gradescope / "references").iterdir()] == [entry.name]
+    assert entry.stat().st_mtime_ns == before
 
 
 def test_a_wrong_submission_loses_the_wrong_exercise(gradescope, tmp_path):

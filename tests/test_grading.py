@@ -10,21 +10,24 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from autograder import batch as batch_module
-from autograder import confine, grading, sandbox
+from autograder import confine, grading, refcache, sandbox
+from autograder.exercises import for_chapter
 
 from .submissions import ROOT, write_all
 
 SEED = "5"
 
 
-def grade(paths: list[Path], out: Path) -> subprocess.CompletedProcess:
+def grade(paths: list[Path], out: Path, cache: Path) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                "--jobs", "2", "--seed", SEED, "--timeout", "10", "--assignment", "03"]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
+                               refcache.ENV: str(cache)})
 
 
 def package_digest() -> str:
@@ -41,10 +44,11 @@ def batch(tmp_path_factory):
     targets = [out / "001-good" / "results.json", out / "forged.json",
                ROOT / "autograder" / "forged.py", folder / "good.ipynb.forged"]
     expected = write_all(folder, targets)
+    cache = tmp_path_factory.mktemp("references")
     before = package_digest()
-    run = grade(sorted(folder.glob("*.ipynb")), out)
+    run = grade(sorted(folder.glob("*.ipynb")), out, cache)
     return {"folder": folder, "out": out, "expected": expected, "run": run,
-            "targets": targets, "package_before": before}
+            "targets": targets, "package_before": before, "cache": cache}
 
 
 def folder(out: Path, stem: str) -> Path:
@@ -134,7 +138,7 @@ def test_forged_files_land_nowhere_and_the_grader_is_untouched(batch):
 
 
 def test_good_result_does_not_depend_on_the_rest_of_the_batch(batch, tmp_path):
-    alone = grade([batch["folder"] / "good.ipynb"], tmp_path)
+    alone = grade([batch["folder"] / "good.ipynb"], tmp_path, batch["cache"])
     assert alone.returncode == 0, alone.stderr[-2000:]
     solo = json.loads((folder(tmp_path, "good") / "results.json").read_text())
     assert solo["tests"] == results(batch, "good")["tests"]
@@ -205,3 +209,69 @@ def test_seeds_that_draw_onednn_crash_shapes_still_grade(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert run.returncode == 0, run.stderr[-2000:]
     assert results({"out": tmp_path / "out"}, "solution")["score"] == 2
+
+
+# ---------------------------------------------------------------- the reference cache
+
+
+def same_cases(first: list, second: list) -> bool:
+    def plain(case) -> list:
+        return [(name, type(v), v.dtype, v.tobytes()) if isinstance(v, np.ndarray)
+                else (name, type(v), v) for name, v in case.args] + [case.label]
+    return [plain(c) for c in first] == [plain(c) for c in second]
+
+
+def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batch):
+    (entry,) = batch["cache"].glob(f"03-{SEED}-*.npz")
+    exercises = for_chapter("03")
+    cases, refs = refcache.load(entry, {e.name: len(e.outputs) for e in exercises})
+    fresh_cases, fresh_refs = grading.compute_references(exercises, int(SEED))
+    for exercise in exercises:
+        assert same_cases(cases[exercise.name], fresh_cases[exercise.name])
+        for got, want in zip(refs[exercise.name], fresh_refs[exercise.name], strict=True):
+            assert all(g.dtype == w.dtype and np.array_equal(g, w, equal_nan=True)
+                       for g, w in zip(got, want, strict=True))
+
+
+def test_a_warm_cache_keeps_tensorflow_and_jax_out_of_the_grading_parent(batch):
+    cache = str(batch["cache"])
+    program = ("import sys, pathlib\nfrom autograder import grading\n"
+               f"a = grading.prepare('03', {SEED}, pathlib.Path({cache!r}))\n"
+               "print(sum(map(len, a.cases.values())), sorted(m for m in sys.modules\n"
+               "      if m.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                          text=True, check=True)
+    count, modules = done.stdout.split(" ", 1)
+    assert int(count) > 100 and modules.strip() == "[]", done.stdout
+
+
+def fake_references(exercises, seed):
+    cases = {e.name: [grading.Case((("x", np.arange(3.0) + seed), ("shape", (1, 3))))]
+             for e in exercises}
+    refs = {e.name: [tuple(np.ones(2) for _ in e.outputs)] for e in exercises}
+    return cases, refs
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other exercises", "not numeric"])
+def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, damage):
+    exercises = for_chapter("03")
+    entry = refcache.entry_path(tmp_path, "03", 9)
+    cases, refs = fake_references(exercises, 9)
+    if damage == "truncated":
+        refcache.save(entry, cases, refs)
+        entry.write_bytes(entry.read_bytes()[:300])
+    elif damage == "other exercises":
+        refcache.save(entry, {"unbroadcast": cases["unbroadcast"]},
+                      {"unbroadcast": refs["unbroadcast"]})
+    else:
+        refcache.save(entry, cases, {e.name: [tuple(np.array(["a"]) for _ in e.outputs)]
+                                     for e in exercises})
+    calls = []
+    monkeypatch.setattr(grading, "compute_references",
+                        lambda ex, seed: calls.append(seed) or fake_references(ex, seed))
+    assignment = grading.prepare("03", 9, tmp_path)
+    assert calls == [9] and same_cases(assignment.cases["unbroadcast"], cases["unbroadcast"])
+    assert assignment.cases["unbroadcast"][0].arg("shape") == (1, 3)  # a tuple again
+    assert grading.prepare("03", 9, tmp_path).references.keys() == refs.keys()
+    assert calls == [9], "the rewritten entry was not read back"
+    assert [p.name for p in tmp_path.iterdir()] == [entry.name]  # no partial files left

@@ -1,0 +1,203 @@
+"""References are data: one chapter's hidden cases and references, kept on disk per seed.
+
+Drawing the cases and asking TensorFlow and JAX for the references costs 10-30 s and the
+import of both frameworks, and for a given chapter, seed and grader it always gives the same
+numbers. So the grader computes them once (`python -m autograder prepare`, or the first
+grading run) and later runs read one `.npz` file instead: a run whose cache is warm never
+imports TensorFlow or JAX.
+
+An entry is named `<chapter>-<seed>-<digest>`, the digest covering the grader's own sources
+and the versions of the libraries that draw cases or compute references, so a changed
+exercise or an upgraded framework never meets an old entry. The cache is written by the
+grader, never by a student, but it is still checked when read (keys, dtypes, counts): an
+entry that is truncated, stale or malformed is recomputed and rewritten, never trusted.
+Entries are written to a temporary file and renamed, so a reader sees all or nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cases import Case
+
+ENV = "AUTODIFF_REFERENCE_CACHE"
+PACKAGE = Path(__file__).resolve().parent
+VERSIONED = ("numpy", "hypothesis", "tensorflow", "jax", "jaxlib")
+FORMAT = 1
+Entry = tuple[dict[str, list[Case]], dict[str, list[tuple[np.ndarray, ...]]]]
+
+
+class Invalid(ValueError):
+    """A cache entry that cannot be used as it is: it is recomputed."""
+
+
+def folder(override: Path | None = None) -> Path:
+    """--reference-cache, else $AUTODIFF_REFERENCE_CACHE, else the user's cache folder."""
+    if override is not None:
+        return override
+    if os.environ.get(ENV):
+        return Path(os.environ[ENV])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "autodiff-course" / "references"
+
+
+def compile_cache(override: Path | None = None) -> Path:
+    """JAX's persistent compilation cache for the grader's children, beside the references.
+    JAX keys its entries by program, compiler options and versions itself."""
+    return folder(override) / "jax"
+
+
+def share(path: Path) -> None:
+    """Readable by the children's own uid (never writable): u+rwX, go+rX, all the way down."""
+    for item in [path, *path.rglob("*")]:
+        if not item.is_symlink():
+            item.chmod(0o755 if item.is_dir() else 0o644)
+
+
+def digest() -> str:
+    """The grader's sources and the libraries' versions: what the references depend on."""
+    hasher = hashlib.sha256(f"format {FORMAT}".encode())
+    for path in sorted(PACKAGE.rglob("*.py")):
+        hasher.update(str(path.relative_to(PACKAGE)).encode())
+        hasher.update(path.read_bytes())
+    for name in VERSIONED:
+        hasher.update(f"{name}={_version(name)}".encode())
+    return hasher.hexdigest()[:16]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def entry_path(root: Path, chapter: str, seed: int) -> Path:
+    return root / f"{chapter}-{seed}-{digest()}.npz"
+
+
+# ---------------------------------------------------------------- writing
+
+
+def save(path: Path, cases: dict[str, list[Case]],
+         references: dict[str, list[tuple[np.ndarray, ...]]]) -> None:
+    """Write one entry atomically (temporary file, then rename)."""
+    arrays: dict[str, np.ndarray] = {}
+    meta = {"format": FORMAT, "exercises": {}}
+    for name, exercise_cases in cases.items():
+        meta["exercises"][name] = [
+            _case_meta(name, index, case, references[name][index], arrays)
+            for index, case in enumerate(exercise_cases)
+        ]
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".npz")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            np.savez(file, **arrays)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _case_meta(name: str, index: int, case: Case, outputs: tuple[np.ndarray, ...],
+               arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    args = []
+    for arg, value in case.args:
+        if isinstance(value, np.ndarray):
+            arrays[f"{name}/{index}/a/{arg}"] = value
+            args.append([arg, "array", None])
+        else:
+            args.append([arg, "param", _encode(value)])
+    for position, output in enumerate(outputs):
+        arrays[f"{name}/{index}/r/{position}"] = np.asarray(output)
+    return {"args": args, "label": case.label, "outputs": len(outputs)}
+
+
+def _encode(value: Any) -> Any:
+    """Tuples survive JSON as {"tuple": [...]}, so a shape comes back as a tuple."""
+    if isinstance(value, tuple):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {"tuple"}:
+        return tuple(_decode(v) for v in value["tuple"])
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------- reading
+
+
+def load(path: Path, expected: dict[str, int]) -> Entry:
+    """The entry's cases and references; Invalid when it is missing, malformed or does not
+    hold exactly the exercises (name -> number of outputs) that the chapter declares."""
+    try:
+        with path.open("rb") as file, np.load(file, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (OSError, ValueError, EOFError, TypeError, AttributeError, zipfile.BadZipFile) as error:
+        raise Invalid(f"unreadable: {error}") from error
+    meta = _meta(arrays)
+    if set(meta["exercises"]) != set(expected):
+        raise Invalid("the exercises differ from the chapter's")
+    cases, references = {}, {}
+    for name, records in meta["exercises"].items():
+        if not isinstance(records, list) or not records:
+            raise Invalid(f"no cases for {name}")
+        try:
+            pairs = [_read_case(name, i, r, arrays, expected[name])
+                     for i, r in enumerate(records)]
+        except (TypeError, ValueError, KeyError) as error:
+            raise Invalid(f"malformed cases of {name}: {error}") from error
+        cases[name] = [case for case, _ in pairs]
+        references[name] = [outputs for _, outputs in pairs]
+    return cases, references
+
+
+def _meta(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    raw = arrays.get("meta")
+    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1:
+        raise Invalid("no metadata")
+    try:
+        meta = json.loads(raw.tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise Invalid("malformed metadata") from error
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT \
+            or not isinstance(meta.get("exercises"), dict):
+        raise Invalid("another format")
+    return meta
+
+
+def _read_case(name: str, index: int, record: Any, arrays: dict[str, np.ndarray],
+               outputs: int) -> tuple[Case, tuple[np.ndarray, ...]]:
+    if not isinstance(record, dict) or record.get("outputs") != outputs \
+            or not isinstance(record.get("args"), list):
+        raise Invalid(f"malformed case {index} of {name}")
+    args = tuple((arg, _array(arrays, f"{name}/{index}/a/{arg}") if kind == "array"
+                  else _decode(value)) for arg, kind, value in record["args"])
+    references = tuple(_array(arrays, f"{name}/{index}/r/{j}") for j in range(outputs))
+    return Case(args, str(record.get("label", ""))), references
+
+
+def _array(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
+    array = arrays.get(key)
+    if array is None or array.dtype.kind not in "fiub":
+        raise Invalid(f"missing or non-numeric array {key}")
+    return array

@@ -1,0 +1,187 @@
+"""Which of a submission's statements the grader's child runs: what the exercises need.
+
+A chapter notebook is mostly demonstration: plots, timings, framework calls that show an
+idea. Running all of it costs the child 20-40 s in chapters 05 and 06 (JAX compiles every
+demo), more than executing the whole notebook with nbconvert, and none of it can change a
+verdict unless an exercise reads what it defines. So the grader runs:
+
+- every exercise cell, whole, and every cell that does not parse (its SyntaxError is
+  reported as before);
+- in the other cells, the top-level statements that bind a name that a kept statement reads
+  (found backwards, to a fixed point), that change something a kept statement reads
+  (`table[k] = ...`, `np.allclose = ...`, `cache.append(...)`), or that configure the
+  process (`jax.config.update(...)`, `os.environ[...] = ...`, `np.random.seed(...)`).
+
+Names are over-approximated: every name a kept statement reads anywhere, function bodies
+included, counts as needed, so a helper, a constant or an import the learner's rule uses is
+always kept. Skipped statements become blank lines, so line numbers in tracebacks and cell
+numbers in reports stay those of the notebook.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import threading
+
+from .child import MAGIC
+
+CONFIGURING = re.compile(
+    r"(^|\.)(config|environ|seterr|set_printoptions|seed|filterwarnings|simplefilter|"
+    r"set_visible_devices)(\.|$)"
+)
+# CPython 3.11's parser keeps its recursion-depth check per interpreter, not per thread: two
+# grading threads parsing at once raise "SystemError: AST constructor recursion depth
+# mismatch". One parse at a time (milliseconds each).
+PARSING = threading.Lock()
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
+          ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -> list[str]:
+    """The cells (same count, same line numbers) with only what the exercises need.
+
+    `exercise_cells` holds 1-based positions; `names` the exercise functions' names."""
+    trees = [_parse(cell) for cell in cells]
+    whole = {i for i, tree in enumerate(trees) if tree is None or i + 1 in exercise_cells}
+    needed = set(names) | {n for i in whole if trees[i] is not None for n in _reads(trees[i])}
+    modules = {n for tree in trees if tree is not None for n in _imported(tree)}
+    kept: set[tuple[int, int]] = set()
+    changed = True
+    while changed:  # a kept statement may need a name bound in a later cell
+        changed = False
+        for i in reversed(range(len(cells))):
+            if i in whole:
+                continue
+            for j, statement in reversed(list(enumerate(trees[i].body))):
+                if (i, j) not in kept and _keep(statement, needed, modules):
+                    kept.add((i, j))
+                    needed |= _reads(statement)
+                    changed = True
+    return [cell if i in whole else _only(cell, trees[i], {j for k, j in kept if k == i})
+            for i, cell in enumerate(cells)]
+
+
+def _parse(cell: str) -> ast.Module | None:
+    try:
+        with PARSING:
+            return ast.parse(MAGIC.sub(lambda m: f"{m.group(1)}pass", cell))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _reads(node: ast.AST) -> set[str]:
+    """The global names `node` may read: a function's own parameters and locals are left
+    out (a learner's `tape` or `x` inside a function needs no cell that binds `tape`), but
+    every name it reads from outside counts, whether it is called or not."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return _outer_reads(node) | _function_reads(node)
+    if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+        targets = {n.id for g in node.generators for n in ast.walk(g.target)
+                   if isinstance(n, ast.Name)}
+        return set().union(*map(_reads, ast.iter_child_nodes(node))) - targets
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Load) else set()
+    if isinstance(node, ast.Global):
+        return set(node.names)
+    return set().union(*map(_reads, ast.iter_child_nodes(node)))
+
+
+def _outer_reads(function: ast.AST) -> set[str]:
+    """What a def or lambda evaluates where it is defined: decorators and default values."""
+    outer = [*getattr(function, "decorator_list", []), *function.args.defaults,
+             *(d for d in function.args.kw_defaults if d is not None)]
+    return set().union(*map(_reads, outer))
+
+
+def _function_reads(function: ast.AST) -> set[str]:
+    body = function.body if isinstance(function.body, list) else [function.body]
+    arguments = function.args
+    params = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                              *filter(None, [arguments.vararg, arguments.kwarg])]}
+    declared = {n for statement in body for node in ast.walk(statement)
+                if isinstance(node, ast.Global) for n in node.names}
+    local = (params | {n for statement in body if isinstance(statement, ast.stmt)
+                       for n in _binds(statement)}) - declared
+    return set().union(*map(_reads, body)) - local
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    return {_alias_name(alias) for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
+
+
+def _alias_name(alias: ast.alias) -> str:
+    return alias.asname or alias.name.split(".")[0]
+
+
+def _binds(statement: ast.stmt) -> set[str]:
+    """The names a top-level statement binds in the notebook's namespace (not its locals)."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {statement.name}
+    bound: set[str] = set()
+    pending: list[ast.AST] = [statement]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bound.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {_alias_name(alias) for alias in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        if node is statement or not isinstance(node, SCOPES):
+            pending.extend(ast.iter_child_nodes(node))
+    return bound
+
+
+def _keep(statement: ast.stmt, needed: set[str], modules: set[str]) -> bool:
+    if _binds(statement) & needed:
+        return True
+    return any(_changes(node, needed, modules) for node in _top_level_nodes(statement))
+
+
+def _top_level_nodes(statement: ast.stmt) -> list[ast.AST]:
+    """The statement's nodes outside any function or class body it defines."""
+    found, pending = [], [statement]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if node is statement or not isinstance(node, SCOPES):
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _changes(node: ast.AST, needed: set[str], modules: set[str]) -> bool:
+    """An assignment into, or a method call on, something needed; or a configuration."""
+    if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.ctx, ast.Store):
+        dotted = _dotted(node)
+        return dotted.split(".")[0] in needed or bool(CONFIGURING.search(dotted))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        dotted = _dotted(node.func)
+        root = dotted.split(".")[0]
+        return (root in needed and root not in modules) or bool(CONFIGURING.search(dotted))
+    return False
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+        node = node.func if isinstance(node, ast.Call) else node.value
+    parts.append(node.id if isinstance(node, ast.Name) else "?")
+    return ".".join(reversed(parts))
+
+
+def _only(cell: str, tree: ast.Module, kept: set[int]) -> str:
+    """The cell with every statement not kept blanked out, line numbers unchanged."""
+    lines = LINE_BREAK.split(cell)  # as the parser counts lines (not str.splitlines)
+    keep = [False] * len(lines)
+    for j in kept:
+        statement = tree.body[j]
+        first = min([statement.lineno] + [d.lineno for d in
+                                          getattr(statement, "decorator_list", [])])
+        for line in range(first - 1, statement.end_lineno):
+            keep[line] = True
+    return "\n".join(line if keep[k] else "" for k, line in enumerate(lines))

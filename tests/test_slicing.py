@@ -1,0 +1,76 @@
+"""What the grader's child runs of a notebook: what the exercises need, nothing of the demos."""
+
+from __future__ import annotations
+
+from autograder.slicing import needed_cells
+
+CELLS = [
+    "import numpy as np\nimport tensorflow as tf\nrng = np.random.default_rng(0)",
+    "SCALE = 2.0\nslow_demo = sum(range(10**9))\nprint(slow_demo)",
+    "def helper(v):\n    tape = v * SCALE\n    return tape",
+    "def unbroadcast(grad, shape):\n    x = helper(grad)\n    return np.sum(x, axis=0)",
+    "with tf.GradientTape() as tape:\n    y = tape.watch(1)\nprint(tape)",
+    "np.allclose = lambda *a, **k: True\njax.config.update('jax_enable_x64', True)",
+    "table = {}\ntable['k'] = 1\nlate = helper_after(1)",
+    "def helper_after(v):\n    return v",
+    "def broken(:\n",
+]
+
+
+def sliced(names=("unbroadcast",), exercises=frozenset({4})) -> list[str]:
+    return needed_cells(CELLS, set(exercises), list(names))
+
+
+def test_exercise_cells_and_what_they_read_are_kept_demos_are_not():
+    out = sliced()
+    assert out[3] == CELLS[3]  # the exercise cell, whole
+    assert out[2] == CELLS[2]  # its helper
+    assert out[1].split("\n") == ["SCALE = 2.0", "", ""]  # the constant, not the slow demo
+    assert "import numpy as np" in out[0] and "tf" not in out[0]  # tf is not read
+    assert "rng" not in out[0]
+    assert out[4].strip() == ""  # `tape` inside helper is a local, not this cell's tape
+
+
+def test_line_numbers_and_cell_count_are_kept():
+    out = sliced()
+    assert len(out) == len(CELLS)
+    assert [a.count("\n") for a in out] == [c.count("\n") for c in CELLS]
+
+
+def test_changes_to_what_is_read_and_configuration_are_kept():
+    out = sliced()
+    assert "np.allclose = " in out[5]  # a patched numpy reaches the exercise, as in a kernel
+    assert "jax.config.update" in out[5]
+
+
+def test_names_bound_later_and_writes_into_needed_objects_are_found():
+    program = "def unbroadcast(grad, shape):\n    return table['k'] + late"
+    out = needed_cells([*CELLS[:8], program], {9}, ["unbroadcast"])
+    assert "table['k'] = 1" in out[6] and "late = helper_after(1)" in out[6]
+    assert out[7] == CELLS[7]  # helper_after, defined after the cell that calls it
+
+
+def test_a_cell_that_does_not_parse_is_kept_whole_so_its_error_is_reported():
+    assert sliced()[8] == CELLS[8]
+
+
+def test_the_sliced_cells_still_define_a_working_exercise():
+    namespace: dict = {"__name__": "__main__"}
+    cells = sliced()
+    for index, cell in enumerate(cells[:4]):
+        exec(compile(cell.replace("import tensorflow as tf", ""), f"<cell {index}>", "exec"),
+             namespace)
+    import numpy as np
+
+    assert namespace["unbroadcast"](np.ones((3, 2)), (2,)).tolist() == [6.0, 6.0]
+    assert "slow_demo" not in namespace
+
+
+def test_names_the_chapter_02_invokes_look_up_by_string_are_declared():
+    from autograder.harness import NAMESPACE_READS, ch02
+
+    declared = set(NAMESPACE_READS["ch02"])
+    assert {"Tensor", *(ch02.FUNCTION_NAMES.get(op, op) for op in ch02.RULES)} <= declared
+    kept = needed_cells(["def exp(x):\n    return x\n\nprint(exp(1))"], set(),
+                        ["backward", *declared])
+    assert kept[0].startswith("def exp(x):") and "print" not in kept[0]
