@@ -413,11 +413,6 @@ def _right_answer(case: Case) -> tuple:
     return invoke_backward(make_backward(), *case.values())
 
 
-def _wrong_sign_rules(op: str) -> dict:
-    wrong = {"sub": lambda g, x, y: (g, g), "div": lambda g, x, y: (g / y, g * x / y**2)}
-    return {**RULES, op: wrong[op]}
-
-
 BFS_HINT = (
     "Your backward pass visits the nodes in breadth-first (queue) order. Then a node can "
     "pass its cotangent on before all its consumers have added their share (a value used by "
@@ -440,14 +435,13 @@ UPSTREAM_HINT = (
     "The upstream cotangent is lost: each node must pass ITS OWN cotangent (node.grad) "
     "to its VJP, and the root's cotangent is the one given, not ones."
 )
-SUB_HINT = "Wrong sign in sub's rule: y's cotangent in x - y is -g."
-DIV_HINT = "Wrong sign in div's rule: y's cotangent in x / y is -g * x / y**2."
 
 
 def _tape_mistakes(learner: Callable[[Callable[..., None]], Callable[..., Any]]
                    ) -> tuple[Mistake, ...]:
     """The known wrong backward passes, each as `learner(backward)`: the backward itself, or
-    a grad built on it."""
+    a grad built on it. A wrong VJP rule is vjp_rule's mistake only: backward and grad are
+    checked with the correct rules (depends_on)."""
     variants = [
         ("bfs_order", BFS_HINT, make_backward(breadth_first)),
         ("queue_requeue", REQUEUE_HINT, make_backward(requeue)),
@@ -455,8 +449,6 @@ def _tape_mistakes(learner: Callable[[Callable[..., None]], Callable[..., Any]]
         ("assign_not_accumulate_reversed", ASSIGN_HINT,
          make_backward(reverse_topological_other_way, accumulate=False)),
         ("forgets_upstream", UPSTREAM_HINT, make_backward(upstream=False)),
-        ("sub_sign", SUB_HINT, make_backward(rules=_wrong_sign_rules("sub"))),
-        ("div_sign", DIV_HINT, make_backward(rules=_wrong_sign_rules("div"))),
     ]
     return tuple(Mistake(name, hint, learner(backward)) for name, hint, backward in variants)
 

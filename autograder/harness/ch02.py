@@ -5,8 +5,9 @@
 
 A *program* is a small DAG over three input arrays, written as readable text
 ("v3 = mul(v0, v1); v4 = sum(v3, axis=0)"). The numpy tape here runs it forward and
-backward in any visiting order; it reproduces the known wrong answers, and `toposort`'s
-invoke runs a correct backward pass in the learner's order. The invokes of `backward` and
+backward in any visiting order: `toposort`'s invoke runs a correct backward pass in the
+learner's order. (The known wrong answers are learner functions, in
+autograder/exercises/tape_answers.py.) The invokes of `backward` and
 `grad` build the program from the learner's own `Tensor` and operations instead, found in
 the notebook namespace where the learner's function was defined (`fn.__globals__`).
 """
@@ -74,12 +75,11 @@ def forward(steps: list[Step], inputs: Iterable[np.ndarray]) -> list[np.ndarray]
 
 
 def backward_in_order(steps: list[Step], values: list[np.ndarray], order: Iterable[int],
-                      cotangent: np.ndarray, rules: dict[str, Callable[..., tuple]] = RULES,
-                      accumulate: bool = True, upstream: bool = True) -> tuple:
+                      cotangent: np.ndarray) -> tuple:
     """The inputs' cotangents and flat_nodes of the others, visiting the nodes (indices,
     root first) in `order`: each node pushes the cotangent it holds when visited through its
-    rule to its operands, and keeps receiving what later nodes send it. The flags reproduce
-    known mistakes (assigning instead of accumulating, ones instead of the held cotangent)."""
+    rule to its operands, and keeps receiving what later nodes send it (so a wrong order
+    shows up as wrong cotangents)."""
     n_inputs = len(values) - len(steps)
     held = {len(values) - 1: cotangent}
     for index in order:
@@ -87,11 +87,9 @@ def backward_in_order(steps: list[Step], values: list[np.ndarray], order: Iterab
             continue
         op, operands, params = steps[index - n_inputs]
         g = held.get(index, np.zeros_like(values[index]))
-        if not upstream:
-            g = np.ones_like(g)
-        pulled = rules[op](g, *(values[i] for i in operands), **params)
+        pulled = RULES[op](g, *(values[i] for i in operands), **params)
         for i, c in zip(operands, pulled, strict=False):
-            held[i] = held[i] + c if accumulate and i in held else c
+            held[i] = held[i] + c if i in held else c
     cotangents = [np.asarray(held.get(i, np.zeros_like(v)), dtype=v.dtype)
                   for i, v in enumerate(values)]
     return (*cotangents[:n_inputs], flat_nodes(cotangents[n_inputs:]))
