@@ -1,9 +1,10 @@
 """Classroom grading: many submitted notebooks, hidden cases, sandboxed execution.
 
 The trusted parent draws the cases from the seed and computes both frameworks' references
-once per run; each submission's code runs in its own sandboxed child (see sandbox.py and
-child.py), which returns arrays only. The parent judges them with the same engine as the
-notebook checks and alone writes results.json, feedback.txt and grades.csv.
+once per chapter and seed, kept in the reference cache (refcache.py); each submission's code
+runs in its own sandboxed child (see sandbox.py and child.py), which runs only what the
+exercises need (slicing.py) and returns arrays only. The parent judges them with the same
+engine as the notebook checks and alone writes results.json, feedback.txt and grades.csv.
 """
 
 from __future__ import annotations

@@ -394,7 +394,8 @@ def defined_names(source: str, names: set[str]) -> set[str]:
 
 
 def reads_by_function(notebook: NotebookNode) -> dict[str, set[str]]:
-    """For every top-level function or class of the notebook, the names its code reads."""
+    """For every top-level function or class of the notebook, the names its code calls
+    (a name only read, such as `isinstance(node, Tensor)`, runs nothing of it)."""
     found: dict[str, set[str]] = {}
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -405,7 +406,8 @@ def reads_by_function(notebook: NotebookNode) -> dict[str, set[str]]:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
-                found[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                found[node.name] = {n.func.id for n in ast.walk(node)
+                                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     return found
 
 
@@ -424,6 +426,18 @@ def depends_on(name: str, others: set[str], reads: dict[str, set[str]],
             return True
         pending.extend(found)
     return False
+
+
+def reads_namespace(invoke: str) -> bool:
+    """Whether an invoke looks names up in the learner's namespace (`fn.__globals__`); read
+    from the harness source, so no framework is imported here."""
+    if not invoke:
+        return False
+    module, _, function = invoke.partition(":")
+    source = (ROOT / "autograder" / "harness" / f"{module}.py").read_text()
+    return any(isinstance(node, ast.FunctionDef) and node.name == function
+               and "__globals__" in (ast.get_source_segment(source, node) or "")
+               for node in ast.parse(source).body)
 
 
 def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int],
@@ -459,7 +473,8 @@ def write_batch(chapter: str, folder: Path, count: int = BATCH
 
     exercises = for_chapter(chapter)
     names = {e.name for e in exercises}
-    roots = {e.name: NAMESPACE_READS.get(e.invoke.partition(":")[0], ()) for e in exercises}
+    roots = {e.name: NAMESPACE_READS.get(e.invoke.partition(":")[0], ()) for e in exercises
+             if reads_namespace(e.invoke)}
     paths, expected = [], {}
     for index, stubbed in enumerate(stub_plan(len(exercise_cells(solution)), count), 1):
         notebook, scores = make_variant(solution, learner, stubbed, names, roots)

@@ -306,4 +306,5 @@ def test_chapter_02s_tape_exercises_are_expected_to_fail_without_vjp_rule(tmp_pa
     _, expected = bench.write_batch("02", tmp_path, 4)
     assert expected["sub04"]["vjp_rule"] == 0.0  # the first exercise cell is the stub
     assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 0.0
+    assert expected["sub04"]["toposort"] == 1.0  # its invoke uses the harness's own nodes
     assert set(expected["sub01"].values()) == {1.0}
