@@ -441,12 +441,15 @@ def reads_namespace(invoke: str) -> bool:
 
 
 def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int],
-                 names: set[str], roots: dict[str, tuple[str, ...]] | None = None
+                 names: set[str], roots: dict[str, tuple[str, ...]] | None = None,
+                 replaced: dict[str, tuple[str, ...]] | None = None
                  ) -> tuple[NotebookNode, dict[str, float]]:
     """A copy of the solution with the stubbed exercise cells taken from the learner copy,
     and the score each exercise must get: 0 where stubbed or where its code reaches an
-    exercise that is stubbed (chapter 03's matmul_vjp calls unbroadcast; chapter 02's
-    backward runs the notebook's ops, which call vjp_rule), else 1."""
+    exercise that is stubbed, else 1. An exercise's declared dependencies (`replaced`, its
+    `depends_on`: chapter 03's matmul_vjp calls unbroadcast, chapter 02's backward runs the
+    notebook's ops, which call vjp_rule) are replaced by references while it is graded, so
+    a stubbed dependency costs it nothing."""
     notebook = copy.deepcopy(solution)
     answered: set[str] = set()
     unanswered: set[str] = set()
@@ -456,9 +459,17 @@ def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int
         (unanswered if position in stubbed else answered).update(defined)
         if position in stubbed:
             notebook.cells[mine].source = learner.cells[theirs].source
-    reads, roots = reads_by_function(solution), roots or {}
-    broken = {n for n in answered if depends_on(n, unanswered, reads, roots.get(n, ()))}
+    reads, roots, replaced = reads_by_function(solution), roots or {}, replaced or {}
+    broken = {n for n in answered
+              if depends_on(n, unanswered - set(replaced.get(n, ())),
+                            without_calls(reads, replaced.get(n, ())), roots.get(n, ()))}
     return notebook, {n: 0.0 if n in unanswered | broken else 1.0 for n in answered | unanswered}
+
+
+def without_calls(reads: dict[str, set[str]], names: Sequence[str]) -> dict[str, set[str]]:
+    """The call graph with calls to `names` cut: while an exercise is graded they reach the
+    references, never the notebook's own."""
+    return {function: called - set(names) for function, called in reads.items()}
 
 
 def write_batch(chapter: str, folder: Path, count: int = BATCH
@@ -477,7 +488,8 @@ def write_batch(chapter: str, folder: Path, count: int = BATCH
              if reads_namespace(e.invoke)}
     paths, expected = [], {}
     for index, stubbed in enumerate(stub_plan(len(exercise_cells(solution)), count), 1):
-        notebook, scores = make_variant(solution, learner, stubbed, names, roots)
+        notebook, scores = make_variant(solution, learner, stubbed, names, roots,
+                                        {e.name: e.depends_on for e in exercises})
         path = folder / f"sub{index:02d}.ipynb"
         nbformat.write(notebook, path)
         paths.append(path)

@@ -300,11 +300,20 @@ def test_an_exercise_that_calls_an_unanswered_one_is_expected_to_fail():
     assert expected == {"unbroadcast": 1.0, "matmul_vjp": 0.0}
 
 
-def test_chapter_02s_tape_exercises_are_expected_to_fail_without_vjp_rule(tmp_path):
+def test_a_declared_dependency_that_is_unanswered_costs_nothing():
+    """matmul_vjp is graded with a correct unbroadcast in place of the learner's stub."""
+    solution = template()
+    solution.cells[4].source = "def matmul_vjp(g, a, b):\n    return unbroadcast(g, a.shape)\n"
+    _, expected = bench.make_variant(solution, template(), {0}, {"unbroadcast", "matmul_vjp"},
+                                     replaced={"matmul_vjp": ("unbroadcast",)})
+    assert expected == {"unbroadcast": 0.0, "matmul_vjp": 1.0}
+
+
+def test_chapter_02s_tape_exercises_are_graded_with_the_reference_vjp_rule(tmp_path):
     """backward and grad never name vjp_rule: the notebook's ops, which their invokes look
-    up by name, call it."""
+    up by name, call it; they are graded with the reference in its place (depends_on)."""
     _, expected = bench.write_batch("02", tmp_path, 4)
     assert expected["sub04"]["vjp_rule"] == 0.0  # the first exercise cell is the stub
-    assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 0.0
+    assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 1.0
     assert expected["sub04"]["toposort"] == 1.0  # its invoke uses the harness's own nodes
     assert set(expected["sub01"].values()) == {1.0}
