@@ -42,7 +42,17 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.L
 def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -> list[str]:
     """The cells (same count, same line numbers) with only what the exercises need.
 
-    `exercise_cells` holds 1-based positions; `names` the exercise functions' names."""
+    `exercise_cells` holds 1-based positions; `names` the exercise functions' names. Cells
+    are submitted code: one nested deeply enough to exhaust the parser or this analysis
+    (RecursionError, MemoryError) makes the child run every cell whole, as before slicing,
+    so it costs the submission time, never a grading error."""
+    try:
+        return _sliced(cells, exercise_cells, names)
+    except (RecursionError, MemoryError):
+        return list(cells)
+
+
+def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> list[str]:
     trees = [_parse(cell) for cell in cells]
     whole = {i for i, tree in enumerate(trees) if tree is None or i + 1 in exercise_cells}
     needed = set(names) | {n for i in whole if trees[i] is not None for n in _reads(trees[i])}
@@ -67,7 +77,7 @@ def _parse(cell: str) -> ast.Module | None:
     try:
         with PARSING:
             return ast.parse(MAGIC.sub(lambda m: f"{m.group(1)}pass", cell))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the child reports it
         return None
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from autograder.slicing import needed_cells
 
 CELLS = [
@@ -74,3 +76,17 @@ def test_names_the_chapter_02_invokes_look_up_by_string_are_declared():
     kept = needed_cells(["def exp(x):\n    return x\n\nprint(exp(1))"], set(),
                         ["backward", *declared])
     assert kept[0].startswith("def exp(x):") and "print" not in kept[0]
+
+
+@pytest.mark.parametrize("hostile", [
+    "x" + ".a" * 100_000 + " = 1",  # the parser's recursion limit
+    "y = " + "-" * 100_000 + "1",  # MemoryError while parsing
+    "def f():\n    return w" + ".a" * 50_000,
+    "z = w" + ".a" * 1500 + "\nq = z",  # parses, but too deep for the analysis
+])
+def test_a_cell_that_exhausts_the_parser_costs_time_never_a_grading_error(hostile):
+    """Such a cell is the submission's problem: it is kept (the child meets the same error
+    and reports it), and the exercise cell is still there."""
+    exercise = "def unbroadcast(grad, shape):\n    return z\n"
+    kept = needed_cells([hostile, exercise], {2}, ["unbroadcast"])
+    assert kept == [hostile, exercise]
