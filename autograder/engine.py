@@ -362,13 +362,6 @@ class _Failed(Exception):
         self.case = case
 
 
-def shrink(exercise: Exercise, fn: Callable[..., Any], profile: Profile,
-           evidence: Sequence[Evidence] = ()) -> Failure | None:
-    """The smallest failing case Hypothesis finds, confirmed with both frameworks."""
-    found = shrink_with_references(exercise, fn, profile, evidence)
-    return found[0] if found else None
-
-
 def shrink_with_references(
     exercise: Exercise, fn: Callable[..., Any], profile: Profile,
     evidence: Sequence[Evidence] = (),
