@@ -37,8 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "torch", "autograd")
-COMPANIONS = {"jax": ("jaxlib",), "tensorflow": ("keras",)}  # imported with the framework
+FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "tf_keras", "torch", "autograd")
+# Imported with the framework. Keras is not: TensorFlow imports it (and matplotlib with it)
+# only when it is installed, 1-2 s of every TensorFlow child's start-up, so the grader
+# allows "keras" only to a submission whose code names it (grading.child_frameworks).
+COMPANIONS = {"jax": ("jaxlib",)}
 OUTPUT_LIMIT = 20_000  # characters of printing kept per cell or exercise
 MAX_OUTPUT_BYTES = 50_000_000
 
@@ -100,15 +103,30 @@ class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 class _Absent(importlib.abc.MetaPathFinder):
-    """The frameworks a framework round does not allow are not installed, as far as it sees."""
+    """The frameworks a framework round does not allow are not installed, as far as it sees.
 
-    def __init__(self, absent: tuple[str, ...]) -> None:
+    It stands in front of the interpreter's own finders and answers None for those names,
+    exactly what an uninstalled package gives: `import jax` raises ModuleNotFoundError and
+    `importlib.util.find_spec("keras")` is None, which TensorFlow's start-up expects when it
+    looks for Keras (a finder that raised there would break `import tensorflow`)."""
+
+    def __init__(self, absent: tuple[str, ...], finders: list) -> None:
         self.absent = absent
+        self.finders = finders
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname.split(".")[0] in self.absent:
-            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+            return None
+        for finder in self.finders:
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                return spec
         return None
+
+    def invalidate_caches(self) -> None:
+        for finder in self.finders:
+            getattr(finder, "invalidate_caches", lambda: None)()
 
 
 def _install_guards(allowed: list[str]) -> None:
@@ -125,8 +143,10 @@ def _install_guards(allowed: list[str]) -> None:
     for name in list(sys.modules):
         if name.split(".")[0] in guarded:
             del sys.modules[name]
-    finder = _Absent(guarded) if permitted else _FrameworkGuard(guarded)
-    sys.meta_path.insert(0, finder)
+    if permitted:
+        sys.meta_path[:] = [_Absent(guarded, list(sys.meta_path))]
+    else:
+        sys.meta_path.insert(0, _FrameworkGuard(guarded))
     # Check cells become no-ops: the real checker is not here, so it cannot be patched.
     check = _NoCheck("autograder.check")
     package = types.ModuleType("autograder")

@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import coursemap
-
 # `notebooks` (nbclient, Jupyter) is imported by the commands that execute notebooks only:
-# the grader's own install (Gradescope, requirements-grader.txt) has no Jupyter.
+# the grader's own install (Gradescope, requirements-grader.txt) has no Jupyter. `coursemap`
+# (nbformat) only by course-map: importing nbformat takes about 2 s (jsonschema compiles URI
+# grammars), which every `grade` would pay before its first submission.
 
 ROOT = Path.cwd()
 
@@ -43,6 +43,8 @@ def check_sync(*, solutions: Path, course: Path) -> int:
 def course_map(*, root: Path) -> int:
     """Rewrite the README's course map, and each notebook's Colab cell, badges and solutions
     link, from course/ and the repository setting."""
+    from . import coursemap
+
     changed = coursemap.update_readme(root)
     print("README course map " + ("updated" if changed else "already up to date"))
     for path in coursemap.update_colab_cells(root):

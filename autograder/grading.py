@@ -432,13 +432,22 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
         by_name[name].invoke.partition(":")[0], ())]
     needed = slicing.needed_cells(cells, set(run.exercise_cells), names + reads)
     program = {"cells": needed, "exercises": names, "time_limit": run.limits.per_exercise,
-               "out": str(round_box.out), "allowed": list(allowed),
+               "out": str(round_box.out), "allowed": child_frameworks(allowed, needed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
                "invoke": {name: by_name[name].invoke for name in names},
                "depends": {name: list(by_name[name].depends_on) for name in names}}
     path = run.box.ctrl / "program.json"
     path.write_text(json.dumps(program))
     sandbox.share_read_only(run.box, path)
+
+
+def child_frameworks(allowed: tuple[str, ...], cells: list[str]) -> list[str]:
+    """The frameworks the child lets the submission import: the exercises' own, and Keras
+    only where the code it runs names it. TensorFlow imports an installed Keras (and
+    matplotlib with it) at start-up, 1-2 s of every TensorFlow child, and none of the
+    course's answers needs it; one that does still gets it."""
+    keras = "tensorflow" in allowed and any("keras" in cell for cell in cells)
+    return [*allowed, "keras"] if keras else list(allowed)
 
 
 def _run_group(

@@ -1,0 +1,64 @@
+"""Which frameworks a submission's child may import: its exercises' own, and Keras only when
+the submission's code names it (TensorFlow's start-up imports an installed Keras, and
+matplotlib with it, which costs every TensorFlow child 1-2 s)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder import grading
+
+from .submissions import ROOT
+
+# The child's guards, then the submission's imports, then what got loaded.
+PROBE = """
+import json, sys
+from autograder import child
+child._install_guards({allowed})
+import tensorflow as tf
+x = tf.constant([1.0, 2.0])
+with tf.GradientTape() as tape:
+    tape.watch(x)
+    y = tf.reduce_sum(x * x)
+assert tape.gradient(y, x).numpy().tolist() == [2.0, 4.0]
+outcome = {{"keras_loaded": "keras" in sys.modules, "jax_loaded": "jax" in sys.modules}}
+for name in ("keras", "jax"):
+    try:
+        __import__(name)
+        outcome[name] = "imported"
+    except ModuleNotFoundError as error:
+        outcome[name] = str(error)
+print(json.dumps(outcome))
+"""
+
+
+def probe(allowed: list[str]) -> dict:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(allowed=allowed)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_keras_is_allowed_only_to_code_that_names_it():
+    plain = ["import tensorflow as tf\n", "def f(x):\n    return tf.exp(x)\n"]
+    assert grading.child_frameworks(("tensorflow",), plain) == ["tensorflow"]
+    named = [*plain, "act = tf.keras.activations.relu\n"]
+    assert grading.child_frameworks(("tensorflow",), named) == ["tensorflow", "keras"]
+    assert grading.child_frameworks(("jax",), named) == ["jax"]
+    assert grading.child_frameworks((), named) == []
+
+
+@pytest.mark.parametrize("allowed", [["tensorflow"], ["tensorflow", "keras"]])
+def test_a_tensorflow_child_sees_keras_only_when_allowed(allowed):
+    outcome = probe(allowed)
+    assert outcome["jax"] == "No module named 'jax'" and not outcome["jax_loaded"]
+    if "keras" in allowed:
+        assert outcome["keras"] == "imported"
+    else:  # as if not installed, and TensorFlow still imports and differentiates
+        assert not outcome["keras_loaded"]
+        assert outcome["keras"] == "No module named 'keras'"
