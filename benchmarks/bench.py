@@ -603,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     print(f"autograder benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
-    latency_ok = grading_ok = True
+    latency_ok = grading_ok = None
     if not options.grading_only:
         latency_ok = bench_latency()
     if not (options.grading_only or options.latency_only):
@@ -611,8 +611,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not options.latency_only:
         grading_ok = bench_grading(chapters)
     section("Summary")
-    print(f"check latency target: {verdict(latency_ok)}; grading ratio target: "
-          f"{verdict(grading_ok)}; bench took {time.perf_counter() - started:.0f} s")
+    print(f"check latency target: {summary_verdict(latency_ok)}; grading ratio target: "
+          f"{summary_verdict(grading_ok)}; bench took {time.perf_counter() - started:.0f} s")
+
+
+def summary_verdict(passed: bool | None) -> str:
+    """PASS or FAIL, or "not run" for a section the options skipped."""
+    return "not run" if passed is None else verdict(passed)
 
 
 if __name__ == "__main__":

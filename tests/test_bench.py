@@ -169,6 +169,7 @@ def test_ratio_and_verdict():
     assert bench.verdict(True) == "PASS"
     assert bench.verdict(False) == "FAIL"
     assert bench.target_line("x < 1", "0.5", True) == "target: x < 1: 0.5 -> PASS"
+    assert [bench.summary_verdict(v) for v in (True, False, None)] == ["PASS", "FAIL", "not run"]
 
 
 def first_calls(first_unbroadcast: float, first_matmul: float) -> dict:
@@ -310,3 +311,9 @@ def test_chapter_02s_tape_exercises_are_graded_with_the_reference_vjp_rule(tmp_p
     assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 1.0
     assert expected["sub04"]["toposort"] == 1.0  # its invoke uses the harness's own nodes
     assert set(expected["sub01"].values()) == {1.0}
+
+
+def test_latency_only_and_grading_only_exclude_each_other():
+    assert bench.arguments(["--latency-only"]).latency_only
+    with pytest.raises(SystemExit):
+        bench.arguments(["--latency-only", "--grading-only"])
