@@ -2,9 +2,9 @@
 
 Code run with `exec` from a string is invisible to ruff, coverage and readers; code the
 grader's child needs lives in the harness package instead, and the bench's latency child is
-a module of its own (benchmarks/latency.py). A string counts as code when it
-parses as two or more statements with a function or class definition or a `return` among
-them: templates with `{{}}` and f-strings are checked too, with their fields as names.
+a module of its own (benchmarks/latency.py). A string counts as code when it parses as two
+or more statements with a function or class definition or a `return` among them: templates
+with `{{}}` and f-strings are checked too, with their fields as names.
 """
 
 from __future__ import annotations
