@@ -4,7 +4,9 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
 
 1. Check latency: what a learner waits for after running a check cell. Measured in fresh
    subprocesses so no import or cache is shared with this process, once with an empty JAX
-   compilation cache (a learner's first session) and once with the normal one.
+   compilation cache (a learner's first session) and once with the normal one. The child
+   (benchmarks/latency.py) checks the course's own answers, chapters 03 and 05: right ones
+   from the solution notebooks, wrong ones the mistakes the exercises declare.
 2. The tile / reshape / unbroadcast fixes of chapter 03: time and peak memory.
 3. Grading speed, per chapter with exercises: grading one submission, and each further one
    in a batch, against executing it with `jupyter nbconvert --execute` (what nbgrader and
@@ -13,7 +15,8 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    checked too: a fast grader that grades wrongly is worthless.
 
 Run with `python -m benchmarks.bench` (or `make bench`); `--chapters 03,06` limits section 3
-to those chapters, `--grading-only` skips sections 1 and 2.
+to those chapters, `--grading-only` skips sections 1 and 2, `--latency-only` runs section 1
+alone.
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,39 +46,6 @@ GRADE_SEED = 1234
 REPEATS = 5
 FIX_BATCHES = (16, 128, 1024, 8192)
 JSON_MARKER = "BENCH_JSON "
-
-# ---------------------------------------------------------------- exercise bodies
-
-SIGNATURES = {"unbroadcast": "grad, shape", "matmul_vjp": "g, a, b"}
-
-# Bodies (without the `def` line) of chapter 03's functions, correct and buggy, for the
-# latency subprocess only (the grading section builds its submissions from solutions/).
-BODIES: dict[tuple[str, str], str] = {
-    ("unbroadcast", "correct"): """\
-lead = grad.ndim - len(shape)
-g = grad.sum(axis=tuple(range(lead)))
-axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-return g.sum(axis=axes, keepdims=True)""",
-    ("unbroadcast", "no-keepdims"): """\
-lead = grad.ndim - len(shape)
-g = grad.sum(axis=tuple(range(lead)))
-axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-return g.sum(axis=axes)""",
-    ("unbroadcast", "leading-only"): """\
-return grad.sum(axis=tuple(range(grad.ndim - len(shape))))""",
-    ("matmul_vjp", "correct"): """\
-grad_a = g @ np.swapaxes(b, -1, -2)
-grad_b = np.swapaxes(a, -1, -2) @ g
-return unbroadcast(grad_a, a.shape), unbroadcast(grad_b, b.shape)""",
-    ("matmul_vjp", "dot-T"): """\
-return unbroadcast(g @ b.T, a.shape), unbroadcast(a.T @ g, b.shape)""",
-}
-
-def function_source(name: str, variant: str, function_name: str | None = None) -> str:
-    """A complete `def` for one body, so the same code can be exec'd or written to a cell."""
-    body = textwrap.indent(BODIES[name, variant], "    ")
-    return f"def {function_name or name}({SIGNATURES[name]}):\n{body}\n"
-
 
 # ---------------------------------------------------------------- small formatting helpers
 
@@ -115,107 +84,8 @@ def child_env(**overrides: str) -> dict[str, str]:
 REPEAT_TARGET_SECONDS = 0.5
 REPEAT_PERCENTILE = 90
 
-# Chapter 05's functions for the latency run: JAX rules, traced under jit/jvp/vmap/grad by
-# every check, and a wrong rule there used to be shrunk again on every call (2-5 s).
-CH05_SOURCE = """\
-import functools
-import jax
-import jax.numpy as jnp
-
-
-def _log1pexp(value, tangent):
-    @jax.custom_jvp
-    def log1pexp(x):
-        return value(x)
-
-    @log1pexp.defjvp
-    def log1pexp_jvp(primals, tangents):
-        (x,), (t,) = primals, tangents
-        return log1pexp(x), tangent(x, t)
-
-    return log1pexp
-
-
-log1pexp = _log1pexp(lambda x: jnp.logaddexp(x, 0.0), lambda x, t: jax.nn.sigmoid(x) * t)
-log1pexp_tangent_squared = _log1pexp(
-    lambda x: jnp.logaddexp(x, 0.0), lambda x, t: jax.nn.sigmoid(x) * t * t)
-log1pexp_naive = _log1pexp(
-    lambda x: jnp.log(1 + jnp.exp(x)), lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t)
-
-
-def _clip(bwd):
-    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-    def clip_gradient(lo, hi, x):
-        return x
-
-    clip_gradient.defvjp(lambda lo, hi, x: (x, None), bwd)
-    return clip_gradient
-
-
-clip_gradient = _clip(lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
-clip_gradient_ones = _clip(lambda lo, hi, r, g: (jnp.clip(jnp.ones_like(g), lo, hi),))
-"""
-
-# (exercise, the function's name in the script, whether it is right): what a learner re-runs.
-LATENCY_CHECKS = (
-    ("unbroadcast", "unbroadcast", True),
-    ("matmul_vjp", "matmul_vjp", True),
-    ("unbroadcast", "unbroadcast_leading_only", False),
-    ("matmul_vjp", "matmul_vjp_dot_T", False),
-    ("log1pexp", "log1pexp", True),
-    ("log1pexp", "log1pexp_tangent_squared", False),
-    ("log1pexp", "log1pexp_naive", False),
-    ("clip_gradient", "clip_gradient", True),
-    ("clip_gradient", "clip_gradient_ones", False),
-)
-
-LATENCY_SCRIPT = """\
-import json
-import statistics
-import time
-
-started = time.perf_counter()
-from autograder import check
-import numpy as np
-import tensorflow
-import jax
-imports = time.perf_counter() - started
-
-{functions}
-
-def timed(checker, fn):
-    start = time.perf_counter()
-    report = checker(fn)
-    return time.perf_counter() - start, report
-
-result = {{"imports": imports, "checks": []}}
-for exercise, function, right in {checks!r}:
-    checker, fn = getattr(check, exercise), globals()[function]
-    first, report = timed(checker, fn)
-    if report.passed != right:
-        raise SystemExit(f"{{function}}: expected passed={{right}}:\\n{{report}}")
-    repeats = [timed(checker, fn)[0] for _ in range({repeats})]
-    result["checks"].append({{"exercise": exercise, "function": function, "right": right,
-                             "first": first, "repeats": repeats,
-                             "shrunk": bool(report.failure and report.failure.shrunk)}})
-    if right:
-        result.setdefault(exercise, {{"first": first, "median": statistics.median(repeats)}})
-print({marker!r} + json.dumps(result))
-"""
-
-
-def latency_script(repeats: int = REPEATS) -> str:
-    """The subprocess's program: imports, right and wrong functions of chapters 03 and 05,
-    then each check's first call and `repeats` re-runs of the same cell."""
-    functions = "\n".join([
-        function_source("unbroadcast", "correct"),
-        function_source("matmul_vjp", "correct"),
-        function_source("unbroadcast", "leading-only", "unbroadcast_leading_only"),
-        function_source("matmul_vjp", "dot-T", "matmul_vjp_dot_T"),
-        CH05_SOURCE,
-    ])
-    return LATENCY_SCRIPT.format(functions=functions, checks=LATENCY_CHECKS, repeats=repeats,
-                                 marker=JSON_MARKER)
+# The exercises whose first check call after `make lab`'s warm-up is judged (chapter 03's).
+FIRST_CALLS = ("unbroadcast", "matmul_vjp")
 
 
 def percentile(values: Sequence[float], percent: float) -> float:
@@ -255,12 +125,12 @@ def cache_entries(folder: Path) -> int:
 
 
 def measure_latency(env: dict[str, str]) -> dict[str, Any]:
-    """Run the latency script in a fresh interpreter; the cache entries it had and added."""
+    """Run benchmarks.latency in a fresh interpreter; the cache entries it had and added."""
     cache = jax_cache_dir(env)
     before = cache_entries(cache)
     done = subprocess.run(
-        [sys.executable, "-c", latency_script()], env=env, cwd=ROOT,
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "benchmarks.latency", "--repeats", str(REPEATS)], env=env,
+        cwd=ROOT, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"latency subprocess exited {done.returncode}:\n{tail(done.stderr)}")
@@ -284,7 +154,7 @@ def print_latency(label: str, result: dict[str, Any]) -> None:
 def latency_verdict(cold: dict[str, Any], warm: dict[str, Any]) -> tuple[str, bool]:
     """Judged on the first call after `make lab`'s warm-up (what a learner waits for);
     the first call on a machine that skipped the warm-up is shown beside it."""
-    firsts = {name: warm[name]["first"] for name in SIGNATURES}
+    firsts = {name: warm[name]["first"] for name in FIRST_CALLS}
     passed = all(seconds < LATENCY_TARGET_SECONDS for seconds in firsts.values())
     measured = ", ".join(
         f"{name} {seconds:.2f} s (without warm-up {cold[name]['first']:.2f} s)"
@@ -309,7 +179,7 @@ def bench_latency() -> bool:
     print_latency("normal JAX cache", warm)
     if warm["cache_added"]:
         print("  note: the normal cache was not fully warm (entries were added during the run)")
-    for name in SIGNATURES:
+    for name in FIRST_CALLS:
         first_cold, first_warm = cold[name]["first"], warm[name]["first"]
         print(f"first call {name}: cold cache {first_cold:.3f} s vs normal cache "
               f"{first_warm:.3f} s (cold / normal x{ratio(first_cold, first_warm):.1f})")
@@ -378,6 +248,16 @@ def chapter_notebooks(root: Path = ROOT) -> dict[str, tuple[Path, Path]]:
 def exercise_cells(notebook: NotebookNode) -> list[int]:
     return [i for i, cell in enumerate(notebook.cells)
             if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", [])]
+
+
+def solution_cells(chapter: str) -> dict[str, str]:
+    """{exercise: the source of the solution notebook's exercise cell that defines it}."""
+    from autograder.exercises import for_chapter
+
+    solution = nbformat.read(chapter_notebooks()[chapter][0], as_version=4)
+    names = {e.name for e in for_chapter(chapter)}
+    return {name: solution.cells[i].source for i in exercise_cells(solution)
+            for name in defined_names(solution.cells[i].source, names)}
 
 
 def stub_plan(cells: int, count: int) -> list[set[int]]:
@@ -709,8 +589,11 @@ def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chapters", default="",
                         help="comma-separated chapters to grade, e.g. 03,06 (default: all)")
-    parser.add_argument("--grading-only", action="store_true",
-                        help="skip the latency and fixes sections")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--grading-only", action="store_true",
+                      help="skip the latency and fixes sections")
+    only.add_argument("--latency-only", action="store_true",
+                      help="run the latency section alone")
     return parser.parse_args(argv)
 
 
@@ -720,14 +603,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = time.perf_counter()
     print(f"autograder benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
-    latency_ok = True
+    latency_ok = grading_ok = None
     if not options.grading_only:
         latency_ok = bench_latency()
+    if not (options.grading_only or options.latency_only):
         bench_fixes()
-    grading_ok = bench_grading(chapters)
+    if not options.latency_only:
+        grading_ok = bench_grading(chapters)
     section("Summary")
-    print(f"check latency target: {verdict(latency_ok)}; grading ratio target: "
-          f"{verdict(grading_ok)}; bench took {time.perf_counter() - started:.0f} s")
+    print(f"check latency target: {summary_verdict(latency_ok)}; grading ratio target: "
+          f"{summary_verdict(grading_ok)}; bench took {time.perf_counter() - started:.0f} s")
+
+
+def summary_verdict(passed: bool | None) -> str:
+    """PASS or FAIL, or "not run" for a section the options skipped."""
+    return "not run" if passed is None else verdict(passed)
 
 
 if __name__ == "__main__":

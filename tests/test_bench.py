@@ -1,11 +1,14 @@
 """The benchmark's pure helpers: the submissions it grades carry exactly the intended bugs,
-its grade checks catch a wrong gradebook, and its ratios and verdicts read right.
+the latency child checks the course's own answers, its grade checks catch a wrong gradebook,
+and its ratios and verdicts read right.
 
-No TensorFlow, no grading run: the benchmark itself measures those (`make bench`).
+No TensorFlow, no grading run, no check timed: the benchmark itself measures those
+(`make bench`); JAX is imported only to run chapter 03's solution cells.
 """
 
 import ast
 import math
+import sys
 from pathlib import Path
 
 import nbformat
@@ -13,7 +16,7 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from benchmarks import bench
+from benchmarks import bench, latency
 from coursekit.fixes import Measurement
 
 STUB_UNBROADCAST = '''def unbroadcast(grad, shape):
@@ -27,12 +30,6 @@ SOLUTION_MATMUL = '''def matmul_vjp(g, a, b):
     ### END SOLUTION'''
 
 
-def defined(source: str) -> dict:
-    namespace = {"np": np}
-    exec(source, namespace)
-    return namespace
-
-
 def template() -> nbformat.NotebookNode:
     return new_notebook(cells=[
         new_markdown_cell("# chapter"),
@@ -43,40 +40,47 @@ def template() -> nbformat.NotebookNode:
     ])
 
 
-# ---------------------------------------------------------------- the planted bodies
+# ---------------------------------------------------------------- the latency answers
 
 
-def test_correct_unbroadcast_sums_back_to_shape():
-    fn = defined(bench.function_source("unbroadcast", "correct"))["unbroadcast"]
-    out = fn(np.ones((6, 4, 5)), (4, 1))
+def test_the_latency_answers_are_the_solutions_and_declared_mistakes():
+    from autograder.exercises import EXERCISES
+
+    for exercise, name in latency.LATENCY_CHECKS:
+        declared = EXERCISES[exercise]
+        if name == latency.SOLUTION:
+            assert exercise in bench.solution_cells(declared.chapter), exercise
+        else:
+            assert name in {m.name for m in declared.mistakes}, (exercise, name)
+    assert {name == latency.SOLUTION for _, name in latency.LATENCY_CHECKS} == {True, False}
+    chapters = {EXERCISES[exercise].chapter for exercise, _ in latency.LATENCY_CHECKS}
+    assert {"03", "05"} <= chapters
+    with pytest.raises(ValueError):  # a mistake the exercise does not declare
+        latency.answer("unbroadcast", "no_such_mistake")
+
+
+def test_solution_cells_hold_each_exercises_definition():
+    cells = bench.solution_cells("05")
+    assert set(cells) == {"log1pexp", "clip_gradient", "fixed_point", "bessel_i0"}
+    assert "def clip_gradient_bwd(" in cells["clip_gradient"]
+    assert "### BEGIN SOLUTION" in cells["log1pexp"]
+
+
+def test_chapter_03s_latency_answers_are_right_and_wrong():
+    unbroadcast = latency.answer("unbroadcast", latency.SOLUTION)
+    out = unbroadcast(np.ones((6, 4, 5)), (4, 1))
     assert out.shape == (4, 1)
     np.testing.assert_array_equal(out, 30.0)
-    assert fn(np.ones((2, 3), np.float32), ()).shape == ()
-
-
-@pytest.mark.parametrize(("variant", "wrong_shape"), [("no-keepdims", (4,)),
-                                                      ("leading-only", (4, 5))])
-def test_buggy_unbroadcast_returns_the_wrong_shape(variant, wrong_shape):
-    fn = defined(bench.function_source("unbroadcast", variant))["unbroadcast"]
-    assert fn(np.ones((6, 4, 5)), (4, 1)).shape == wrong_shape
-
-
-def test_matmul_vjp_variants_differ_only_on_batches():
+    assert latency.answer("unbroadcast", "leading_only")(np.ones((6, 4, 5)), (4, 1)).shape == (
+        4, 5)
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(3, 2, 4)), rng.normal(size=(4, 5))
     g = rng.normal(size=(3, 2, 5))
-    ns = defined(bench.function_source("unbroadcast", "correct")
-                 + bench.function_source("matmul_vjp", "correct"))
-    grad_a, grad_b = ns["matmul_vjp"](g, a, b)
+    grad_a, grad_b = latency.answer("matmul_vjp", latency.SOLUTION)(g, a, b)
     np.testing.assert_allclose(grad_b, sum(a[i].T @ g[i] for i in range(3)))
     np.testing.assert_allclose(grad_a, g @ b.T)
-    buggy = defined(bench.function_source("unbroadcast", "correct")
-                    + bench.function_source("matmul_vjp", "dot-T"))["matmul_vjp"]
     with pytest.raises(ValueError):  # a.T of a batch no longer lines up with g
-        buggy(g, a, b)
-    two_d = [rng.normal(size=s) for s in ((2, 5), (2, 4), (4, 5))]
-    for good, bad in zip(ns["matmul_vjp"](*two_d), buggy(*two_d), strict=True):
-        np.testing.assert_allclose(bad, good)  # the bug hides on plain matrices
+        latency.answer("matmul_vjp", "all_axes_transposed")(g, a, b)
 
 
 # ---------------------------------------------------------------- submissions
@@ -165,22 +169,23 @@ def test_ratio_and_verdict():
     assert bench.verdict(True) == "PASS"
     assert bench.verdict(False) == "FAIL"
     assert bench.target_line("x < 1", "0.5", True) == "target: x < 1: 0.5 -> PASS"
+    assert [bench.summary_verdict(v) for v in (True, False, None)] == ["PASS", "FAIL", "not run"]
 
 
-def latency(first_unbroadcast: float, first_matmul: float) -> dict:
+def first_calls(first_unbroadcast: float, first_matmul: float) -> dict:
     return {"unbroadcast": {"first": first_unbroadcast, "median": 0.001},
             "matmul_vjp": {"first": first_matmul, "median": 0.001}}
 
 
 def test_latency_verdict_judges_every_first_call_after_warm_up():
-    cold = latency(1.1, 3.6)
-    line, passed = bench.latency_verdict(cold, latency(0.8, 0.7))
+    cold = first_calls(1.1, 3.6)
+    line, passed = bench.latency_verdict(cold, first_calls(0.8, 0.7))
     assert passed
     assert line.endswith(
         "unbroadcast 0.80 s (without warm-up 1.10 s), matmul_vjp 0.70 s (without warm-up 3.60 s)"
         " -> PASS"
     )
-    line, passed = bench.latency_verdict(cold, latency(0.8, 2.9))
+    line, passed = bench.latency_verdict(cold, first_calls(0.8, 2.9))
     assert not passed
     assert line.endswith("-> FAIL")
 
@@ -233,30 +238,30 @@ def test_parse_marked_json_skips_library_noise():
         bench.parse_marked_json("no result here\n")
 
 
-def test_latency_script_is_valid_python_with_all_three_functions():
-    script = bench.latency_script(repeats=3)
-    compile(script, "latency", "exec")
-    for name in ("def unbroadcast(", "def matmul_vjp(", "def unbroadcast_leading_only("):
-        assert name in script
-    assert "range(3)" in script
-
-
 def test_jax_cache_dir_follows_xdg(tmp_path):
     assert bench.jax_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == (
         tmp_path / "autodiff-course" / "jax")
     assert bench.cache_entries(tmp_path / "missing") == 0
 
 
-def test_the_bench_module_does_not_import_a_framework_at_top_level():
-    """`make bench` times TensorFlow and JAX in fresh subprocesses: the parent must stay clean."""
-    tree = ast.parse(Path(bench.__file__).read_text())
+def top_level_imports(module) -> set[str]:
     imported = set()
-    for node in tree.body:
+    for node in ast.parse(Path(module.__file__).read_text()).body:
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             imported.add(node.module.split(".")[0])
-    assert not imported & {"tensorflow", "jax", "jaxlib"}
+    return imported
+
+
+def test_the_bench_module_does_not_import_a_framework_at_top_level():
+    """`make bench` times TensorFlow and JAX in fresh subprocesses: the parent must stay clean."""
+    assert not top_level_imports(bench) & {"tensorflow", "jax", "jaxlib"}
+
+
+def test_the_latency_child_imports_only_the_standard_library_before_it_times_imports():
+    imported = top_level_imports(latency) - {"__future__"}
+    assert imported and imported <= sys.stdlib_module_names, imported
 
 
 def test_percentile_is_nearest_rank():
@@ -278,17 +283,6 @@ def test_repeat_verdict_pools_every_re_run_against_half_a_second():
     line, passed = bench.repeat_verdict(repeated([0.01] * 8, [0.6, 2.0]))
     assert not passed
     assert "0.600 s over 10 re-runs -> FAIL" in line
-
-
-def test_latency_script_defines_every_checked_function_wrong_ones_and_chapter_05():
-    script = bench.latency_script(repeats=2)
-    for _, function, _ in bench.LATENCY_CHECKS:
-        assert f"{function} = " in script or f"def {function}(" in script, function
-    assert {right for *_, right in bench.LATENCY_CHECKS} == {True, False}
-    from autograder.exercises import EXERCISES
-
-    chapters = {EXERCISES[exercise].chapter for exercise, *_ in bench.LATENCY_CHECKS}
-    assert {"03", "05"} <= chapters
 
 
 def test_an_exercise_that_calls_an_unanswered_one_is_expected_to_fail():
@@ -317,3 +311,9 @@ def test_chapter_02s_tape_exercises_are_graded_with_the_reference_vjp_rule(tmp_p
     assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 1.0
     assert expected["sub04"]["toposort"] == 1.0  # its invoke uses the harness's own nodes
     assert set(expected["sub01"].values()) == {1.0}
+
+
+def test_latency_only_and_grading_only_exclude_each_other():
+    assert bench.arguments(["--latency-only"]).latency_only
+    with pytest.raises(SystemExit):
+        bench.arguments(["--latency-only", "--grading-only"])

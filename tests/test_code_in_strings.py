@@ -1,9 +1,10 @@
-"""No Python source sits in string literals under autograder/ (issue 22).
+"""No Python source sits in string literals under autograder/ or benchmarks/ (issue 22).
 
 Code run with `exec` from a string is invisible to ruff, coverage and readers; code the
-grader's child needs lives in the harness package instead. A string counts as code when it
-parses as two or more statements with a function or class definition or a `return` among
-them: templates with `{{}}` and f-strings are checked too, with their fields as names.
+grader's child needs lives in the harness package instead, and the bench's latency child is
+a module of its own (benchmarks/latency.py). A string counts as code when it parses as two
+or more statements with a function or class definition or a `return` among them: templates
+with `{{}}` and f-strings are checked too, with their fields as names.
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ import ast
 import textwrap
 from pathlib import Path
 
-import autograder
+import pytest
 
-PACKAGE = Path(autograder.__file__).parent
+import autograder
+import benchmarks
+
+PACKAGES = {"autograder": Path(autograder.__file__).parent,
+            "benchmarks": Path(benchmarks.__file__).parent}
 CODE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return)
 # Strings that look like code but are data, each with the reason; keyed by
-# (path relative to autograder/, the string's first line). None are needed today: hints
+# (path relative to the repository, the string's first line). None are needed today: hints
 # quote code in backticks, single statements at most.
 DATA: dict[tuple[str, str], str] = {}
 
@@ -54,10 +59,12 @@ def test_the_detector_knows_code_from_data():
     assert not is_code("Define it as `def grad(upstream, variables=None)`.")
 
 
-def test_no_python_source_in_string_literals_under_autograder():
+@pytest.mark.parametrize("package", list(PACKAGES))
+def test_no_python_source_in_string_literals(package):
     found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        name = path.relative_to(PACKAGE).as_posix()
+    root = PACKAGES[package].parent
+    for path in sorted(PACKAGES[package].rglob("*.py")):
+        name = path.relative_to(root).as_posix()
         for line, text in _texts(ast.parse(path.read_text(), name)):
             first = text.strip().splitlines()[0] if text.strip() else ""
             if is_code(text) and (name, first) not in DATA:

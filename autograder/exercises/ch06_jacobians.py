@@ -145,9 +145,20 @@ def _rng_array(rng: np.random.Generator, shape: Shape, dtype: np.dtype = FLOAT32
     return np.asarray(rng.uniform(-BOUND, BOUND, size=shape).round(2), dtype=dtype)
 
 
+def _named_edges(seed: int, picks: list[tuple[Any, ...]], arrays: tuple[str, ...] = ("x",)
+                 ) -> list[Case]:
+    """A case per pick (function name, shape, label[, dtype]); its `arrays` drawn in turn
+    from one generator seeded with `seed`."""
+    rng = np.random.default_rng(seed)
+    return [
+        Case((("name", name), *((a, _rng_array(rng, shape, *dtype)) for a in arrays)),
+             label=label)
+        for name, shape, label, *dtype in picks
+    ]
+
+
 def _vector_edges() -> list[Case]:
-    rng = np.random.default_rng(6)
-    picks = [
+    return _named_edges(6, [
         ("outer", (2, 3), "an output of higher rank than the input"),
         ("tanh_mix", (), "a scalar input"),
         ("logsumexp_rows", (3,), "a scalar output"),
@@ -155,11 +166,7 @@ def _vector_edges() -> list[Case]:
         ("logsumexp_rows", (2, 1, 2), "rows of a 3-D input"),
         ("tanh_mix", (3,), "more outputs than inputs"),
         ("outer", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
-    ]
-    return [
-        Case((("name", name), ("x", _rng_array(rng, shape, *dtype))), label=label)
-        for name, shape, label, *dtype in picks
-    ]
+    ])
 
 
 @st.composite
@@ -170,19 +177,14 @@ def _batch_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 
 def _batch_edges() -> list[Case]:
-    rng = np.random.default_rng(7)
-    picks = [
+    return _named_edges(7, [
         ("batchnorm", (7, 6), "a batch-normalised layer, x:(7, 6)"),
         ("dense_tanh", (7, 6), "a dense layer, x:(7, 6)"),
         ("batch_centred", (3, 2), "outputs centred over the batch"),
         ("batchnorm", (1, 3), "a batch of one"),
         ("softmax_rows", (3, 2), "a softmax per row"),
         ("batchnorm", (4, 3), "a batch-normalised layer, float64", FLOAT64),
-    ]
-    return [
-        Case((("name", name), ("x", _rng_array(rng, shape, *dtype))), label=label)
-        for name, shape, label, *dtype in picks
-    ]
+    ])
 
 
 @st.composite
@@ -194,19 +196,13 @@ def _hvp_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 
 def _hvp_edges() -> list[Case]:
-    rng = np.random.default_rng(8)
-    picks = [
+    return _named_edges(8, [
         ("rosenbrock", (4,), "Rosenbrock in 4 dimensions"),
         ("logsumexp", (2, 3), "a 2-D input"),
         ("sin_chain", (), "a scalar input"),
         ("sin_chain", (4,), "a vector input"),
         ("rosenbrock", (4,), "Rosenbrock, float64", FLOAT64),
-    ]
-    cases = []
-    for name, shape, label, *dtype in picks:
-        x, v = _rng_array(rng, shape, *dtype), _rng_array(rng, shape, *dtype)
-        cases.append(Case((("name", name), ("x", x), ("v", v)), label=label))
-    return cases
+    ], arrays=("x", "v"))
 
 
 # ---------------------------------------------------------------- references
