@@ -12,7 +12,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import refcache, sandbox
+from . import refcache, sandbox, slicing
 from .exercises import for_chapter
 from .grading import (
     Assignment,
@@ -241,6 +241,7 @@ def run_all(run: GradingRun, out: Path, paths: list[Path], stems: list[str], job
                   f"{flag}", file=sys.stderr, flush=True)
         return result
 
+    slicing.serialize_parsing()  # threads must not build ASTs at once (CPython 3.11)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(one, zip(paths, stems, strict=True)))
 

@@ -21,6 +21,7 @@ numbers in reports stay those of the notebook.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import threading
 
@@ -30,10 +31,12 @@ CONFIGURING = re.compile(
     r"(^|\.)(config|environ|seterr|set_printoptions|seed|filterwarnings|simplefilter|"
     r"set_visible_devices)(\.|$)"
 )
-# CPython 3.11's parser keeps its recursion-depth check per interpreter, not per thread: two
-# grading threads parsing at once raise "SystemError: AST constructor recursion depth
-# mismatch". One parse at a time (milliseconds each).
-PARSING = threading.Lock()
+# CPython 3.11 counts the depth of the AST it builds per interpreter, not per thread: when
+# two threads build one at once (a finalizer that runs during one build lets the other
+# thread in), the check at the end raises "SystemError: AST constructor recursion depth
+# mismatch". The grader's threads parse cells here, and the standard library parses too:
+# traceback formatting calls ast.parse to place its ^^^ markers. See serialize_parsing.
+PARSING = threading.RLock()
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
           ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -71,6 +74,26 @@ def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> lis
                     changed = True
     return [cell if i in whole else _only(cell, trees[i], {j for k, j in kept if k == i})
             for i, cell in enumerate(cells)]
+
+
+def serialize_parsing() -> None:
+    """Make every `ast.parse` in this process take PARSING, so no two run at once.
+
+    The grader calls it before it grades submissions in threads (`--jobs`): a parse in one
+    thread and a traceback formatted in another made the grader fail on a submission with
+    that SystemError (seen with --jobs 2 under load; reproduced in tests/test_slicing.py).
+    Parsing takes milliseconds, so the lock costs nothing measurable."""
+    if getattr(ast.parse, "serialized", False):
+        return
+    unlocked = ast.parse
+
+    @functools.wraps(unlocked)
+    def parse(*args, **kwargs):
+        with PARSING:
+            return unlocked(*args, **kwargs)
+
+    parse.serialized = True
+    ast.parse = parse
 
 
 def _parse(cell: str) -> ast.Module | None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+import threading
+
 import pytest
 
+from autograder import slicing
 from autograder.slicing import needed_cells
 
 CELLS = [
@@ -90,3 +94,25 @@ def test_a_cell_that_exhausts_the_parser_costs_time_never_a_grading_error(hostil
     exercise = "def unbroadcast(grad, shape):\n    return z\n"
     kept = needed_cells([hostile, exercise], {2}, ["unbroadcast"])
     assert kept == [hostile, exercise]
+
+
+def test_parsing_is_serialized_for_the_grading_threads():
+    """Every ast.parse in the grader's process, the standard library's included (traceback
+    formatting places its ^^^ markers with it), waits for PARSING: CPython 3.11 raises
+    "SystemError: AST constructor recursion depth mismatch" when two threads build an AST
+    at once, which made `grade --jobs 2` fail on hostile submissions."""
+    slicing.serialize_parsing()
+    slicing.serialize_parsing()  # idempotent: one lock, not a lock around a lock
+    assert ast.parse.serialized and ast.parse.__wrapped__.__module__ == "ast"
+    parsed = threading.Event()
+
+    def parse_in_another_thread():
+        ast.parse("x = 1")
+        parsed.set()
+
+    with slicing.PARSING:
+        thread = threading.Thread(target=parse_in_another_thread)
+        thread.start()
+        assert not parsed.wait(0.5)  # blocked while this thread builds an AST
+    assert parsed.wait(5)
+    thread.join()
