@@ -168,7 +168,7 @@ def _ignores_upstream(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
 
 VJP_RULE = Exercise(
     name="vjp_rule",
-    signature="vjp_rule(op, g, *primals, **params) -> tuple of cotangents",
+    returns="tuple of cotangents",
     outputs=("cotangent_x", "cotangent_y"),
     strategy=_rule_strategy,
     edge_cases=_rule_edges,
@@ -534,7 +534,7 @@ PROGRAM_REFERENCES = (
 
 TOPOSORT = TapeExercise(
     name="toposort",
-    signature="toposort(root) -> list of nodes, each after all of its parents",
+    returns="list of nodes, each after all of its parents",
     outputs=TAPE_OUTPUTS,
     strategy=_program_strategy,
     edge_cases=_program_edges,
@@ -570,11 +570,11 @@ TOPOSORT = TapeExercise(
 
 
 
-def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mistake, ...],
+def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake, ...],
                    depends_on: tuple[str, ...] = ()) -> Exercise:
     return TapeExercise(
         name=name,
-        signature=signature,
+        returns=returns,
         outputs=TAPE_OUTPUTS,
         strategy=_program_strategy,
         edge_cases=_program_edges,
@@ -589,7 +589,7 @@ def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mista
 
 
 BACKWARD = _tape_exercise(
-    "backward", "backward(root, cotangent) -> None (accumulates .grad on every node)",
+    "backward", "None (accumulates .grad on every node)",
     "ch02:invoke_backward",
     (*_tape_mistakes(lambda backward: backward),
      Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
@@ -598,7 +598,7 @@ BACKWARD = _tape_exercise(
     depends_on=("toposort", "vjp_rule"),
 )
 GRAD = _tape_exercise(
-    "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
+    "grad", "function returning the gradient(s) of a scalar f",
     "ch02:invoke_grad",
     _tape_mistakes(make_grad),
     depends_on=("backward", "toposort", "vjp_rule"),

@@ -108,7 +108,7 @@ def _ignores_cotangent(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 UNBROADCAST = Exercise(
     name="unbroadcast",
-    signature="unbroadcast(grad, shape) -> ndarray",
+    returns="ndarray",
     outputs=("result",),
     strategy=_unbroadcast_case,
     edge_cases=_unbroadcast_edges,
@@ -248,7 +248,7 @@ def _swapped_outputs(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
 
 MATMUL_VJP = Exercise(
     name="matmul_vjp",
-    signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
+    returns="(grad_a, grad_b)",
     outputs=("grad_a", "grad_b"),
     strategy=_matmul_case,
     edge_cases=_matmul_edges,

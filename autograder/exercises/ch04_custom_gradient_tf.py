@@ -142,19 +142,29 @@ def _naive(tf: Any, a: Any, b: Any) -> Any:
     return tf.math.log(tf.exp(a) + tf.exp(b))
 
 
-_swapped_inputs = _custom(_stable, lambda tf, g, a, b: (g * tf.sigmoid(b - a),
-                                                         g * tf.sigmoid(a - b)))
-_naive_gradient = _custom(_stable, lambda tf, g, a, b: (
+def _logaddexp_mistake(value: Callable[..., Any], gradient: Callable[..., Any]
+                       ) -> Callable[..., Any]:
+    custom = _custom(value, gradient)
+
+    def logaddexp(a: Any, b: Any) -> Any:
+        return custom(a, b)
+
+    return logaddexp
+
+
+_swapped_inputs = _logaddexp_mistake(
+    _stable, lambda tf, g, a, b: (g * tf.sigmoid(b - a), g * tf.sigmoid(a - b)))
+_naive_gradient = _logaddexp_mistake(_stable, lambda tf, g, a, b: (
     g * tf.exp(a) / (tf.exp(a) + tf.exp(b)), g * tf.exp(b) / (tf.exp(a) + tf.exp(b))))
-_naive_forward = _custom(_naive, lambda tf, g, a, b: (g * tf.sigmoid(a - b),
-                                                      g * tf.sigmoid(b - a)))
-_logaddexp_ignores_cotangent = _custom(_stable, lambda tf, g, a, b: (tf.sigmoid(a - b),
-                                                                     tf.sigmoid(b - a)))
+_naive_forward = _logaddexp_mistake(
+    _naive, lambda tf, g, a, b: (g * tf.sigmoid(a - b), g * tf.sigmoid(b - a)))
+_logaddexp_ignores_cotangent = _logaddexp_mistake(
+    _stable, lambda tf, g, a, b: (tf.sigmoid(a - b), tf.sigmoid(b - a)))
 
 
 LOGADDEXP = Exercise(
     name="logaddexp",
-    signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
+    returns="tensor y (with a custom gradient for a and b)",
     outputs=("y", "grad_a", "grad_b"),
     strategy=_logaddexp_case,
     edge_cases=_logaddexp_edges,
@@ -268,15 +278,23 @@ def _single_where(x: Any) -> Any:
     return tf.where(x > 0, tf.math.log(x), tf.zeros_like(x))
 
 
-_unmasked_gradient = _custom(_safe_log, lambda tf, g, x: g / x)
-_log_or_zero_ignores_cotangent = _custom(
-    _safe_log, lambda tf, g, x: tf.where(x > 0, 1 / tf.where(x > 0, x, tf.ones_like(x)),
-                                         tf.zeros_like(x)))
+def _log_or_zero_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    custom = _custom(_safe_log, gradient)
+
+    def log_or_zero(x: Any) -> Any:
+        return custom(x)
+
+    return log_or_zero
+
+
+_unmasked_gradient = _log_or_zero_mistake(lambda tf, g, x: g / x)
+_log_or_zero_ignores_cotangent = _log_or_zero_mistake(
+    lambda tf, g, x: tf.where(x > 0, 1 / tf.where(x > 0, x, tf.ones_like(x)), tf.zeros_like(x)))
 
 
 LOG_OR_ZERO = Exercise(
     name="log_or_zero",
-    signature="log_or_zero(x) -> tensor: log(x) where x > 0, else 0",
+    returns="tensor: log(x) where x > 0, else 0",
     outputs=("y", "grad_x"),
     strategy=_log_or_zero_case,
     edge_cases=_log_or_zero_edges,
@@ -419,7 +437,7 @@ _CLIP_FORWARD_HINT = (
 
 CLIP_COTANGENT = Exercise(
     name="clip_cotangent",
-    signature="clip_cotangent(x, limit) -> tensor x, its cotangent clipped to [-limit, limit]",
+    returns="tensor x, its cotangent clipped to [-limit, limit]",
     outputs=("y", "grad_x"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -514,14 +532,23 @@ def _window(tf: Any, x: Any, inside: Callable[[Any], Any]) -> Any:
     return tf.cast(inside(tf.abs(x)), x.dtype)
 
 
-_no_window = _custom(_sign, lambda tf, g, x: g)
-_open_window = _custom(_sign, lambda tf, g, x: g * _window(tf, x, lambda a: a < 1))
-_sign_ignores_cotangent = _custom(_sign, lambda tf, g, x: _window(tf, x, lambda a: a <= 1))
+def _sign_ste_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    custom = _custom(_sign, gradient)
+
+    def sign_ste(x: Any) -> Any:
+        return custom(x)
+
+    return sign_ste
+
+
+_no_window = _sign_ste_mistake(lambda tf, g, x: g)
+_open_window = _sign_ste_mistake(lambda tf, g, x: g * _window(tf, x, lambda a: a < 1))
+_sign_ignores_cotangent = _sign_ste_mistake(lambda tf, g, x: _window(tf, x, lambda a: a <= 1))
 
 
 SIGN_STE = Exercise(
     name="sign_ste",
-    signature="sign_ste(x) -> tensor: tf.sign(x) with the straight-through gradient",
+    returns="tensor: tf.sign(x) with the straight-through gradient",
     outputs=("y", "grad_x"),
     strategy=_sign_case,
     edge_cases=_sign_edges,
@@ -636,7 +663,7 @@ _linear_swapped = _linear_learner(lambda tf, g, x, w: (tf.transpose(x) @ g, g @ 
 
 LINEAR_LAYER = Exercise(
     name="linear_layer",
-    signature="linear_layer(x, w) -> tensor x @ w, w a tf.Variable read inside a custom gradient",
+    returns="tensor x @ w, w a tf.Variable read inside a custom gradient",
     outputs=("y", "grad_x", "grad_w"),
     strategy=_linear_case,
     edge_cases=_linear_edges,

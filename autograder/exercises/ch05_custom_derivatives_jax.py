@@ -45,15 +45,11 @@ EXCEPTION_HINT = (
 )
 
 
-def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
-    """A wrong learner function, built (with its custom rule) on its first call, since JAX is
-    imported only when a check runs; then called exactly as the learner's own."""
-    built = functools.cache(build)
-
-    def learner(*args: Any) -> Any:
-        return built()(*args)
-
-    return learner
+def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[[], Callable[..., Any]]:
+    """A wrong learner function's builder, run (with its custom rule) on the function's first
+    call, since JAX is imported only when a check runs. Each `_<exercise>_mistake` wraps it in
+    a function with the learner's own parameters, called exactly as the learner's own."""
+    return functools.cache(build)
 
 
 @functools.cache
@@ -171,8 +167,13 @@ def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> A
 
 
 def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    return _built_on_call(lambda: _custom_jvp_softplus(
+    built = _built_on_call(lambda: _custom_jvp_softplus(
         value(), tangent(), rule_primal() if rule_primal else None))
+
+    def log1pexp(x: Any) -> Any:
+        return built()(x)
+
+    return log1pexp
 
 
 def _naive_value() -> Any:
@@ -244,7 +245,7 @@ NAN_AT_EDGES_HINT = (
 
 LOG1PEXP = Exercise(
     name="log1pexp",
-    signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
+    returns="y, a jax.custom_jvp function with its JVP rule",
     outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
     strategy=_log1pexp_case,
     edge_cases=_log1pexp_edges,
@@ -392,7 +393,12 @@ def _clip_learner(forward: Any, backward: Any) -> Any:
 
 
 def _clip_mistake(forward: Any, backward: Any) -> Any:
-    return _built_on_call(lambda: _clip_learner(forward(), backward()))
+    built = _built_on_call(lambda: _clip_learner(forward(), backward()))
+
+    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
+        return built()(lo, hi, x)
+
+    return clip_gradient
 
 
 def _identity() -> Any:
@@ -425,7 +431,7 @@ def _clip_by_norm() -> Any:
 
 CLIP_GRADIENT = Exercise(
     name="clip_gradient",
-    signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
+    returns="x, whose cotangent is clipped to [lo, hi]",
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -557,12 +563,17 @@ def _fixed_point_learner(backward: Any) -> Any:
 
 
 def _fixed_point_mistake(backward: Any) -> Any:
-    return _built_on_call(lambda: _fixed_point_learner(backward))
+    built = _built_on_call(lambda: _fixed_point_learner(backward))
+
+    def fixed_point(a: Any) -> Any:
+        return built()(a)
+
+    return fixed_point
 
 
 FIXED_POINT = Exercise(
     name="fixed_point",
-    signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
+    returns="x with x = a / (1 + x), a jax.custom_vjp function",
     outputs=("value", "vjp_primal", "vjp", "grad"),
     strategy=_fixed_point_case,
     edge_cases=_fixed_point_edges,
@@ -695,7 +706,12 @@ def _bessel_learner(tangent: Any) -> Any:
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    return _built_on_call(lambda: _bessel_learner(tangent))
+    built = _built_on_call(lambda: _bessel_learner(tangent))
+
+    def bessel_i0(x: Any) -> Any:
+        return built()(x)
+
+    return bessel_i0
 
 
 def _i1(x: Any) -> Any:
@@ -704,7 +720,7 @@ def _i1(x: Any) -> Any:
 
 BESSEL_I0 = Exercise(
     name="bessel_i0",
-    signature="bessel_i0(x) -> np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
+    returns="np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     strategy=_bessel_case,
     edge_cases=_bessel_edges,
