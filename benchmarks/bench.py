@@ -47,23 +47,23 @@ JSON_MARKER = "BENCH_JSON "
 
 # ---------------------------------------------------------------- exercise bodies
 
-SIGNATURES = {"unbroadcast": "grad, shape", "matmul_vjp": "g, a, b"}
+SIGNATURES = {"unbroadcast": "g, shape", "matmul_vjp": "g, a, b"}
 
 # Bodies (without the `def` line) of chapter 03's functions, correct and buggy, for the
 # latency subprocess only (the grading section builds its submissions from solutions/).
 BODIES: dict[tuple[str, str], str] = {
     ("unbroadcast", "correct"): """\
-lead = grad.ndim - len(shape)
-g = grad.sum(axis=tuple(range(lead)))
-axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-return g.sum(axis=axes, keepdims=True)""",
+lead = g.ndim - len(shape)
+summed = g.sum(axis=tuple(range(lead)))
+axes = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
+return summed.sum(axis=axes, keepdims=True)""",
     ("unbroadcast", "no-keepdims"): """\
-lead = grad.ndim - len(shape)
-g = grad.sum(axis=tuple(range(lead)))
-axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
-return g.sum(axis=axes)""",
+lead = g.ndim - len(shape)
+summed = g.sum(axis=tuple(range(lead)))
+axes = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
+return summed.sum(axis=axes)""",
     ("unbroadcast", "leading-only"): """\
-return grad.sum(axis=tuple(range(grad.ndim - len(shape))))""",
+return g.sum(axis=tuple(range(g.ndim - len(shape))))""",
     ("matmul_vjp", "correct"): """\
 grad_a = g @ np.swapaxes(b, -1, -2)
 grad_b = np.swapaxes(a, -1, -2) @ g

@@ -32,9 +32,9 @@ class Recorder:
         self.shown.append(("update", data))
 
 
-def unbroadcast(grad, shape):
-    lead = grad.ndim - len(shape)
-    summed = grad.sum(axis=tuple(range(lead)))
+def unbroadcast(g, shape):
+    lead = g.ndim - len(shape)
+    summed = g.sum(axis=tuple(range(lead)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
     return summed.sum(axis=ones, keepdims=True)
 
@@ -94,8 +94,8 @@ def test_a_real_kernel_gets_an_empty_output_updated_to_the_line_and_back():
     try:
         code = (
             "from autograder import check\n"
-            "def unbroadcast(grad, shape):\n"
-            "    return grad\n"
+            "def unbroadcast(g, shape):\n"
+            "    return g\n"
             "check.unbroadcast(unbroadcast)\n"
         )
         messages = _iopub_until_idle(client, client.execute(code))
