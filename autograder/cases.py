@@ -132,7 +132,7 @@ def dtypes() -> st.SearchStrategy[np.dtype]:
 def float_arrays(dtype: np.dtype, shape: tuple[int, ...], bound: float = 10.0) -> st.SearchStrategy:
     """Arrays whose every element is drawn on its own (fill=nothing), never a constant array.
 
-    A constant cotangent hides a rule that ignores its upstream gradient's structure, so
+    A constant cotangent hides a rule that ignores its incoming cotangent's structure, so
     each element is drawn independently.
     """
     elements = st.floats(

@@ -9,9 +9,11 @@ equals that wrong answer on every failing case seen, and each can be tested on i
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -48,10 +50,16 @@ class Mistake:
 
 @dataclass(frozen=True, eq=False)
 class Exercise:
-    """A function the learner writes, and everything needed to judge it."""
+    """A function the learner writes, and everything needed to judge it.
+
+    Its parameters are written once, by the functions that have them: `signature` reads them
+    from the first known mistake (a wrong learner function, with the learner's own
+    parameters), or, for an exercise with no mistakes, from its harness reference
+    (harness.REFERENCES). `returns` says in words what the function gives back.
+    """
 
     name: str
-    signature: str
+    returns: str
     outputs: tuple[str, ...]
     strategy: Callable[[Profile], st.SearchStrategy[Case]]
     edge_cases: Callable[[], list[Case]]
@@ -84,6 +92,21 @@ class Exercise:
         unknown = set(self.depends_on) - set(harness.REFERENCES)
         if unknown:
             raise ValueError(f"{self.name} depends on {unknown}, which have no reference.")
+        if not self.mistakes and self.name not in harness.REFERENCES:
+            raise ValueError(f"{self.name} has no mistake and no harness reference to take "
+                             "its parameters from: give it a known mistake.")
+
+    @cached_property
+    def signature(self) -> str:
+        """The learner's function as messages show it: "unbroadcast(g, shape) -> ndarray"."""
+        return f"{self.name}{parameters(self.model())} -> {self.returns}"
+
+    def model(self) -> Callable[..., Any]:
+        """A function with the learner's exact parameters: the first known mistake, else the
+        harness reference of this exercise."""
+        if self.mistakes:
+            return self.mistakes[0].answer
+        return harness.reference(self.name)
 
     def invoker(self) -> Callable[..., Any]:
         """The `invoke` function, at full precision when a framework is allowed: the grader's
@@ -131,6 +154,13 @@ class Exercise:
             if key in self.hints_by_kind:
                 return self.hints_by_kind[key]
         return GENERIC_HINTS.get(mismatch.kind, "")
+
+
+def parameters(fn: Callable[..., Any]) -> str:
+    """fn's parameters as a learner writes them, without annotations: "(f, argnums=0)"."""
+    plain = [p.replace(annotation=inspect.Parameter.empty)
+             for p in inspect.signature(fn).parameters.values()]
+    return str(inspect.Signature(plain))
 
 
 def chapter_of(module: str) -> str:

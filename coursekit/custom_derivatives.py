@@ -39,11 +39,12 @@ def _implicit_fwd(f: Map, a: Any, iterations: int) -> tuple[Any, tuple[Any, Any]
     return x, (a, x)
 
 
-def _implicit_bwd(f: Map, iterations: int, residuals: tuple[Any, Any], x_bar: Any) -> tuple:
-    """a_bar = (df/da)^T u where u = x_bar + (df/dx)^T u (solved by the same iteration)."""
+def _implicit_bwd(f: Map, iterations: int, residuals: tuple[Any, Any], g: Any) -> tuple:
+    """The cotangent of a, (df/da)^T u, where u = g + (df/dx)^T u (solved by the same
+    iteration)."""
     a, x = residuals
     _, vjp_x = jax.vjp(lambda x: f(a, x), x)
-    u = jax.lax.fori_loop(0, iterations, lambda _, u: x_bar + vjp_x(u)[0], x_bar)
+    u = jax.lax.fori_loop(0, iterations, lambda _, u: g + vjp_x(u)[0], g)
     _, vjp_a = jax.vjp(lambda a: f(a, x), a)
     return vjp_a(u)
 

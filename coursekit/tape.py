@@ -126,18 +126,18 @@ def reverse_topological(root: Tensor) -> list[Tensor]:
     return toposort(root)[::-1]
 
 
-def backward(root: Tensor, cotangent: np.ndarray,
+def backward(root: Tensor, g: np.ndarray,
              order: Callable[[Tensor], list[Tensor]] = reverse_topological) -> None:
-    """Pull `cotangent` back from the root, accumulating `.grad` on every node."""
-    for _ in backward_steps(root, cotangent, order):
+    """Pull `g`, the root's cotangent, back from the root, accumulating `.grad` on every node."""
+    for _ in backward_steps(root, g, order):
         pass
 
 
-def backward_steps(root: Tensor, cotangent: np.ndarray,
+def backward_steps(root: Tensor, g: np.ndarray,
                    order: Callable[[Tensor], list[Tensor]] = reverse_topological):
     """The backward pass one node at a time: yields (node, cotangent it passed on,
     [(parent, contribution)]) so a widget can show each step."""
-    root.grad += cotangent
+    root.grad += g
     yield from visit_steps(root, order)
 
 
@@ -259,7 +259,7 @@ def step_table(steps: list) -> list[str]:
     return lines
 
 
-def replay(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangent: np.ndarray,
+def replay(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], g: np.ndarray,
            k: int | None, order: Callable[[Tensor], list[Tensor]] = reverse_topological,
            ) -> tuple[Tensor, list]:
     """The graph after exactly `k` backward steps (all of them for None), traced afresh.
@@ -270,11 +270,11 @@ def replay(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangent: np.
     """
     root, names = build()
     name_nodes(root, names)
-    root.grad += cotangent
+    root.grad += g
     return root, list(itertools.islice(visit_steps(root, order), k))
 
 
-def step_through(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangent: np.ndarray,
+def step_through(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], g: np.ndarray,
                  order: Callable[[Tensor], list[Tensor]] = reverse_topological):
     """A slider over the backward steps: the graph as it is after step k, the visited node
     in red, the nodes receiving a contribution in orange.
@@ -285,12 +285,12 @@ def step_through(build: Callable[[], tuple[Tensor, dict[str, Tensor]]], cotangen
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    _, all_steps = replay(build, cotangent, None, order)
+    _, all_steps = replay(build, g, None, order)
     slider = widgets.IntSlider(value=0, min=0, max=len(all_steps), description="step")
     out = widgets.Output()
 
     def show(change: Any = None) -> None:
-        root, steps = replay(build, cotangent, slider.value, order)
+        root, steps = replay(build, g, slider.value, order)
         out.clear_output(wait=True)
         with out:
             node, _, contributions = steps[-1] if steps else (None, None, [])

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Chapter 03's first exercise: sum the cotangent back down to `shape`."""
-    lead = grad.ndim - len(shape)
-    summed = grad.sum(axis=tuple(range(lead)))
+    lead = g.ndim - len(shape)
+    summed = g.sum(axis=tuple(range(lead)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
     return summed.sum(axis=ones, keepdims=True)

@@ -29,7 +29,7 @@ def _correct_if(condition: str) -> str:
 def _exit_in_unbroadcast(body: str) -> str:
     """An unbroadcast that runs `body`, then leaves at once (forcing another round)."""
     lines = "\n".join("    " + line for line in body.splitlines())
-    return f"def unbroadcast(grad, shape):\n{lines}\n    import os\n    os._exit(3)\n"
+    return f"def unbroadcast(g, shape):\n{lines}\n    import os\n    os._exit(3)\n"
 
 
 def _huge_npz() -> bytes:

@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 LEARNER_COPY = ROOT / "course" / "03_unbroadcasting.ipynb"
 
 GOOD_UNBROADCAST = '''
-def unbroadcast(grad, shape):
-    leading = grad.ndim - len(shape)
-    summed = grad.sum(axis=tuple(range(leading)))
+def unbroadcast(g, shape):
+    leading = g.ndim - len(shape)
+    summed = g.sum(axis=tuple(range(leading)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
     return summed.sum(axis=ones, keepdims=True)
 '''
@@ -53,7 +53,7 @@ def declared_mistake(exercise: Exercise, name: str) -> str:
 
 
 def bad_unbroadcast(body: str) -> str:
-    return f"def unbroadcast(grad, shape):\n{body}\n"
+    return f"def unbroadcast(g, shape):\n{body}\n"
 
 
 # name -> (unbroadcast cell, matmul cell, extra cells put before the exercises, expected scores)
@@ -70,22 +70,22 @@ VARIANTS: dict[str, tuple[str, str, list[str], tuple[float, float]]] = {
                     GOOD_MATMUL, [], (0, 1)),
     "print_flood": (GOOD_UNBROADCAST.replace(
         "    leading =", "    print('x' * 1_000_000)\n    leading ="), GOOD_MATMUL, [], (1, 1)),
-    "patched_numpy": (bad_unbroadcast("    return grad"), GOOD_MATMUL, [
+    "patched_numpy": (bad_unbroadcast("    return g"), GOOD_MATMUL, [
         "np.allclose = lambda *a, **k: True\n"
         "np.testing.assert_allclose = lambda *a, **k: None\n"
         "np.array_equal = lambda *a, **k: True\n"
         "np.isclose = lambda *a, **k: True"], (0, 1)),
-    "syntax_error": ("def unbroadcast(grad, shape)\n    return grad\n", GOOD_MATMUL, [], (0, 1)),
+    "syntax_error": ("def unbroadcast(g, shape)\n    return g\n", GOOD_MATMUL, [], (0, 1)),
     "renamed_function": (GOOD_UNBROADCAST.replace("def unbroadcast", "def unbroadcast_v2"),
                          GOOD_MATMUL, [], (0, 1)),
     "returns_none": (bad_unbroadcast("    return None"), GOOD_MATMUL, [], (0, 1)),
     "returns_nan": (bad_unbroadcast(
-        "    out = np.full(shape, np.nan, dtype=grad.dtype)\n    return out"),
+        "    out = np.full(shape, np.nan, dtype=g.dtype)\n    return out"),
         GOOD_MATMUL, [], (0, 1)),
-    "matmul_calls_a_wrong_unbroadcast": (bad_unbroadcast("    return grad"),
+    "matmul_calls_a_wrong_unbroadcast": (bad_unbroadcast("    return g"),
                                          MATMUL_CALLING_UNBROADCAST, [], (0, 1)),
     "uses_tensorflow": (bad_unbroadcast(
-        "    import tensorflow as tf\n    return tf.reduce_sum(grad).numpy()"),
+        "    import tensorflow as tf\n    return tf.reduce_sum(g).numpy()"),
         GOOD_MATMUL, [], (0, 1)),
 }
 

@@ -19,7 +19,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from benchmarks import bench, latency
 from coursekit.fixes import Measurement
 
-STUB_UNBROADCAST = '''def unbroadcast(grad, shape):
+STUB_UNBROADCAST = '''def unbroadcast(g, shape):
     """Docstring."""
     raise NotImplementedError("Exercise unbroadcast: replace this line with your code.")'''
 
@@ -94,13 +94,13 @@ def test_stub_plan_mixes_full_partial_and_empty_submissions():
 
 def test_a_variant_takes_the_stubbed_cells_from_the_learner_copy():
     solution = template()
-    solution.cells[2].source = "def unbroadcast(grad, shape):\n    return grad\n"
+    solution.cells[2].source = "def unbroadcast(g, shape):\n    return g\n"
     learner = template()
     names = {"unbroadcast", "matmul_vjp"}
     notebook, expected = bench.make_variant(solution, learner, {0}, names)
     assert notebook.cells[2].source == STUB_UNBROADCAST
     assert notebook.cells[4].source == SOLUTION_MATMUL
-    assert solution.cells[2].source.endswith("return grad\n")  # the original is not modified
+    assert solution.cells[2].source.endswith("return g\n")  # the original is not modified
     assert expected == {"unbroadcast": 0.0, "matmul_vjp": 1.0}
     nbformat.validate(notebook)
 

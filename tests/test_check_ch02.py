@@ -1,5 +1,5 @@
 """The chapter 02 checks: right tapes written in different ways pass, and each wrong tape
-learners write (breadth-first order, `=` instead of `+=`, a lost upstream cotangent, a wrong
+learners write (breadth-first order, `=` instead of `+=`, a lost incoming cotangent, a wrong
 sign in sub or div) fails with the hint that names it."""
 
 from __future__ import annotations
@@ -166,25 +166,25 @@ def test_toposort_missing_nodes_is_explained():
 # ---------------------------------------------------------------- backward
 
 
-def backward_right(root, cotangent):
-    root.grad += cotangent
+def backward_right(root, g):
+    root.grad += g
     for node in reversed(toposort(root)):
         if node.parents:
             for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
                 parent.grad += c
 
 
-def backward_recursive(root, cotangent):
+def backward_recursive(root, g):
     """The same pass with the order built by a different search (Kahn's algorithm)."""
-    root.grad = root.grad + cotangent
+    root.grad = root.grad + g
     for node in reversed(toposort_kahn(root)):
         for parent, c in zip(node.parents, node.vjp(node.grad) if node.parents else (),
                              strict=True):
             parent.grad = parent.grad + c
 
 
-def backward_bfs(root, cotangent):
-    root.grad += cotangent
+def backward_bfs(root, g):
+    root.grad += g
     queue, seen = deque([root]), {id(root)}
     while queue:
         node = queue.popleft()
@@ -196,9 +196,9 @@ def backward_bfs(root, cotangent):
                     queue.append(parent)
 
 
-def backward_queue(root, cotangent):
+def backward_queue(root, g):
     """A queue that takes a node back in whenever it is not waiting in it (no visited set)."""
-    root.grad += cotangent
+    root.grad += g
     working = [root]
     while working:
         node = working.pop(0)
@@ -209,24 +209,24 @@ def backward_queue(root, cotangent):
                     working.append(parent)
 
 
-def backward_assign(root, cotangent):
-    root.grad = cotangent
+def backward_assign(root, g):
+    root.grad = g
     for node in reversed(toposort(root)):
         if node.parents:
             for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
                 parent.grad = c
 
 
-def backward_forgets_upstream(root, cotangent):
-    root.grad += cotangent
+def backward_forgets_node_cotangent(root, g):
+    root.grad += g
     for node in reversed(toposort(root)):
         if node.parents:
             for parent, c in zip(node.parents, node.vjp(np.ones_like(node.grad)), strict=True):
                 parent.grad += c
 
 
-def backward_seeded_with_ones(root, cotangent):
-    backward_right(root, np.ones_like(cotangent))
+def backward_seeded_with_ones(root, g):
+    backward_right(root, np.ones_like(g))
 
 
 @pytest.mark.parametrize("fn", [backward_right, backward_recursive, coursekit.tape.backward])
@@ -241,8 +241,8 @@ def test_right_backward_passes(fn):
         (backward_bfs, "breadth-first"),
         (backward_queue, "puts a node back into it"),
         (backward_assign, "accumulate with `parent.grad += c`"),
-        (backward_forgets_upstream, "upstream cotangent is lost"),
-        (backward_seeded_with_ones, "upstream cotangent is lost"),
+        (backward_forgets_node_cotangent, "incoming cotangent is lost"),
+        (backward_seeded_with_ones, "incoming cotangent is lost"),
     ],
 )
 def test_wrong_backward_fails_with_its_hint(fn, words):
@@ -281,8 +281,8 @@ def test_failures_show_the_smallest_program():
 def test_failures_name_the_value_where_the_cotangents_first_differ():
     case = program_case(0, 2, np.float64, 7, program="v3 = tanh(v2); v4 = exp(v3); "
                         "v5 = mul(v4, v1)")
-    forgets_upstream = next(m for m in BACKWARD.mistakes if m.name == "forgets_upstream")
-    wrong = BACKWARD.run_mistake(forgets_upstream, case)
+    forgets = next(m for m in BACKWARD.mistakes if m.name == "forgets_node_cotangent")
+    wrong = BACKWARD.run_mistake(forgets, case)
     where = first_difference(case, wrong)
     assert where.startswith("Walking back from the output, the cotangents first differ at "
                             "v4 = exp(v3)"), where
@@ -291,8 +291,8 @@ def test_failures_name_the_value_where_the_cotangents_first_differ():
 
 
 def test_a_tape_that_frees_node_cotangents_is_told_to_keep_them():
-    def backward_freeing(root, cotangent):
-        backward_right(root, cotangent)
+    def backward_freeing(root, g):
+        backward_right(root, g)
         for node in toposort(root):
             if node.parents:
                 node.grad = np.zeros_like(node.grad)

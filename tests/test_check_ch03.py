@@ -17,24 +17,24 @@ from autograder.references import ReferenceDisagreement
 # ---------------------------------------------------------------- right answers, several ways
 
 
-def unbroadcast_loops(grad, shape):
-    while grad.ndim > len(shape):
-        grad = grad.sum(axis=0)
+def unbroadcast_loops(g, shape):
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
     for axis, size in enumerate(shape):
-        if size == 1 and grad.shape[axis] != 1:
-            grad = grad.sum(axis=axis, keepdims=True)
-    return grad
+        if size == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
 
 
-def unbroadcast_reshape(grad, shape):
-    leading = grad.ndim - len(shape)
+def unbroadcast_reshape(g, shape):
+    leading = g.ndim - len(shape)
     axes = tuple(range(leading)) + tuple(leading + i for i, n in enumerate(shape) if n == 1)
-    return np.asarray(grad.sum(axis=axes)).reshape(shape)
+    return np.asarray(g.sum(axis=axes)).reshape(shape)
 
 
-def unbroadcast_in_place(grad, shape):
-    grad *= 1  # writes into its input: the check must hand out copies
-    return unbroadcast_loops(grad, shape)
+def unbroadcast_in_place(g, shape):
+    g *= 1  # writes into its input: the check must hand out copies
+    return unbroadcast_loops(g, shape)
 
 
 def matmul_vjp_einsum(g, a, b):
@@ -80,16 +80,16 @@ def declared(exercise, name):
     return next(m.answer for m in exercise.mistakes if m.name == name)
 
 
-def upcasts(grad, shape):
-    return np.zeros(shape) + unbroadcast_loops(grad, shape)
+def upcasts(g, shape):
+    return np.zeros(shape) + unbroadcast_loops(g, shape)
 
 
-def reshapes(grad, shape):
-    return grad.reshape(shape)
+def reshapes(g, shape):
+    return g.reshape(shape)
 
 
-def returns_list(grad, shape):
-    return unbroadcast_loops(grad, shape).tolist()
+def returns_list(g, shape):
+    return unbroadcast_loops(g, shape).tolist()
 
 
 UNBROADCAST_BUGS = [
@@ -144,20 +144,20 @@ def test_failure_is_shrunk_to_a_small_case():
 def test_exception_is_reported_with_the_learners_line():
     report = check.unbroadcast(reshapes)
     assert "raised ValueError" in report.headline()
-    assert "grad.reshape(shape)" in report.failure.traceback
+    assert "g.reshape(shape)" in report.failure.traceback
 
 
 def test_prints_are_captured_and_shown_for_the_failing_case():
-    def noisy(grad, shape):
-        print("debug", grad.shape)
-        return declared(UNBROADCAST, "leading_only")(grad, shape)
+    def noisy(g, shape):
+        print("debug", g.shape)
+        return declared(UNBROADCAST, "leading_only")(g, shape)
 
     report = check.unbroadcast(noisy)
     assert "debug" in report.failure.printed
 
 
 def test_not_answered_stub_is_reported_as_such():
-    def unbroadcast(grad, shape):
+    def unbroadcast(g, shape):
         raise NotImplementedError("Exercise unbroadcast: replace this line with your code.")
 
     report = check.unbroadcast(unbroadcast)
@@ -187,13 +187,13 @@ def test_unknown_exercise_names_the_known_ones():
 
 def test_cases_cover_dtypes_ranks_size_one_axes_and_random_cotangents():
     cases = draw_cases(UNBROADCAST.strategy(NOTEBOOK), NOTEBOOK)
-    dtypes = {case.arg("grad").dtype for case in cases}
-    ranks = {case.arg("grad").ndim for case in cases}
+    dtypes = {case.arg("g").dtype for case in cases}
+    ranks = {case.arg("g").ndim for case in cases}
     assert dtypes == {np.dtype(np.float32), np.dtype(np.float64)}
     assert {0, 4} <= ranks
-    assert any(1 in case.arg("shape") and case.arg("grad").ndim > 0 for case in cases)
-    assert any(len(case.arg("shape")) < case.arg("grad").ndim for case in cases)
-    big = [case.arg("grad") for case in cases if case.arg("grad").size >= 4]
+    assert any(1 in case.arg("shape") and case.arg("g").ndim > 0 for case in cases)
+    assert any(len(case.arg("shape")) < case.arg("g").ndim for case in cases)
+    big = [case.arg("g") for case in cases if case.arg("g").size >= 4]
     assert big and all(len(np.unique(g)) > 1 for g in big), "cotangents must not be constant"
 
 

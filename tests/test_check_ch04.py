@@ -26,8 +26,8 @@ from autograder.exercises.ch04_custom_gradient_tf import (
 def logaddexp_custom(a, b):
     y = tf.maximum(a, b) + tf.math.log1p(tf.exp(-tf.abs(a - b)))
 
-    def grad(upstream):
-        return upstream * tf.sigmoid(a - b), upstream * tf.sigmoid(b - a)
+    def grad(g):
+        return g * tf.sigmoid(a - b), g * tf.sigmoid(b - a)
 
     return y, grad
 
@@ -36,8 +36,8 @@ def logaddexp_custom(a, b):
 def logaddexp_residual(a, b):
     y = tf.reduce_logsumexp(tf.stack([a, b]), axis=0)
 
-    def grad(upstream):  # exp(a - y) is at most 1: the output is the residual to keep
-        return upstream * tf.exp(a - y), upstream * tf.exp(b - y)
+    def grad(g):  # exp(a - y) is at most 1: the output is the residual to keep
+        return g * tf.exp(a - y), g * tf.exp(b - y)
 
     return y, grad
 
@@ -56,8 +56,8 @@ def log_or_zero_custom(x):
     positive = x > 0
     safe = tf.where(positive, x, tf.ones_like(x))
 
-    def grad(upstream):
-        return tf.where(positive, upstream / safe, tf.zeros_like(upstream))
+    def grad(g):
+        return tf.where(positive, g / safe, tf.zeros_like(g))
 
     return tf.where(positive, tf.math.log(safe), tf.zeros_like(x)), grad
 
@@ -65,8 +65,8 @@ def log_or_zero_custom(x):
 def clip_gradient_closure(x, limit):
     @tf.custom_gradient
     def identity(x):
-        def grad(upstream):
-            return tf.clip_by_value(upstream, -limit, limit)
+        def grad(g):
+            return tf.clip_by_value(g, -limit, limit)
 
         return tf.identity(x), grad
 
@@ -76,15 +76,15 @@ def clip_gradient_closure(x, limit):
 def clip_gradient_minmax(x, limit):
     @tf.custom_gradient
     def identity(x):
-        return x, lambda upstream: tf.minimum(tf.maximum(upstream, -limit), limit)
+        return x, lambda g: tf.minimum(tf.maximum(g, -limit), limit)
 
     return identity(x)
 
 
 @tf.custom_gradient
 def sign_ste_custom(x):
-    def grad(upstream):
-        return upstream * tf.cast(tf.abs(x) <= 1, upstream.dtype)
+    def grad(g):
+        return g * tf.cast(tf.abs(x) <= 1, g.dtype)
 
     return tf.sign(x), grad
 
@@ -97,8 +97,8 @@ def sign_ste_stop_gradient(x):
 def linear_variables(x, w):
     @tf.custom_gradient
     def forward(x):
-        def grad(upstream, variables=None):
-            return upstream @ tf.transpose(w), [tf.transpose(x) @ upstream]
+        def grad(g, variables=None):
+            return g @ tf.transpose(w), [tf.transpose(x) @ g]
 
         return x @ w, grad
 
@@ -108,9 +108,9 @@ def linear_variables(x, w):
 def linear_transpose_flags(x, w):
     @tf.custom_gradient
     def forward(x):
-        def grad(upstream, variables):
-            grad_x = tf.linalg.matmul(upstream, w, transpose_b=True)
-            grad_vars = [tf.linalg.matmul(x, upstream, transpose_a=True) for _ in variables]
+        def grad(g, variables):
+            grad_x = tf.linalg.matmul(g, w, transpose_b=True)
+            grad_vars = [tf.linalg.matmul(x, g, transpose_a=True) for _ in variables]
             return grad_x, grad_vars
 
         return tf.linalg.matmul(x, w), grad
@@ -150,8 +150,8 @@ def logaddexp_no_custom_gradient(a, b):
 
 @tf.custom_gradient
 def logaddexp_one_gradient(a, b):
-    def grad(upstream):
-        return upstream * tf.sigmoid(a - b)
+    def grad(g):
+        return g * tf.sigmoid(a - b)
 
     return tf.reduce_logsumexp(tf.stack([a, b]), axis=0), grad
 
@@ -163,8 +163,8 @@ def sign_straight_through_everywhere(x):
 def linear_forgets_variables(x, w):
     @tf.custom_gradient
     def forward(x):
-        def grad(upstream):
-            return upstream @ tf.transpose(w)
+        def grad(g):
+            return g @ tf.transpose(w)
 
         return x @ w, grad
 
@@ -174,8 +174,8 @@ def linear_forgets_variables(x, w):
 def linear_variable_grads_not_a_list(x, w):
     @tf.custom_gradient
     def forward(x):
-        def grad(upstream, variables=None):
-            return upstream @ tf.transpose(w), tf.transpose(x) @ upstream
+        def grad(g, variables=None):
+            return g @ tf.transpose(w), tf.transpose(x) @ g
 
         return x @ w, grad
 
@@ -185,8 +185,8 @@ def linear_variable_grads_not_a_list(x, w):
 def linear_only_input_gradient(x, w):
     @tf.custom_gradient
     def forward(x):
-        def grad(upstream, variables=None):
-            return upstream @ tf.transpose(w)
+        def grad(g, variables=None):
+            return g @ tf.transpose(w)
 
         return x @ w, grad
 
@@ -268,14 +268,14 @@ def test_stability_cases_are_included_and_finite(exercise):
 def test_cotangents_are_random_not_ones():
     for exercise in EXERCISES:
         cases = exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)
-        big = [c.arg("dy") for c in cases if c.arg("dy").size >= 4]
-        assert big and all(len(np.unique(dy)) > 1 for dy in big), exercise.name
+        big = [c.arg("g") for c in cases if c.arg("g").size >= 4]
+        assert big and all(len(np.unique(g)) > 1 for g in big), exercise.name
 
 
-def _vjp_by_compute_gradient(f, inputs, dy):
-    """J^T dy from tf.test.compute_gradient's numerical Jacobian (float64)."""
+def _vjp_by_compute_gradient(f, inputs, g):
+    """J^T g from tf.test.compute_gradient's numerical Jacobian (float64)."""
     _, numeric = tf.test.compute_gradient(f, [tf.constant(v) for v in inputs])
-    return [(j.T @ dy.ravel()).reshape(v.shape) for j, v in zip(numeric, inputs, strict=True)]
+    return [(j.T @ g.ravel()).reshape(v.shape) for j, v in zip(numeric, inputs, strict=True)]
 
 
 SAFE = np.random.default_rng(7)
@@ -283,34 +283,34 @@ SAFE = np.random.default_rng(7)
 
 def test_logaddexp_references_match_numerical_differentiation():
     a, b = SAFE.uniform(-5, 5, (2, 6))
-    dy = SAFE.normal(size=6)
-    case = Case((("a", a), ("b", b), ("dy", dy)))
+    g = SAFE.normal(size=6)
+    case = Case((("a", a), ("b", b), ("g", g)))
     _, grad_a, grad_b = LOGADDEXP.tf_reference(tf, case)
     numeric = _vjp_by_compute_gradient(
-        lambda a, b: tf.math.log(tf.exp(a) + tf.exp(b)), [a, b], dy
+        lambda a, b: tf.math.log(tf.exp(a) + tf.exp(b)), [a, b], g
     )
     np.testing.assert_allclose(grad_a, numeric[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(grad_b, numeric[1], rtol=1e-6, atol=1e-8)
     invoke = LOGADDEXP.invoker()
-    _, learner_a, learner_b = invoke(logaddexp_custom, a, b, dy)
+    _, learner_a, learner_b = invoke(logaddexp_custom, a, b, g)
     np.testing.assert_allclose(learner_a, numeric[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(learner_b, numeric[1], rtol=1e-6, atol=1e-8)
 
 
 def test_log_or_zero_reference_matches_numerical_differentiation_away_from_zero():
     x = np.concatenate([SAFE.uniform(0.5, 5, 4), SAFE.uniform(-5, -0.5, 3)])
-    dy = SAFE.normal(size=x.shape)
-    case = Case((("x", x), ("dy", dy)))
+    g = SAFE.normal(size=x.shape)
+    case = Case((("x", x), ("g", g)))
     _, grad = LOG_OR_ZERO.tf_reference(tf, case)
-    (numeric,) = _vjp_by_compute_gradient(log_or_zero_double_where, [x], dy)
+    (numeric,) = _vjp_by_compute_gradient(log_or_zero_double_where, [x], g)
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
 
 
 def test_linear_reference_matches_numerical_differentiation():
-    x, w, dy = SAFE.normal(size=(3, 4)), SAFE.normal(size=(4, 2)), SAFE.normal(size=(3, 2))
-    case = Case((("x", x), ("w", w), ("dy", dy)))
+    x, w, g = SAFE.normal(size=(3, 4)), SAFE.normal(size=(4, 2)), SAFE.normal(size=(3, 2))
+    case = Case((("x", x), ("w", w), ("g", g)))
     _, grad_x, grad_w = LINEAR_LAYER.tf_reference(tf, case)
-    numeric = _vjp_by_compute_gradient(tf.matmul, [x, w], dy)
+    numeric = _vjp_by_compute_gradient(tf.matmul, [x, w], g)
     np.testing.assert_allclose(grad_x, numeric[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(grad_w, numeric[1], rtol=1e-6, atol=1e-8)
 
@@ -324,10 +324,10 @@ def test_sign_has_a_zero_true_derivative_away_from_zero():
 
 def test_clip_cotangent_is_identity_forward_numerically():
     x = SAFE.normal(size=5)
-    dy = SAFE.normal(size=5)
-    (numeric,) = _vjp_by_compute_gradient(tf.identity, [x], dy)
+    g = SAFE.normal(size=5)
+    (numeric,) = _vjp_by_compute_gradient(tf.identity, [x], g)
     y, grad = CLIP_COTANGENT.tf_reference(
-        tf, Case((("x", x), ("limit", 10.0), ("dy", dy)))
+        tf, Case((("x", x), ("limit", 10.0), ("g", g)))
     )
     np.testing.assert_allclose(grad, numeric, rtol=1e-6)  # no clipping below the limit
     np.testing.assert_array_equal(y, x)
@@ -339,8 +339,8 @@ def log_or_zero_wrong_at_zero(x):
     positive = x > 0
     safe = tf.where(positive, x, tf.ones_like(x))
 
-    def grad(upstream):
-        return tf.where(x >= 0, upstream / safe, tf.zeros_like(x))
+    def grad(g):
+        return tf.where(x >= 0, g / safe, tf.zeros_like(x))
 
     return tf.where(positive, tf.math.log(safe), tf.zeros_like(x)), grad
 

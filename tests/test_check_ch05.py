@@ -232,16 +232,16 @@ def _fwd(a):
     return x, (a, x)
 
 
-def _bwd_formula(residuals, x_bar):
+def _bwd_formula(residuals, g):
     a, x = residuals
-    return (x_bar / (1 + x) / (1 + a / (1 + x) ** 2),)
+    return (g / (1 + x) / (1 + a / (1 + x) ** 2),)
 
 
-def _bwd_general(residuals, x_bar):
-    """Solve u = x_bar + u df/dx with JAX's own VJP of the map, then a_bar = u df/da."""
+def _bwd_general(residuals, g):
+    """Solve u = g + u df/dx with JAX's own VJP of the map, then the cotangent of a is u df/da."""
     a, x = residuals
     _, vjp_x = jax.vjp(lambda x: fixed_point_map(a, x), x)
-    u = jax.lax.fori_loop(0, 300, lambda i, u: x_bar + vjp_x(u)[0], x_bar)
+    u = jax.lax.fori_loop(0, 300, lambda i, u: g + vjp_x(u)[0], g)
     _, vjp_a = jax.vjp(lambda a: fixed_point_map(a, x), a)
     return vjp_a(u)
 
@@ -265,9 +265,9 @@ def _fwd_stashing(a):
     return x, a
 
 
-def _bwd_stashed(a, x_bar):
+def _bwd_stashed(a, g):
     x = STASH["x"]
-    return (x_bar / (1 + x) / (1 + a / (1 + x) ** 2),)
+    return (g / (1 + x) / (1 + a / (1 + x) ** 2),)
 
 
 def while_loop_unrolled(a):
@@ -378,8 +378,8 @@ def _fixed_point_numpy(a):
 
 
 def test_references_match_finite_differences_in_random_directions():
-    """JVPs against a central difference along a random direction; VJPs by <ct, J v> =
-    <J^T ct, v> for a random v. Only moderate float64 points: a difference quotient says
+    """JVPs against a central difference along a random direction; VJPs by <g, J v> =
+    <J^T g, v> for a random v. Only moderate float64 points: a difference quotient says
     nothing useful at x = 1000."""
     rng = np.random.default_rng(0)
     checked = 0
@@ -400,8 +400,8 @@ def test_references_match_finite_differences_in_random_directions():
                 np.testing.assert_allclose(outputs[tangent_index], _directional(f, x, t),
                                            rtol=1e-5, atol=1e-6)
             if vjp_index is not None:
-                ct = case.values()[-1]
-                lhs = float(np.vdot(ct, _directional(f, x, v)))
+                g = case.values()[-1]
+                lhs = float(np.vdot(g, _directional(f, x, v)))
                 np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5,
                                            atol=1e-6)
             checked += 1
@@ -446,9 +446,9 @@ def test_every_exercise_is_a_jax_exercise_with_an_invoke():
 def test_the_clip_reference_is_clipped():
     cases, outputs = _table(CLIP_GRADIENT)
     for case, (value, vjp_primal, vjp, rows, chained) in zip(cases, outputs, strict=True):
-        lo, hi, x, ct = case.values()
+        lo, hi, x, g = case.values()
         np.testing.assert_array_equal(value, x)
         np.testing.assert_array_equal(vjp_primal, x)
-        np.testing.assert_allclose(vjp, np.clip(ct, lo, hi))
+        np.testing.assert_allclose(vjp, np.clip(g, lo, hi))
         np.testing.assert_allclose(rows, vjp)
         assert (np.abs(chained) <= 3 * max(-lo, hi) + 1e-5).all()

@@ -35,14 +35,14 @@ def shrinks(monkeypatch):
     return calls
 
 
-def leading_axes_only(grad, shape):
-    return grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+def leading_axes_only(g, shape):
+    return g.sum(axis=tuple(range(g.ndim - len(shape))))
 
 
-def forgets_keepdims(grad, shape):
-    lead = grad.ndim - len(shape)
+def forgets_keepdims(g, shape):
+    lead = g.ndim - len(shape)
     ones = tuple(lead + i for i, n in enumerate(shape) if n == 1)
-    return grad.sum(axis=tuple(range(lead)) + ones)
+    return g.sum(axis=tuple(range(lead)) + ones)
 
 
 def test_the_same_wrong_function_is_not_shrunk_again(shrinks):
@@ -75,9 +75,9 @@ def test_same_code_whose_state_changed_is_judged_again(shrinks):
     """A check never trusts the fingerprint alone: the remembered case is run again."""
     state = {"keepdims": False}
 
-    def stateful(grad, shape):
-        lead = grad.ndim - len(shape)
-        summed = grad.sum(axis=tuple(range(lead)))
+    def stateful(g, shape):
+        lead = g.ndim - len(shape)
+        summed = g.sum(axis=tuple(range(lead)))
         ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
         return summed.sum(axis=ones, keepdims=state["keepdims"])
 
@@ -107,9 +107,9 @@ def _define(source: str, **namespace) -> object:
 
 
 def test_a_comment_does_not_change_the_fingerprint_and_the_code_does():
-    plain = _define("def f(grad, shape):\n    return grad.sum(axis=0)\n")
-    commented = _define("def f(grad, shape):\n    # sum it\n\n    return grad.sum(axis=0)\n")
-    other = _define("def f(grad, shape):\n    return grad.sum(axis=1)\n")
+    plain = _define("def f(g, shape):\n    return g.sum(axis=0)\n")
+    commented = _define("def f(g, shape):\n    # sum it\n\n    return g.sum(axis=0)\n")
+    other = _define("def f(g, shape):\n    return g.sum(axis=1)\n")
     assert fingerprint(plain) == fingerprint(commented)
     assert fingerprint(plain) != fingerprint(other)
 

@@ -56,7 +56,7 @@ def test_the_detector_knows_code_from_data():
     assert is_code("lead = g.ndim - len(shape)\nreturn g.sum(axis=tuple(range(lead)))\n")
     assert not is_code("v3 = mul(v0, v1); v4 = sum(v3, axis=0)")  # a chapter 02 program
     assert not is_code("return value")
-    assert not is_code("Define it as `def grad(upstream, variables=None)`.")
+    assert not is_code("Define it as `def grad_fn(g, variables=None)`.")
 
 
 @pytest.mark.parametrize("package", list(PACKAGES))

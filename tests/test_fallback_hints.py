@@ -70,8 +70,8 @@ def test_an_exception_gets_a_hint(name, fn):
 
 @tf.custom_gradient
 def linear_halved_weight_gradient(x, w):
-    def grad(upstream, variables=None):
-        return upstream @ tf.transpose(w), [tf.transpose(x) @ upstream / 2]
+    def grad(g, variables=None):
+        return g @ tf.transpose(w), [tf.transpose(x) @ g / 2]
 
     return x @ w, grad
 

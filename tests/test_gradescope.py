@@ -157,7 +157,7 @@ def test_grading_reads_the_references_that_setup_cached(gradescope, tmp_path):
 
 
 def test_a_wrong_submission_loses_the_wrong_exercise(gradescope, tmp_path):
-    wrong = fill(learner(), bad_unbroadcast("    return grad"), GOOD_MATMUL, [])
+    wrong = fill(learner(), bad_unbroadcast("    return g"), GOOD_MATMUL, [])
     payload = run_autograder(gradescope, {"mine.ipynb": notebook_text(wrong)}, tmp_path)
     assert payload["score"] == 1 and statuses(payload) == ["failed", "passed"], payload
     assert GRADING_ERROR not in json.dumps(payload)

@@ -35,7 +35,7 @@ def _solve(a):
 
 @functools.cache
 def fixed_point_iterating_bwd(iterations: int):
-    """bwd solves u = x_bar + u df/dx by iterating, as the right general answer does, but
+    """bwd solves u = g + u df/dx by iterating, as the right general answer does, but
     stops after `iterations` (the map contracts by x / (1 + x), slowly for large a)."""
 
     @jax.custom_vjp
@@ -46,10 +46,10 @@ def fixed_point_iterating_bwd(iterations: int):
         x = _solve(a)
         return x, (a, x)
 
-    def bwd(residuals, x_bar):
+    def bwd(residuals, g):
         a, x = residuals
         _, vjp_x = jax.vjp(lambda x: _map(a, x), x)
-        u = jax.lax.fori_loop(0, iterations, lambda i, u: x_bar + vjp_x(u)[0], x_bar)
+        u = jax.lax.fori_loop(0, iterations, lambda i, u: g + vjp_x(u)[0], g)
         return jax.vjp(lambda a: _map(a, x), a)[1](u)
 
     fixed_point.defvjp(fwd, bwd)
@@ -91,7 +91,7 @@ def test_a_symmetric_clip_fails_clearly():
 def clip_cotangent_fixed_limit(x, limit):
     @tf.custom_gradient
     def identity(x):
-        return tf.identity(x), lambda upstream: tf.clip_by_value(upstream, -1.0, 1.0)
+        return tf.identity(x), lambda g: tf.clip_by_value(g, -1.0, 1.0)
 
     return identity(x)
 

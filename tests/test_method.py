@@ -134,8 +134,8 @@ def layer_without_custom_gradient(x, w):
 def _matmul_by_module_weight(x):
     w = _WEIGHT[0]
 
-    def grad_fn(upstream, variables=None):
-        return upstream @ tf.transpose(w), [tf.transpose(x) @ upstream]
+    def grad_fn(g, variables=None):
+        return g @ tf.transpose(w), [tf.transpose(x) @ g]
 
     return x @ w, grad_fn
 
@@ -270,8 +270,8 @@ def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp
 # ---------------------------------------------------------------- exercises judged alone
 
 
-def wrong_unbroadcast(grad, shape):  # sums the leading axes only, never keepdims
-    return grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+def wrong_unbroadcast(g, shape):  # sums the leading axes only, never keepdims
+    return g.sum(axis=tuple(range(g.ndim - len(shape))))
 
 
 def test_matmul_vjp_is_checked_with_a_correct_unbroadcast_and_says_so():

@@ -114,7 +114,7 @@ def clip_cotangent_hard_coded(x: Any, limit: float) -> Any:
 
     @tf.custom_gradient
     def identity(x: Any) -> Any:
-        return tf.identity(x), lambda upstream: tf.clip_by_value(upstream, -1.0, 1.0)
+        return tf.identity(x), lambda g: tf.clip_by_value(g, -1.0, 1.0)
 
     return identity(x)
 

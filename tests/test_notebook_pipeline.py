@@ -13,11 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SOLUTION_CELL = '''import numpy as np
 
-def unbroadcast(grad, shape):
-    """Sum grad back to shape."""
+def unbroadcast(g, shape):
+    """Sum g back to shape."""
     ### BEGIN SOLUTION
-    leading = grad.ndim - len(shape)
-    return grad.sum(axis=tuple(range(leading)))
+    leading = g.ndim - len(shape)
+    return g.sum(axis=tuple(range(leading)))
     ### END SOLUTION
 
 print("after")'''
@@ -27,7 +27,7 @@ def test_solution_block_becomes_a_stub_naming_the_exercise():
     stripped = notebooks.strip_solutions(SOLUTION_CELL)
     assert "leading" not in stripped
     assert '    raise NotImplementedError("Exercise unbroadcast:' in stripped
-    assert '"""Sum grad back to shape."""' in stripped
+    assert '"""Sum g back to shape."""' in stripped
     assert stripped.endswith('print("after")')
     compile(stripped, "cell", "exec")  # the learner copy is valid Python
 

@@ -77,7 +77,7 @@ def test_a_check_runs_from_the_wheel(installed, outside):
         from autograder import check
         {textwrap.indent(GOOD_UNBROADCAST, " " * 8).strip()}
         right = check.unbroadcast(unbroadcast)
-        wrong = check.unbroadcast(lambda grad, shape: grad)
+        wrong = check.unbroadcast(lambda g, shape: g)
         print(json.dumps({{"right": right.passed, "wrong": wrong.passed,
                           "text": str(wrong), "file": autograder.__file__}}))
     """, outside)

@@ -74,10 +74,10 @@ def test_accepted_compile_options_are_probed_once(monkeypatch, fresh_compile_pro
     assert set(first) <= set(references.FAST_COMPILE)
 
 
-def _unbroadcast(grad, shape):
-    leading = grad.ndim - len(shape)
+def _unbroadcast(g, shape):
+    leading = g.ndim - len(shape)
     axes = tuple(range(leading)) + tuple(leading + i for i, n in enumerate(shape) if n == 1)
-    return np.asarray(grad.sum(axis=axes)).reshape(shape)
+    return np.asarray(g.sum(axis=axes)).reshape(shape)
 
 
 # ---------------------------------------------------------------- references at full precision
@@ -138,11 +138,11 @@ def _float64_matmul_vjp(g, a, b):
     return _sum_to(grad_a, a.shape), _sum_to(grad_b, b.shape)
 
 
-def _sum_to(grad, shape):
-    while grad.ndim > len(shape):
-        grad = grad.sum(axis=0)
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=axes, keepdims=True)
+def _sum_to(g, shape):
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True)
 
 
 # ---------------------------------------------------------------- the learner's function

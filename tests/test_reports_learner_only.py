@@ -25,8 +25,8 @@ def test_a_traceback_through_tensorflow_keeps_only_the_learners_frames():
     def linear_layer(x, w):
         @tf.custom_gradient
         def forward(x):
-            def grad_fn(upstream, variables=None):
-                return upstream @ tf.transpose(w), [tf.transpose(x) @ upstreem]  # noqa: F821
+            def grad_fn(g, variables=None):
+                return g @ tf.transpose(w), [tf.transpose(x) @ gg]  # noqa: F821
 
             return x @ w, grad_fn
 
@@ -35,13 +35,13 @@ def test_a_traceback_through_tensorflow_keeps_only_the_learners_frames():
     report = check.linear_layer(linear_layer)
     text = report.failure.traceback
     assert report.status == FAILED and "NameError" in text, str(report)
-    assert "in grad_fn" in text and "upstreem" in text, text
+    assert "in grad_fn" in text and "gg" in text, text
     files = [line.split('"')[1] for line in text.splitlines() if line.startswith('  File "')]
     assert files and all(os.path.basename(f) == HERE for f in files), files
 
 
 def test_an_error_that_does_not_depend_on_the_input_shows_no_case():
-    def unbroadcast(grad, shape):
+    def unbroadcast(g, shape):
         import numpy_extras  # noqa: F401  # a module that does not exist
 
     report = check.unbroadcast(unbroadcast)
@@ -52,10 +52,10 @@ def test_an_error_that_does_not_depend_on_the_input_shows_no_case():
 
 
 def test_an_error_that_depends_on_the_input_still_shows_its_case():
-    def unbroadcast(grad, shape):
-        if grad.ndim > len(shape):
+    def unbroadcast(g, shape):
+        if g.ndim > len(shape):
             raise ValueError("only equal ranks so far")
-        return grad
+        return g
 
     titles = [title for title, _ in check.unbroadcast(unbroadcast).sections()]
     assert any("failing case" in title.lower() for title in titles), titles
@@ -76,7 +76,7 @@ def test_not_answered_names_the_stub_that_raised():
 
 
 def test_not_answered_in_the_checked_function_itself_names_it_once():
-    def unbroadcast(grad, shape):
+    def unbroadcast(g, shape):
         raise NotImplementedError("Exercise unbroadcast: replace this line with your code.")
 
     report = check.unbroadcast(unbroadcast)

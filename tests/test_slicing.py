@@ -14,7 +14,7 @@ CELLS = [
     "import numpy as np\nimport tensorflow as tf\nrng = np.random.default_rng(0)",
     "SCALE = 2.0\nslow_demo = sum(range(10**9))\nprint(slow_demo)",
     "def helper(v):\n    tape = v * SCALE\n    return tape",
-    "def unbroadcast(grad, shape):\n    x = helper(grad)\n    return np.sum(x, axis=0)",
+    "def unbroadcast(g, shape):\n    x = helper(g)\n    return np.sum(x, axis=0)",
     "with tf.GradientTape() as tape:\n    y = tape.watch(1)\nprint(tape)",
     "np.allclose = lambda *a, **k: True\njax.config.update('jax_enable_x64', True)",
     "table = {}\ntable['k'] = 1\nlate = helper_after(1)",
@@ -50,7 +50,7 @@ def test_changes_to_what_is_read_and_configuration_are_kept():
 
 
 def test_names_bound_later_and_writes_into_needed_objects_are_found():
-    program = "def unbroadcast(grad, shape):\n    return table['k'] + late"
+    program = "def unbroadcast(g, shape):\n    return table['k'] + late"
     out = needed_cells([*CELLS[:8], program], {9}, ["unbroadcast"])
     assert "table['k'] = 1" in out[6] and "late = helper_after(1)" in out[6]
     assert out[7] == CELLS[7]  # helper_after, defined after the cell that calls it
@@ -91,7 +91,7 @@ def test_names_the_chapter_02_invokes_look_up_by_string_are_declared():
 def test_a_cell_that_exhausts_the_parser_costs_time_never_a_grading_error(hostile):
     """Such a cell is the submission's problem: it is kept (the child meets the same error
     and reports it), and the exercise cell is still there."""
-    exercise = "def unbroadcast(grad, shape):\n    return z\n"
+    exercise = "def unbroadcast(g, shape):\n    return z\n"
     kept = needed_cells([hostile, exercise], {2}, ["unbroadcast"])
     assert kept == [hostile, exercise]
 

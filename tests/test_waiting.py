@@ -89,8 +89,8 @@ def test_a_real_kernel_gets_an_empty_output_updated_to_the_line_and_back():
     try:
         code = (
             "from autograder import check\n"
-            "def unbroadcast(grad, shape):\n"
-            "    return grad\n"
+            "def unbroadcast(g, shape):\n"
+            "    return g\n"
             "check.unbroadcast(unbroadcast)\n"
         )
         messages = _iopub_until_idle(client, client.execute(code))

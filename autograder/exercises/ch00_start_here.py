@@ -67,7 +67,7 @@ def _forgot_two(g: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 WARMUP_SQUARE_VJP = Exercise(
     name="warmup_square_vjp",
-    signature="warmup_square_vjp(g, x) -> ndarray",
+    returns="ndarray",
     outputs=("grad_x",),
     strategy=_square_case,
     edge_cases=_square_edges,

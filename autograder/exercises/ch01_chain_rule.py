@@ -133,7 +133,7 @@ def _sums_everything(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarr
 
 PREDICT_TAPE_GRADIENT = Exercise(
     name="predict_tape_gradient",
-    signature="predict_tape_gradient(jacobian, x_shape) -> ndarray",
+    returns="ndarray",
     outputs=("gradient",),
     strategy=_tape_case,
     edge_cases=_tape_edges,
@@ -366,7 +366,7 @@ SUMMED_HINT = (
 
 QA_GRADIENTS = Exercise(
     name="qa_gradients",
-    signature="qa_gradients(x, W, b, y0) -> (grad_W, grad_b)",
+    returns="(grad_W, grad_b)",
     outputs=("grad_W", "grad_b"),
     strategy=_qa_case,
     edge_cases=_qa_edges,
@@ -537,7 +537,7 @@ def _without_b(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 JACOBIAN_BY_ROWS = Exercise(
     name="jacobian_by_rows",
-    signature="jacobian_by_rows(x, W, b) -> ndarray",
+    returns="ndarray",
     outputs=("jacobian",),
     strategy=_rows_case,
     edge_cases=_rows_edges,

@@ -162,13 +162,13 @@ def _rule_mistake(ops: tuple[str, ...], rule: Callable[..., tuple]) -> Callable[
     return vjp_rule
 
 
-def _ignores_upstream(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
+def _ignores_cotangent(op: str, g: Any, *primals: Any, **params: Any) -> tuple:
     return RULES[op](np.ones_like(g), *primals, **params)
 
 
 VJP_RULE = Exercise(
     name="vjp_rule",
-    signature="vjp_rule(op, g, *primals, **params) -> tuple of cotangents",
+    returns="tuple of cotangents",
     outputs=("cotangent_x", "cotangent_y"),
     strategy=_rule_strategy,
     edge_cases=_rule_edges,
@@ -194,11 +194,11 @@ VJP_RULE = Exercise(
             _rule_mistake(("div",), lambda op, g, x, y: (g / y, -g / y**2)),
         ),
         Mistake(
-            "ignores_upstream",
-            "Your rule ignores the upstream cotangent g: it returns the local derivative "
+            "ignores_cotangent",
+            "Your rule ignores the incoming cotangent g: it returns the local derivative "
             "alone (as if g were ones). A VJP multiplies g by the local derivative: "
             "mul gives (g * y, g * x), tanh gives g * (1 - tanh(x)**2), ...",
-            _rule_mistake(OPS, _ignores_upstream),
+            _rule_mistake(OPS, _ignores_cotangent),
         ),
         Mistake(
             "mul_swapped",
@@ -333,9 +333,8 @@ def program_case(length: int, n: int, dtype: Any, seed: int,
             values.append(result)
     else:
         values = forward(steps, values)
-    cotangent = _values(rng, values[-1].shape, dtype)
-    args = (("program", program_text(steps)), *zip(INPUTS, inputs, strict=True),
-            ("cotangent", cotangent))
+    g = _values(rng, values[-1].shape, dtype)
+    args = (("program", program_text(steps)), *zip(INPUTS, inputs, strict=True), ("g", g))
     return Case(args, label=label)
 
 
@@ -377,14 +376,14 @@ def _evaluate(lib: Any, program: str, inputs: list[Any], nudges: list[Any] | Non
 
 
 def _program_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    program, *inputs, cotangent = case.values()
+    program, *inputs, g = case.values()
     inputs = [tf.constant(x) for x in inputs]
     with tf.GradientTape() as tape:
         tape.watch(inputs)
         values = _evaluate(tf, program, inputs)
-    grads = tape.gradient(values[-1], values, output_gradients=tf.constant(cotangent),
+    grads = tape.gradient(values[-1], values, output_gradients=tf.constant(g),
                           unconnected_gradients=tf.UnconnectedGradients.ZERO)
-    grads = [g.numpy() for g in grads]
+    grads = [grad.numpy() for grad in grads]
     return (*grads[: len(INPUTS)], flat_nodes(grads[len(INPUTS):]))
 
 
@@ -398,8 +397,8 @@ def _program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tu
 
     nudges = [jnp.zeros_like(v) for v in shaped]
     _, pullback = jax.vjp(program, *inputs, *nudges)
-    grads = pullback(arrays["cotangent"])
-    flat = jnp.concatenate([jnp.ravel(g) for g in grads[len(INPUTS):]])
+    grads = pullback(arrays["g"])
+    flat = jnp.concatenate([jnp.ravel(grad) for grad in grads[len(INPUTS):]])
     return (*grads[: len(INPUTS)], flat)
 
 
@@ -431,8 +430,8 @@ ASSIGN_HINT = (
     "its consumers: accumulate with `parent.grad += c`, not `parent.grad = c` (which keeps "
     "only the last contribution)."
 )
-UPSTREAM_HINT = (
-    "The upstream cotangent is lost: each node must pass ITS OWN cotangent (node.grad) "
+LOST_COTANGENT_HINT = (
+    "The incoming cotangent is lost: each node must pass ITS OWN cotangent (node.grad) "
     "to its VJP, and the root's cotangent is the one given, not ones."
 )
 
@@ -448,7 +447,7 @@ def _tape_mistakes(learner: Callable[[Callable[..., None]], Callable[..., Any]]
         ("assign_not_accumulate", ASSIGN_HINT, make_backward(accumulate=False)),
         ("assign_not_accumulate_reversed", ASSIGN_HINT,
          make_backward(reverse_topological_other_way, accumulate=False)),
-        ("forgets_upstream", UPSTREAM_HINT, make_backward(upstream=False)),
+        ("forgets_node_cotangent", LOST_COTANGENT_HINT, make_backward(node_cotangent=False)),
     ]
     return tuple(Mistake(name, hint, learner(backward)) for name, hint, backward in variants)
 
@@ -487,7 +486,7 @@ def first_difference(case: Case, got: Any) -> str:
         "Walking back from the output, every value from v3 on ends with the right "
         f"cotangent; the first to differ are those of the inputs: {', '.join(wrong)}. Look "
         "at what was passed on to them: too early, not in full, or not scaled by the "
-        "upstream cotangent."
+        "incoming cotangent."
     ) if wrong else ""
 
 
@@ -524,7 +523,7 @@ TAPE_HINTS = {
 TAPE_OUTPUTS = ("cotangent_x0", "cotangent_x1", "cotangent_x2", "node_cotangents")
 
 PROGRAM_REFERENCES = (
-    "tf.GradientTape (output_gradients=cotangent) and jax.vjp of the same program: the "
+    "tf.GradientTape (output_gradients=g) and jax.vjp of the same program: the "
     "cotangents of x0, x1, x2 and of every value v3, v4, ..."
 )
 
@@ -534,7 +533,7 @@ PROGRAM_REFERENCES = (
 
 TOPOSORT = TapeExercise(
     name="toposort",
-    signature="toposort(root) -> list of nodes, each after all of its parents",
+    returns="list of nodes, each after all of its parents",
     outputs=TAPE_OUTPUTS,
     strategy=_program_strategy,
     edge_cases=_program_edges,
@@ -570,11 +569,11 @@ TOPOSORT = TapeExercise(
 
 
 
-def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mistake, ...],
+def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake, ...],
                    depends_on: tuple[str, ...] = ()) -> Exercise:
     return TapeExercise(
         name=name,
-        signature=signature,
+        returns=returns,
         outputs=TAPE_OUTPUTS,
         strategy=_program_strategy,
         edge_cases=_program_edges,
@@ -589,16 +588,16 @@ def _tape_exercise(name: str, signature: str, invoke: str, mistakes: tuple[Mista
 
 
 BACKWARD = _tape_exercise(
-    "backward", "backward(root, cotangent) -> None (accumulates .grad on every node)",
+    "backward", "None (accumulates .grad on every node)",
     "ch02:invoke_backward",
     (*_tape_mistakes(lambda backward: backward),
-     Mistake("seeded_with_ones", UPSTREAM_HINT + " (Start with root.grad += cotangent.)",
+     Mistake("seeded_with_ones", LOST_COTANGENT_HINT + " (Start with root.grad += g.)",
              make_backward(seed_with_ones=True))),
     # The learner's Tensor operations record vjp_rule; backward calls toposort.
     depends_on=("toposort", "vjp_rule"),
 )
 GRAD = _tape_exercise(
-    "grad", "grad(f, argnums=0) -> function returning the gradient(s) of a scalar f",
+    "grad", "function returning the gradient(s) of a scalar f",
     "ch02:invoke_grad",
     _tape_mistakes(make_grad),
     depends_on=("backward", "toposort", "vjp_rule"),

@@ -1,4 +1,4 @@
-"""Chapter 03 exercises: `unbroadcast(grad, shape)` and `matmul_vjp(g, a, b)`.
+"""Chapter 03 exercises: `unbroadcast(g, shape)` and `matmul_vjp(g, a, b)`.
 
 The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`.
 The private `_sum_to` below only builds the known wrong answers (learner functions with
@@ -19,9 +19,9 @@ from ..exercise import Exercise, Mistake
 Pair = tuple[np.ndarray, np.ndarray]
 
 
-def _sum_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    leading = grad.ndim - len(shape)
-    summed = grad.sum(axis=tuple(range(leading)))
+def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    leading = g.ndim - len(shape)
+    summed = g.sum(axis=tuple(range(leading)))
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
     return summed.sum(axis=stretched, keepdims=True)
 
@@ -44,8 +44,8 @@ def _unbroadcast_case(draw: st.DrawFn, profile: Profile) -> Case:
             num_shapes=2, min_dims=0, max_dims=profile.max_dims, max_side=profile.max_side
         )
     )
-    grad = draw(float_arrays(draw(dtypes()), shapes.result_shape))
-    return Case((("grad", grad), ("shape", shapes.input_shapes[0])))
+    g = draw(float_arrays(draw(dtypes()), shapes.result_shape))
+    return Case((("g", g), ("shape", shapes.input_shapes[0])))
 
 
 def _unbroadcast_edges() -> list[Case]:
@@ -58,68 +58,68 @@ def _unbroadcast_edges() -> list[Case]:
         ((3,), (3,), np.float32, "nothing was broadcast"),
     ]
     return [
-        Case((("grad", _rng_array(rng, g, dt)), ("shape", s)), label=label)
-        for g, s, dt, label in pairs
+        Case((("g", _rng_array(rng, g_shape, dt)), ("shape", s)), label=label)
+        for g_shape, s, dt, label in pairs
     ]
 
 
 def _unbroadcast_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
-    grad, shape = case.values()
-    x = tf.zeros(shape, dtype=grad.dtype)
+    g, shape = case.values()
+    x = tf.zeros(shape, dtype=g.dtype)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = tf.broadcast_to(x, grad.shape)
-    return (tape.gradient(y, x, output_gradients=tf.constant(grad)).numpy(),)
+        y = tf.broadcast_to(x, g.shape)
+    return (tape.gradient(y, x, output_gradients=tf.constant(g)).numpy(),)
 
 
 def _unbroadcast_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    grad, shape = arrays["grad"], params["shape"]
-    x = jax.numpy.zeros(shape, grad.dtype)
-    _, vjp = jax.vjp(lambda x: jax.numpy.broadcast_to(x, grad.shape), x)
-    return vjp(grad)
+    g, shape = arrays["g"], params["shape"]
+    x = jax.numpy.zeros(shape, g.dtype)
+    _, vjp = jax.vjp(lambda x: jax.numpy.broadcast_to(x, g.shape), x)
+    return vjp(g)
 
 
-def _leading_only(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    return grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+def _leading_only(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return g.sum(axis=tuple(range(g.ndim - len(shape))))
 
 
-def _no_keepdims(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    leading = grad.ndim - len(shape)
+def _no_keepdims(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    leading = g.ndim - len(shape)
     ones = tuple(leading + i for i, n in enumerate(shape) if n == 1)
-    return grad.sum(axis=tuple(range(leading)) + ones)
+    return g.sum(axis=tuple(range(leading)) + ones)
 
 
-def _mean_instead_of_sum(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    leading = grad.ndim - len(shape)
-    averaged = grad.mean(axis=tuple(range(leading)))
+def _mean_instead_of_sum(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    leading = g.ndim - len(shape)
+    averaged = g.mean(axis=tuple(range(leading)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1)
-    return averaged.mean(axis=ones, keepdims=True).astype(grad.dtype)
+    return averaged.mean(axis=ones, keepdims=True).astype(g.dtype)
 
 
-def _left_aligned(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    summed = grad.sum(axis=tuple(range(len(shape), grad.ndim)))
+def _left_aligned(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    summed = g.sum(axis=tuple(range(len(shape), g.ndim)))
     ones = tuple(i for i, n in enumerate(shape) if n == 1)
     return summed.sum(axis=ones, keepdims=True)
 
 
-def _ignores_cotangent(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    return _sum_to(np.ones_like(grad), shape)
+def _ignores_cotangent(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    return _sum_to(np.ones_like(g), shape)
 
 
 UNBROADCAST = Exercise(
     name="unbroadcast",
-    signature="unbroadcast(grad, shape) -> ndarray",
+    returns="ndarray",
     outputs=("result",),
     strategy=_unbroadcast_case,
     edge_cases=_unbroadcast_edges,
     tf_reference=_unbroadcast_tf,
     jax_reference=_unbroadcast_jax,
-    references_text="jax.vjp and tf.GradientTape of broadcast_to(x, grad.shape)",
+    references_text="jax.vjp and tf.GradientTape of broadcast_to(x, g.shape)",
     mistakes=(
         Mistake(
             "leading_only",
             "You summed away the missing leading axes but not the size-1 axes. Where `shape` "
-            "has 1 and grad has n > 1, that input was stretched too: sum over that axis with "
+            "has 1 and g has n > 1, that input was stretched too: sum over that axis with "
             "keepdims=True.",
             _leading_only,
         ),
@@ -131,7 +131,7 @@ UNBROADCAST = Exercise(
         ),
         Mistake(
             "ignores_cotangent",
-            "Your result does not depend on the values in grad (it equals unbroadcasting a "
+            "Your result does not depend on the values in g (it equals unbroadcasting a "
             "cotangent of ones). Sum the incoming cotangent itself.",
             _ignores_cotangent,
         ),
@@ -144,23 +144,23 @@ UNBROADCAST = Exercise(
         Mistake(
             "left_aligned",
             "You lined the shapes up from the left. Broadcasting aligns shapes from the "
-            "right: the axes grad has in addition are its leading ones.",
+            "right: the axes g has in addition are its leading ones.",
             _left_aligned,
         ),
     ),
     hints_by_kind={
         "error": (
-            "The traceback names the line of your code that raised. Sum grad over its extra "
+            "The traceback names the line of your code that raised. Sum g over its extra "
             "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and return "
             "an array of exactly `shape`."
         ),
         "exception": (
-            "grad cannot simply be reshaped or indexed to `shape`: its extra axes hold "
+            "g cannot simply be reshaped or indexed to `shape`: its extra axes hold "
             "contributions that must be added up (summed)."
         ),
         "shape": (
-            "The result must have exactly `shape`: sum away grad's extra leading axes, then "
-            "sum with keepdims=True every axis where `shape` has 1 and grad does not."
+            "The result must have exactly `shape`: sum away g's extra leading axes, then "
+            "sum with keepdims=True every axis where `shape` has 1 and g does not."
         ),
         "value": (
             "The shape is right but the values are not: sum (do not average, do not pick) "
@@ -248,7 +248,7 @@ def _swapped_outputs(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
 
 MATMUL_VJP = Exercise(
     name="matmul_vjp",
-    signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
+    returns="(grad_a, grad_b)",
     outputs=("grad_a", "grad_b"),
     strategy=_matmul_case,
     edge_cases=_matmul_edges,

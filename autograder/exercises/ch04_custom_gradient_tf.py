@@ -34,14 +34,14 @@ def _tf() -> Any:
 
 def _custom(value: Callable[..., Any], gradient: Callable[..., Any]) -> Callable[..., Any]:
     """A learner's function of tensors written with tf.custom_gradient: its value is
-    `value(tf, *inputs)`, and its grad_fn returns `gradient(tf, upstream, *inputs)`."""
+    `value(tf, *inputs)`, and its grad_fn returns `gradient(tf, g, *inputs)`."""
 
     def learner(*inputs: Any) -> Any:
         tf = _tf()
 
         @tf.custom_gradient
         def forward(*xs: Any) -> Any:
-            return value(tf, *xs), lambda upstream: gradient(tf, upstream, *xs)
+            return value(tf, *xs), lambda g: gradient(tf, g, *xs)
 
         return forward(*inputs)
 
@@ -96,7 +96,7 @@ def _outputs(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
 def _logaddexp_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype, shape = draw(dtypes()), draw(_shapes(profile))
     a, b = _arrays(draw, dtype, shape), _arrays(draw, dtype, shape)
-    return Case((("a", a), ("b", b), ("dy", _cotangent(draw, dtype, shape))))
+    return Case((("a", a), ("b", b), ("g", _cotangent(draw, dtype, shape))))
 
 
 def _logaddexp_edges() -> list[Case]:
@@ -107,18 +107,18 @@ def _logaddexp_edges() -> list[Case]:
     for dtype in (np.float32, np.float64):
         cases.append(Case(
             (("a", a.astype(dtype)), ("b", b.astype(dtype)),
-             ("dy", _random(rng, a.shape, dtype))),
+             ("g", _random(rng, a.shape, dtype))),
             label=f"every pair of 0, +-100, +-1000 ({np.dtype(dtype).name})",
         ))
     return cases
 
 
 def _logaddexp_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    a, b, dy = (tf.constant(v) for v in case.values())
+    a, b, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape() as tape:
         tape.watch([a, b])
         y = tf.reduce_logsumexp(tf.stack([a, b]), axis=0)
-    grad_a, grad_b = tape.gradient(y, [a, b], output_gradients=dy)
+    grad_a, grad_b = tape.gradient(y, [a, b], output_gradients=g)
     return _outputs(y, grad_a, grad_b)
 
 
@@ -130,7 +130,7 @@ def _logaddexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> 
         return jax.nn.logsumexp(jax.numpy.stack([a, b]), axis=0)
 
     y, vjp = jax.vjp(stable, arrays["a"], arrays["b"])
-    return (y, *vjp(arrays["dy"]))
+    return (y, *vjp(arrays["g"]))
 
 
 
@@ -142,19 +142,29 @@ def _naive(tf: Any, a: Any, b: Any) -> Any:
     return tf.math.log(tf.exp(a) + tf.exp(b))
 
 
-_swapped_inputs = _custom(_stable, lambda tf, g, a, b: (g * tf.sigmoid(b - a),
-                                                         g * tf.sigmoid(a - b)))
-_naive_gradient = _custom(_stable, lambda tf, g, a, b: (
+def _logaddexp_mistake(value: Callable[..., Any], gradient: Callable[..., Any]
+                       ) -> Callable[..., Any]:
+    custom = _custom(value, gradient)
+
+    def logaddexp(a: Any, b: Any) -> Any:
+        return custom(a, b)
+
+    return logaddexp
+
+
+_swapped_inputs = _logaddexp_mistake(
+    _stable, lambda tf, g, a, b: (g * tf.sigmoid(b - a), g * tf.sigmoid(a - b)))
+_naive_gradient = _logaddexp_mistake(_stable, lambda tf, g, a, b: (
     g * tf.exp(a) / (tf.exp(a) + tf.exp(b)), g * tf.exp(b) / (tf.exp(a) + tf.exp(b))))
-_naive_forward = _custom(_naive, lambda tf, g, a, b: (g * tf.sigmoid(a - b),
-                                                      g * tf.sigmoid(b - a)))
-_logaddexp_ignores_cotangent = _custom(_stable, lambda tf, g, a, b: (tf.sigmoid(a - b),
-                                                                     tf.sigmoid(b - a)))
+_naive_forward = _logaddexp_mistake(
+    _naive, lambda tf, g, a, b: (g * tf.sigmoid(a - b), g * tf.sigmoid(b - a)))
+_logaddexp_ignores_cotangent = _logaddexp_mistake(
+    _stable, lambda tf, g, a, b: (tf.sigmoid(a - b), tf.sigmoid(b - a)))
 
 
 LOGADDEXP = Exercise(
     name="logaddexp",
-    signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
+    returns="tensor y (with a custom gradient for a and b)",
     outputs=("y", "grad_a", "grad_b"),
     strategy=_logaddexp_case,
     edge_cases=_logaddexp_edges,
@@ -166,7 +176,7 @@ LOGADDEXP = Exercise(
     mistakes=(
         Mistake(
             "wrong_input",
-            "Your grad function returns the gradient of the wrong input: grad_a and grad_b "
+            "Your grad_fn returns the gradient of the wrong input: grad_a and grad_b "
             "are swapped. grad_fn returns one gradient per input, in the order of the inputs "
             "(a first): d/da = sigmoid(a - b), d/db = sigmoid(b - a).",
             _swapped_inputs,
@@ -187,8 +197,8 @@ LOGADDEXP = Exercise(
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradients do not depend on the upstream cotangent (they equal what a "
-            "cotangent of ones gives). Multiply by `upstream`, the argument of grad.",
+            "Your gradients do not depend on the incoming cotangent g (they equal what a "
+            "cotangent of ones gives). Multiply by `g`, the cotangent grad_fn receives.",
             _logaddexp_ignores_cotangent,
         ),
     ),
@@ -196,10 +206,10 @@ LOGADDEXP = Exercise(
         "error": (
             "The traceback names the line of your code that raised. Build y and the gradients "
             "with tf ops on tensors (not numpy or Python if), so the function also runs inside "
-            "tf.function, and return (y, grad) from the @tf.custom_gradient function."
+            "tf.function, and return (y, grad_fn) from the @tf.custom_gradient function."
         ),
         "exception": (
-            "grad must return one gradient per input, in the order of the inputs: "
+            "grad_fn must return one gradient per input, in the order of the inputs: "
             "(grad_a, grad_b), each with the shape of its input."
         ),
         "nonfinite": (
@@ -208,7 +218,7 @@ LOGADDEXP = Exercise(
         ),
         "value": (
             "For y = log(exp(a) + exp(b)): dy/da = exp(a - y) = sigmoid(a - b) and dy/db = "
-            "sigmoid(b - a), each multiplied by the upstream cotangent."
+            "sigmoid(b - a), each multiplied by the incoming cotangent g."
         ),
     },
 )
@@ -223,28 +233,28 @@ def _log_or_zero_case(draw: st.DrawFn, profile: Profile) -> Case:
     x = _arrays(draw, dtype, shape)
     zeros = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))  # exact zeros: the trap
     x = np.asarray(np.where(zeros, 0, x), dtype=dtype)
-    return Case((("x", x), ("dy", _cotangent(draw, dtype, shape))))
+    return Case((("x", x), ("g", _cotangent(draw, dtype, shape))))
 
 
 def _log_or_zero_edges() -> list[Case]:
     rng = np.random.default_rng(41)
     x = np.array([0.0, 0.0, 1.0, 2.5, -1.0, 100.0, -100.0, 1000.0, -1000.0, 1e-3])
     return [
-        Case((("x", x.astype(dt)), ("dy", _random(rng, x.shape, dt))),
+        Case((("x", x.astype(dt)), ("g", _random(rng, x.shape, dt))),
              label=f"zeros, negatives, +-100, +-1000 ({np.dtype(dt).name})")
         for dt in (np.float32, np.float64)
-    ] + [Case((("x", np.zeros((), np.float32)), ("dy", np.full((), 1.5, np.float32))),
+    ] + [Case((("x", np.zeros((), np.float32)), ("g", np.full((), 1.5, np.float32))),
               label="x = 0 alone")]
 
 
 def _log_or_zero_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, dy = (tf.constant(v) for v in case.values())
+    x, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape() as tape:
         tape.watch(x)
         positive = x > 0
         safe = tf.where(positive, x, tf.ones_like(x))  # the double where
         y = tf.where(positive, tf.math.log(safe), tf.zeros_like(x))
-    return _outputs(y, tape.gradient(y, x, output_gradients=dy))
+    return _outputs(y, tape.gradient(y, x, output_gradients=g))
 
 
 def _log_or_zero_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -255,7 +265,7 @@ def _log_or_zero_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
         return jnp.where(positive, jnp.log(jnp.where(positive, x, 1)), 0)
 
     y, vjp = jax.vjp(f, arrays["x"])
-    return (y, *vjp(arrays["dy"]))
+    return (y, *vjp(arrays["g"]))
 
 
 def _safe_log(tf: Any, x: Any) -> Any:
@@ -268,15 +278,23 @@ def _single_where(x: Any) -> Any:
     return tf.where(x > 0, tf.math.log(x), tf.zeros_like(x))
 
 
-_unmasked_gradient = _custom(_safe_log, lambda tf, g, x: g / x)
-_log_or_zero_ignores_cotangent = _custom(
-    _safe_log, lambda tf, g, x: tf.where(x > 0, 1 / tf.where(x > 0, x, tf.ones_like(x)),
-                                         tf.zeros_like(x)))
+def _log_or_zero_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    custom = _custom(_safe_log, gradient)
+
+    def log_or_zero(x: Any) -> Any:
+        return custom(x)
+
+    return log_or_zero
+
+
+_unmasked_gradient = _log_or_zero_mistake(lambda tf, g, x: g / x)
+_log_or_zero_ignores_cotangent = _log_or_zero_mistake(
+    lambda tf, g, x: tf.where(x > 0, 1 / tf.where(x > 0, x, tf.ones_like(x)), tf.zeros_like(x)))
 
 
 LOG_OR_ZERO = Exercise(
     name="log_or_zero",
-    signature="log_or_zero(x) -> tensor: log(x) where x > 0, else 0",
+    returns="tensor: log(x) where x > 0, else 0",
     outputs=("y", "grad_x"),
     strategy=_log_or_zero_case,
     edge_cases=_log_or_zero_edges,
@@ -292,20 +310,20 @@ LOG_OR_ZERO = Exercise(
             "still computes log(0) = -inf, and its VJP multiplies the zero cotangent tf.where "
             "sends it by 1/0: 0 * inf = NaN. Feed the log a safe value where it is not used "
             "(the double where: tf.math.log(tf.where(x > 0, x, 1))). In a custom gradient, "
-            "divide by that safe x and mask it: tf.where(x > 0, upstream / safe_x, 0).",
+            "divide by that safe x and mask it: tf.where(x > 0, g / safe_x, 0).",
             _single_where,
         ),
         Mistake(
             "unmasked_gradient",
-            "Your gradient is upstream / x everywhere, but where x <= 0 the output is the "
+            "Your gradient is g / x everywhere, but where x <= 0 the output is the "
             "constant 0, so the gradient there is 0: mask it, "
-            "tf.where(x > 0, upstream / safe_x, 0).",
+            "tf.where(x > 0, g / safe_x, 0).",
             _unmasked_gradient,
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradient does not depend on the upstream cotangent (it equals what a "
-            "cotangent of ones gives). Multiply by `upstream`.",
+            "Your gradient does not depend on the incoming cotangent g (it equals what a "
+            "cotangent of ones gives). Multiply by `g`.",
             _log_or_zero_ignores_cotangent,
         ),
     ),
@@ -319,7 +337,7 @@ LOG_OR_ZERO = Exercise(
             "NaN or Inf at x = 0: the branch tf.where does not take is still differentiated. "
             "Make it safe (the double where) or write the gradient with tf.custom_gradient."
         ),
-        "value": "For x > 0 the gradient is upstream / x; for x <= 0 it is 0.",
+        "value": "For x > 0 the gradient is g / x; for x <= 0 it is 0.",
     },
 )
 
@@ -336,29 +354,29 @@ def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
     negative = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))
     x = np.asarray(np.where(negative, -size, size), dtype=dtype)
     limit = draw(st.sampled_from([0.5, 1.0, 2.5]))
-    return Case((("x", x), ("limit", limit), ("dy", _cotangent(draw, dtype, shape))))
+    return Case((("x", x), ("limit", limit), ("g", _cotangent(draw, dtype, shape))))
 
 
 def _clip_edges() -> list[Case]:
     rng = np.random.default_rng(42)
     x = np.array([-1000.0, -100.0, -3.0, 0.0, 0.5, 3.0, 100.0, 1000.0])
-    dy = np.array([-50.0, 0.2, -0.7, 4.0, -1.0, 1.0, 0.9, 30.0])
+    g = np.array([-50.0, 0.2, -0.7, 4.0, -1.0, 1.0, 0.9, 30.0])
     return [
-        Case((("x", x.astype(np.float32)), ("limit", 1.0), ("dy", dy.astype(np.float32))),
+        Case((("x", x.astype(np.float32)), ("limit", 1.0), ("g", g.astype(np.float32))),
              label="large and small inputs and cotangents, limit 1"),
         Case((("x", _random(rng, (3, 4), np.float64)), ("limit", 0.5),
-              ("dy", 4 * _random(rng, (3, 4), np.float64))), label="a matrix, limit 0.5"),
+              ("g", 4 * _random(rng, (3, 4), np.float64))), label="a matrix, limit 0.5"),
     ]
 
 
 def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, limit, dy = case.values()
-    x, dy = tf.constant(x), tf.constant(dy)
+    x, limit, g = case.values()
+    x, g = tf.constant(x), tf.constant(g)
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = tf.identity(x)
-    upstream = tape.gradient(y, x, output_gradients=dy)
-    return _outputs(y, tf.clip_by_value(upstream, -limit, limit))
+    g_x = tape.gradient(y, x, output_gradients=g)
+    return _outputs(y, tf.clip_by_value(g_x, -limit, limit))
 
 
 def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -370,20 +388,20 @@ def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
 
     clipped.defvjp(lambda x: (x, None), lambda _, g: (jax.numpy.clip(g, -limit, limit),))
     y, vjp = jax.vjp(clipped, arrays["x"])
-    return (y, *vjp(arrays["dy"]))
+    return (y, *vjp(arrays["g"]))
 
 
 def _clip_learner(value: Callable[..., Any], gradient: Callable[..., Any]
                   ) -> Callable[..., Any]:
     """A learner's clip_cotangent(x, limit): `value(tf, x, limit)` going forward, and a
-    grad_fn returning `gradient(tf, upstream, limit)` (limit is a number, not an input)."""
+    grad_fn returning `gradient(tf, g, limit)` (limit is a number, not an input)."""
 
     def clip_cotangent(x: Any, limit: float) -> Any:
         tf = _tf()
 
         @tf.custom_gradient
         def forward(x: Any) -> Any:
-            return value(tf, x, limit), lambda upstream: gradient(tf, upstream, limit)
+            return value(tf, x, limit), lambda g: gradient(tf, g, limit)
 
         return forward(x)
 
@@ -413,13 +431,13 @@ _clip_fixed_limit = _clip_learner(_identity, lambda tf, g, limit: tf.clip_by_val
 
 _CLIP_FORWARD_HINT = (
     "You clipped the forward value instead of the gradient. The forward pass must be the "
-    "identity (y = x, unchanged); only the cotangent is clipped, inside grad: "
-    "tf.clip_by_value(upstream, -limit, limit)."
+    "identity (y = x, unchanged); only the cotangent is clipped, inside grad_fn: "
+    "tf.clip_by_value(g, -limit, limit)."
 )
 
 CLIP_COTANGENT = Exercise(
     name="clip_cotangent",
-    signature="clip_cotangent(x, limit) -> tensor x, its cotangent clipped to [-limit, limit]",
+    returns="tensor x, its cotangent clipped to [-limit, limit]",
     outputs=("y", "grad_x"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -434,31 +452,31 @@ CLIP_COTANGENT = Exercise(
         Mistake("clips_both", _CLIP_FORWARD_HINT, _clips_both),
         Mistake(
             "not_clipped",
-            "The cotangent comes back unchanged: clip it inside grad with "
-            "tf.clip_by_value(upstream, -limit, limit).",
+            "The cotangent comes back unchanged: clip it inside grad_fn with "
+            "tf.clip_by_value(g, -limit, limit).",
             _not_clipped,
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradient does not depend on the upstream cotangent (it equals a clipped "
-            "cotangent of ones). Clip `upstream` itself.",
+            "Your gradient does not depend on the incoming cotangent g (it equals a clipped "
+            "cotangent of ones). Clip `g` itself.",
             _clip_ignores_cotangent,
         ),
         Mistake(
             "fixed_limit",
             "Your cotangent is clipped to a fixed range, not to [-limit, limit]: use the "
             "`limit` argument (grad_fn can read it, as a closure), "
-            "tf.clip_by_value(upstream, -limit, limit).",
+            "tf.clip_by_value(g, -limit, limit).",
             _clip_fixed_limit,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. limit is a Python number, not "
-            "an input with a gradient: grad returns one gradient, for x, the upstream clipped "
-            "with tf.clip_by_value(upstream, -limit, limit)."
+            "an input with a gradient: grad_fn returns one gradient, for x, g clipped "
+            "with tf.clip_by_value(g, -limit, limit)."
         ),
-        "value": "y must equal x; grad_x must be the upstream cotangent clipped elementwise.",
+        "value": "y must equal x; grad_x must be the incoming cotangent g clipped elementwise.",
     },
 )
 
@@ -471,26 +489,26 @@ def _sign_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype, shape = draw(dtypes()), draw(_shapes(profile))
     x = draw(hnp.arrays(dtype, shape, fill=st.nothing(), elements=st.one_of(
         _plain(dtype, 3.0), st.sampled_from([-1.0, 1.0]))))  # the window's edges, exactly
-    return Case((("x", x), ("dy", _cotangent(draw, dtype, shape))))
+    return Case((("x", x), ("g", _cotangent(draw, dtype, shape))))
 
 
 def _sign_edges() -> list[Case]:
     rng = np.random.default_rng(43)
     x = np.array([-1000.0, -100.0, -1.0, -0.5, 0.0, 0.25, 1.0, 1.5, 100.0, 1000.0])
     return [
-        Case((("x", x.astype(dt)), ("dy", _random(rng, x.shape, dt))),
+        Case((("x", x.astype(dt)), ("g", _random(rng, x.shape, dt))),
              label=f"the window edges +-1, zero, +-100, +-1000 ({np.dtype(dt).name})")
         for dt in (np.float32, np.float64)
     ]
 
 
 def _sign_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, dy = (tf.constant(v) for v in case.values())
+    x, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape() as tape:
         tape.watch(x)
         hard_tanh = tf.clip_by_value(x, -1, 1)  # its gradient is the window |x| <= 1
         y = hard_tanh + tf.stop_gradient(tf.sign(x) - hard_tanh)
-    return _outputs(tf.sign(x), tape.gradient(y, x, output_gradients=dy))
+    return _outputs(tf.sign(x), tape.gradient(y, x, output_gradients=g))
 
 
 def _sign_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -498,7 +516,7 @@ def _sign_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     x = arrays["x"]
     window = (jnp.abs(x) <= 1).astype(x.dtype)
     _, vjp = jax.vjp(lambda x: x * window, x)  # the analytic STE: d/dx taken as 1 on |x| <= 1
-    return (jnp.sign(x), *vjp(arrays["dy"]))
+    return (jnp.sign(x), *vjp(arrays["g"]))
 
 
 def _sign(tf: Any, x: Any) -> Any:
@@ -514,14 +532,23 @@ def _window(tf: Any, x: Any, inside: Callable[[Any], Any]) -> Any:
     return tf.cast(inside(tf.abs(x)), x.dtype)
 
 
-_no_window = _custom(_sign, lambda tf, g, x: g)
-_open_window = _custom(_sign, lambda tf, g, x: g * _window(tf, x, lambda a: a < 1))
-_sign_ignores_cotangent = _custom(_sign, lambda tf, g, x: _window(tf, x, lambda a: a <= 1))
+def _sign_ste_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    custom = _custom(_sign, gradient)
+
+    def sign_ste(x: Any) -> Any:
+        return custom(x)
+
+    return sign_ste
+
+
+_no_window = _sign_ste_mistake(lambda tf, g, x: g)
+_open_window = _sign_ste_mistake(lambda tf, g, x: g * _window(tf, x, lambda a: a < 1))
+_sign_ignores_cotangent = _sign_ste_mistake(lambda tf, g, x: _window(tf, x, lambda a: a <= 1))
 
 
 SIGN_STE = Exercise(
     name="sign_ste",
-    signature="sign_ste(x) -> tensor: tf.sign(x) with the straight-through gradient",
+    returns="tensor: tf.sign(x) with the straight-through gradient",
     outputs=("y", "grad_x"),
     strategy=_sign_case,
     edge_cases=_sign_edges,
@@ -540,7 +567,7 @@ SIGN_STE = Exercise(
             "plain_sign",
             "Your gradient is zero everywhere: that is tf.sign's own gradient (0 almost "
             "everywhere), which is why nothing before a quantizer learns. Replace it: pass "
-            "the upstream cotangent straight through where |x| <= 1.",
+            "the incoming cotangent g straight through where |x| <= 1.",
             _plain_sign,
         ),
         Mistake(
@@ -552,18 +579,18 @@ SIGN_STE = Exercise(
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradient does not depend on the upstream cotangent (it equals what a "
-            "cotangent of ones gives). Multiply the window by `upstream`.",
+            "Your gradient does not depend on the incoming cotangent g (it equals what a "
+            "cotangent of ones gives). Multiply the window by `g`.",
             _sign_ignores_cotangent,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. Use tf ops on tensors "
-            "(tf.sign, tf.abs, tf.where), not a Python if or numpy, and have grad return upstream "
+            "(tf.sign, tf.abs, tf.where), not a Python if or numpy, and have grad_fn return g "
             "where |x| <= 1, else 0."
         ),
-        "value": "y = tf.sign(x); grad_x = upstream where |x| <= 1, else 0.",
+        "value": "y = tf.sign(x); grad_x = g where |x| <= 1, else 0.",
     },
 )
 
@@ -577,7 +604,7 @@ def _linear_case(draw: st.DrawFn, profile: Profile) -> Case:
     n, k, m = draw(shape_menu(profile, LINEAR_SIZES, LINEAR_GRADING))
     x = draw(hnp.arrays(dtype, (n, k), elements=_plain(dtype, 3), fill=st.nothing()))
     w = draw(hnp.arrays(dtype, (k, m), elements=_plain(dtype, 3), fill=st.nothing()))
-    return Case((("x", x), ("w", w), ("dy", _cotangent(draw, dtype, (n, m)))))
+    return Case((("x", x), ("w", w), ("g", _cotangent(draw, dtype, (n, m)))))
 
 
 def _linear_edges() -> list[Case]:
@@ -588,37 +615,37 @@ def _linear_edges() -> list[Case]:
     cases = []
     for xs, ws, dt, label in shapes:
         x, w = _random(rng, xs, dt), _random(rng, ws, dt)
-        cases.append(Case((("x", x), ("w", w), ("dy", _random(rng, (xs[0], ws[1]), dt))),
+        cases.append(Case((("x", x), ("w", w), ("g", _random(rng, (xs[0], ws[1]), dt))),
                           label=label))
     return cases
 
 
 def _linear_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, w, dy = case.values()
-    x, w, dy = tf.constant(x), tf.Variable(w), tf.constant(dy)
+    x, w, g = case.values()
+    x, w, g = tf.constant(x), tf.Variable(w), tf.constant(g)
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = x @ w
-    grad_x, grad_w = tape.gradient(y, [x, w], output_gradients=dy)
+    grad_x, grad_w = tape.gradient(y, [x, w], output_gradients=g)
     return _outputs(y, grad_x, grad_w)
 
 
 def _linear_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     y, vjp = jax.vjp(jax.numpy.matmul, arrays["x"], arrays["w"])
-    return (y, *vjp(arrays["dy"]))
+    return (y, *vjp(arrays["g"]))
 
 
 def _linear_learner(gradients: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
-    """A learner's linear_layer(x, w): x @ w, with a grad_fn(upstream, variables=None)
-    returning (grad_x, [grad_w]) from `gradients(tf, upstream, x, w)`."""
+    """A learner's linear_layer(x, w): x @ w, with a grad_fn(g, variables=None)
+    returning (grad_x, [grad_w]) from `gradients(tf, g, x, w)`."""
 
     def linear_layer(x: Any, w: Any) -> Any:
         tf = _tf()
 
         @tf.custom_gradient
         def forward(x: Any) -> Any:
-            def grad_fn(upstream: Any, variables: Any = None) -> Any:
-                grad_x, grad_w = gradients(tf, upstream, x, w)
+            def grad_fn(g: Any, variables: Any = None) -> Any:
+                grad_x, grad_w = gradients(tf, g, x, w)
                 return grad_x, [grad_w]
 
             return x @ w, grad_fn
@@ -636,7 +663,7 @@ _linear_swapped = _linear_learner(lambda tf, g, x, w: (tf.transpose(x) @ g, g @ 
 
 LINEAR_LAYER = Exercise(
     name="linear_layer",
-    signature="linear_layer(x, w) -> tensor x @ w, w a tf.Variable read inside a custom gradient",
+    returns="tensor x @ w, w a tf.Variable read inside a custom gradient",
     outputs=("y", "grad_x", "grad_w"),
     strategy=_linear_case,
     edge_cases=_linear_edges,
@@ -648,43 +675,43 @@ LINEAR_LAYER = Exercise(
     mistakes=(
         Mistake(
             "untransposed",
-            "Transpose in the VJP of a matmul: grad_x = upstream @ w^T and "
-            "grad_w = x^T @ upstream (tf.transpose or tf.linalg.matmul(..., transpose_b=True)).",
+            "Transpose in the VJP of a matmul: grad_x = g @ w^T and "
+            "grad_w = x^T @ g (tf.transpose or tf.linalg.matmul(..., transpose_b=True)).",
             _linear_untransposed,
         ),
         Mistake(
             "swapped",
-            "Your grad function returns the gradient of the wrong input: the input "
-            "gradients come first, (upstream @ w^T), then the list of variable gradients "
-            "[x^T @ upstream].",
+            "Your grad_fn returns the gradient of the wrong input: the input "
+            "gradients come first, (g @ w^T), then the list of variable gradients "
+            "[x^T @ g].",
             _linear_swapped,
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradients do not depend on the upstream cotangent (they equal what a "
-            "cotangent of ones gives). Multiply by `upstream`.",
+            "Your gradients do not depend on the incoming cotangent g (they equal what a "
+            "cotangent of ones gives). Multiply by `g`.",
             _linear_ignores_cotangent,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. Inside @tf.custom_gradient, "
-            "linear_layer returns (x @ w, grad), and grad(upstream, variables=None) returns "
-            "(upstream @ w^T, [x^T @ upstream]); use tf ops on tensors, not numpy."
+            "linear_layer returns (x @ w, grad_fn), and grad_fn(g, variables=None) returns "
+            "(g @ w^T, [x^T @ g]); use tf ops on tensors, not numpy."
         ),
         "value": (
-            "Right shapes, wrong numbers: y = x @ w, grad_x = upstream @ w^T and grad_w = x^T @ "
-            "upstream (tf.linalg.matmul with transpose_a= or transpose_b=), both multiplied "
-            "through by upstream."
+            "Right shapes, wrong numbers: y = x @ w, grad_x = g @ w^T and grad_w = x^T @ "
+            "g (tf.linalg.matmul with transpose_a= or transpose_b=), both multiplied "
+            "through by g."
         ),
         "exception": (
-            "With a tf.Variable read inside, grad must be `def grad(upstream, variables=None)` "
+            "With a tf.Variable read inside, grad_fn must be `def grad_fn(g, variables=None)` "
             "and return a pair: (gradient of x, [gradient of w]) -- the variable gradients "
             "in a list, one per variable in `variables`."
         ),
         "shape": (
             "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): "
-            "grad_x = upstream @ w^T, grad_w = x^T @ upstream."
+            "grad_x = g @ w^T, grad_w = x^T @ g."
         ),
     },
 )

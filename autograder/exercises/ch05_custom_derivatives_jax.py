@@ -45,15 +45,11 @@ EXCEPTION_HINT = (
 )
 
 
-def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
-    """A wrong learner function, built (with its custom rule) on its first call, since JAX is
-    imported only when a check runs; then called exactly as the learner's own."""
-    built = functools.cache(build)
-
-    def learner(*args: Any) -> Any:
-        return built()(*args)
-
-    return learner
+def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[[], Callable[..., Any]]:
+    """A wrong learner function's builder, run (with its custom rule) on the function's first
+    call, since JAX is imported only when a check runs. Each `_<exercise>_mistake` wraps it in
+    a function with the learner's own parameters, called exactly as the learner's own."""
+    return functools.cache(build)
 
 
 @functools.cache
@@ -93,8 +89,8 @@ def _log1pexp_case(draw: st.DrawFn, profile: Profile) -> Case:
     shape = draw(_shapes(profile))
     x = draw(float_arrays(dtype, shape, bound=40.0))
     t = draw(float_arrays(dtype, shape))
-    ct = draw(float_arrays(dtype, shape))
-    return Case((("x", x), ("t", t), ("ct", ct)))
+    g = draw(float_arrays(dtype, shape))
+    return Case((("x", x), ("t", t), ("g", g)))
 
 
 def _log1pexp_edges() -> list[Case]:
@@ -109,7 +105,7 @@ def _log1pexp_edges() -> list[Case]:
             (
                 ("x", np.asarray(x, dtype)),
                 ("t", _rng_vector(rng, len(x), dtype)),
-                ("ct", _rng_vector(rng, len(x), dtype)),
+                ("g", _rng_vector(rng, len(x), dtype)),
             ),
             label=label,
         )
@@ -118,14 +114,14 @@ def _log1pexp_edges() -> list[Case]:
 
 
 def _log1pexp_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, t, ct = (tf.constant(v) for v in case.values())
+    x, t, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape(persistent=True) as inner:
             inner.watch(x)
             y = tf.math.softplus(x)
         grad = inner.gradient(y, x)
-    vjp = inner.gradient(y, x, output_gradients=ct)
+    vjp = inner.gradient(y, x, output_gradients=g)
     second = outer.gradient(grad, x)
     with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
         y_forward = tf.math.softplus(x)
@@ -139,9 +135,9 @@ def _log1pexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> t
     def softplus(v: Any) -> Any:
         return jnp.logaddexp(v, jnp.zeros_like(v))
 
-    x, t, ct = arrays["x"], arrays["t"], arrays["ct"]
+    x, t, g = arrays["x"], arrays["t"], arrays["g"]
     y, jvp = jax.jvp(softplus, (x,), (t,))
-    (vjp,) = jax.vjp(softplus, x)[1](ct)
+    (vjp,) = jax.vjp(softplus, x)[1](g)
     scalar = lambda v: softplus(v)  # noqa: E731 - an elementwise function of one element
     grad = _elementwise(jax, jax.grad(scalar), x)
     second = _elementwise(jax, jax.grad(jax.grad(scalar)), x)
@@ -171,8 +167,13 @@ def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> A
 
 
 def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    return _built_on_call(lambda: _custom_jvp_softplus(
+    built = _built_on_call(lambda: _custom_jvp_softplus(
         value(), tangent(), rule_primal() if rule_primal else None))
+
+    def log1pexp(x: Any) -> Any:
+        return built()(x)
+
+    return log1pexp
 
 
 def _naive_value() -> Any:
@@ -244,7 +245,7 @@ NAN_AT_EDGES_HINT = (
 
 LOG1PEXP = Exercise(
     name="log1pexp",
-    signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
+    returns="y, a jax.custom_jvp function with its JVP rule",
     outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
     strategy=_log1pexp_case,
     edge_cases=_log1pexp_edges,
@@ -316,8 +317,8 @@ def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
     shape = draw(shape_menu(profile, CLIP_SHAPES, CLIP_GRADING))
     lo, hi = draw(st.sampled_from(CLIP_BOUNDS))
     x = draw(float_arrays(dtype, shape, bound=3.0))
-    ct = draw(float_arrays(dtype, shape))
-    return Case((("lo", lo), ("hi", hi), ("x", x), ("ct", ct)))
+    g = draw(float_arrays(dtype, shape))
+    return Case((("lo", lo), ("hi", hi), ("x", x), ("g", g)))
 
 
 def _clip_edges() -> list[Case]:
@@ -334,7 +335,7 @@ def _clip_edges() -> list[Case]:
                 ("lo", lo),
                 ("hi", hi),
                 ("x", rng.uniform(-3, 3, size=shape).round(2).astype(dtype)),
-                ("ct", (rng.uniform(-6, 6, size=shape)).round(2).astype(dtype)),
+                ("g", (rng.uniform(-6, 6, size=shape)).round(2).astype(dtype)),
             ),
             label=label,
         )
@@ -343,8 +344,8 @@ def _clip_edges() -> list[Case]:
 
 
 def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    lo, hi, x_np, ct_np = case.values()
-    x, ct = tf.constant(x_np), tf.constant(ct_np)
+    lo, hi, x_np, g_np = case.values()
+    x, g = tf.constant(x_np), tf.constant(g_np)
 
     @tf.custom_gradient
     def clip_gradient(v: Any) -> Any:
@@ -353,22 +354,22 @@ def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(x)
         y = clip_gradient(x)
-        chained = tf.reduce_sum(ct * tf.sin(clip_gradient(3 * x)))
-    vjp = tape.gradient(y, x, output_gradients=ct)
+        chained = tf.reduce_sum(g * tf.sin(clip_gradient(3 * x)))
+    vjp = tape.gradient(y, x, output_gradients=g)
     # Row by row, each row's VJP is that row of the whole VJP (the rule is elementwise).
-    rows = tf.stack([tape.gradient(y, x, output_gradients=ct * mask)[i] for i, mask in
+    rows = tf.stack([tape.gradient(y, x, output_gradients=g * mask)[i] for i, mask in
                      enumerate(tf.eye(x.shape[0], dtype=x.dtype)[:, :, None])])
     return y.numpy(), y.numpy(), vjp.numpy(), rows.numpy(), tape.gradient(chained, x).numpy()
 
 
 def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
-    lo, hi, x, ct = params["lo"], params["hi"], arrays["x"], arrays["ct"]
+    lo, hi, x, g = params["lo"], params["hi"], arrays["x"], arrays["g"]
     y, identity_vjp = jax.vjp(lambda v: v, x)
-    clipped = jnp.clip(identity_vjp(ct)[0], lo, hi)
-    # d/dx sum(ct * sin(clip_gradient(3x))): the cotangent reaching clip_gradient is
-    # ct * cos(3x), from JAX's VJP of sin; it is clipped, then multiplied by 3.
-    (at_clip,) = jax.vjp(jnp.sin, 3 * x)[1](ct)
+    clipped = jnp.clip(identity_vjp(g)[0], lo, hi)
+    # d/dx sum(g * sin(clip_gradient(3x))): the cotangent reaching clip_gradient is
+    # g * cos(3x), from JAX's VJP of sin; it is clipped, then multiplied by 3.
+    (at_clip,) = jax.vjp(jnp.sin, 3 * x)[1](g)
     (chained,) = jax.vjp(lambda v: 3 * v, x)[1](jnp.clip(at_clip, lo, hi))
     return y, y, clipped, clipped, chained
 
@@ -392,7 +393,12 @@ def _clip_learner(forward: Any, backward: Any) -> Any:
 
 
 def _clip_mistake(forward: Any, backward: Any) -> Any:
-    return _built_on_call(lambda: _clip_learner(forward(), backward()))
+    built = _built_on_call(lambda: _clip_learner(forward(), backward()))
+
+    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
+        return built()(lo, hi, x)
+
+    return clip_gradient
 
 
 def _identity() -> Any:
@@ -425,7 +431,7 @@ def _clip_by_norm() -> Any:
 
 CLIP_GRADIENT = Exercise(
     name="clip_gradient",
-    signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
+    returns="x, whose cotangent is clipped to [lo, hi]",
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
@@ -487,8 +493,8 @@ def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
     shape = draw(_shapes(profile))
     a = draw(_between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
-    ct = draw(float_arrays(dtype, shape))
-    return Case((("a", a), ("ct", ct)))
+    g = draw(float_arrays(dtype, shape))
+    return Case((("a", a), ("g", g)))
 
 
 def _fixed_point_edges() -> list[Case]:
@@ -502,17 +508,17 @@ def _fixed_point_edges() -> list[Case]:
         ([25.0, 40.0, 55.0, 70.0, 85.0, 100.0], np.float32, "large a, float32"),
     ]
     return [
-        Case((("a", np.asarray(a, dtype)), ("ct", _rng_vector(rng, len(a), dtype))), label=label)
+        Case((("a", np.asarray(a, dtype)), ("g", _rng_vector(rng, len(a), dtype))), label=label)
         for a, dtype, label in points
     ]
 
 
 def _fixed_point_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    a, ct = (tf.constant(v) for v in case.values())
+    a, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(a)
         x = 2 * a / (1 + tf.sqrt(1 + 4 * a))
-    vjp = tape.gradient(x, a, output_gradients=ct)
+    vjp = tape.gradient(x, a, output_gradients=g)
     return x.numpy(), x.numpy(), vjp.numpy(), tape.gradient(x, a).numpy()
 
 
@@ -522,9 +528,9 @@ def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
     def closed_form(a: Any) -> Any:  # the root of x**2 + x - a = 0, without cancellation
         return 2 * a / (1 + jnp.sqrt(1 + 4 * a))
 
-    a, ct = arrays["a"], arrays["ct"]
+    a, g = arrays["a"], arrays["g"]
     x, vjp_fn = jax.vjp(closed_form, a)
-    return x, x, vjp_fn(ct)[0], _elementwise(jax, jax.grad(closed_form), a)
+    return x, x, vjp_fn(g)[0], _elementwise(jax, jax.grad(closed_form), a)
 
 
 FIXED_POINT_ITERATIONS = 300
@@ -548,21 +554,26 @@ def _fixed_point_learner(backward: Any) -> Any:
         x = solve(a)
         return x, (a, x)
 
-    def bwd(residuals: Any, x_bar: Any) -> Any:
+    def bwd(residuals: Any, g: Any) -> Any:
         a, x = residuals
-        return (backward(a, x, x_bar),)
+        return (backward(a, x, g),)
 
     fixed_point.defvjp(fwd, bwd)
     return fixed_point
 
 
 def _fixed_point_mistake(backward: Any) -> Any:
-    return _built_on_call(lambda: _fixed_point_learner(backward))
+    built = _built_on_call(lambda: _fixed_point_learner(backward))
+
+    def fixed_point(a: Any) -> Any:
+        return built()(a)
+
+    return fixed_point
 
 
 FIXED_POINT = Exercise(
     name="fixed_point",
-    signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
+    returns="x with x = a / (1 + x), a jax.custom_vjp function",
     outputs=("value", "vjp_primal", "vjp", "grad"),
     strategy=_fixed_point_case,
     edge_cases=_fixed_point_edges,
@@ -576,8 +587,8 @@ FIXED_POINT = Exercise(
     mistakes=(
         Mistake(
             "missing_factor",
-            "You returned x_bar * df/da only. x itself depends on a, so the implicit function "
-            "theorem divides by (1 - df/dx): a_bar = x_bar * (df/da) / (1 - df/dx), with "
+            "You returned g * df/da only. x itself depends on a, so the implicit function "
+            "theorem divides by (1 - df/dx): the cotangent of a is g * (df/da) / (1 - df/dx), with "
             "df/da = 1 / (1 + x) and df/dx = -a / (1 + x)**2.",
             _fixed_point_mistake(lambda a, x, g: g / (1 + x)),
         ),
@@ -589,7 +600,7 @@ FIXED_POINT = Exercise(
         ),
         Mistake(
             "ignores_cotangent",
-            "bwd must multiply the incoming cotangent x_bar; your result does not depend on it.",
+            "bwd must multiply the incoming cotangent g; your result does not depend on it.",
             _fixed_point_mistake(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2)),
         ),
     ),
@@ -598,7 +609,7 @@ FIXED_POINT = Exercise(
         "error": EXCEPTION_HINT,
         **_primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
         "value": "From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
-        "the VJP multiplies the cotangent x_bar by that.",
+        "the VJP multiplies the cotangent g by that.",
     },
 )
 
@@ -695,7 +706,12 @@ def _bessel_learner(tangent: Any) -> Any:
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    return _built_on_call(lambda: _bessel_learner(tangent))
+    built = _built_on_call(lambda: _bessel_learner(tangent))
+
+    def bessel_i0(x: Any) -> Any:
+        return built()(x)
+
+    return bessel_i0
 
 
 def _i1(x: Any) -> Any:
@@ -704,7 +720,7 @@ def _i1(x: Any) -> Any:
 
 BESSEL_I0 = Exercise(
     name="bessel_i0",
-    signature="bessel_i0(x) -> np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
+    returns="np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     strategy=_bessel_case,
     edge_cases=_bessel_edges,

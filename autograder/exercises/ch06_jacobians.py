@@ -350,7 +350,7 @@ JACOBIAN_HINTS = {
 
 JACOBIAN_VIA_VJP = Exercise(
     name="jacobian_via_vjp",
-    signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
+    returns="ndarray of shape y.shape + x.shape",
     outputs=("jacobian",),
     strategy=_vector_case,
     edge_cases=_vector_edges,
@@ -383,7 +383,7 @@ JACOBIAN_VIA_VJP = Exercise(
 
 JACOBIAN_VIA_JVP = Exercise(
     name="jacobian_via_jvp",
-    signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
+    returns="ndarray of shape y.shape + x.shape",
     outputs=("jacobian",),
     strategy=_vector_case,
     edge_cases=_vector_edges,
@@ -453,7 +453,7 @@ def _full_returned(f: Any, x: Any) -> tuple[Any, Any]:
 
 BATCH_JACOBIAN = Exercise(
     name="batch_jacobian",
-    signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
+    returns="(jacobian (B, m, n), independent)",
     outputs=("jacobian", "independent"),
     strategy=_batch_case,
     edge_cases=_batch_edges,
@@ -547,7 +547,7 @@ def _hvp_swapped(f: Any, x: Any, v: Any) -> Any:
 
 HVP = Exercise(
     name="hvp",
-    signature="hvp(f, x, v) -> ndarray of x's shape",
+    returns="ndarray of x's shape",
     outputs=("hvp",),
     strategy=_hvp_case,
     edge_cases=_hvp_edges,

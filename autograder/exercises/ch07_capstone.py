@@ -95,7 +95,7 @@ def _softmax_over_batch(logits: np.ndarray, labels: np.ndarray, g: np.ndarray) -
 
 CAPSTONE_XENT_VJP = Exercise(
     name="capstone_xent_vjp",
-    signature="capstone_xent_vjp(logits, labels, g) -> ndarray",
+    returns="ndarray",
     outputs=("grad_logits",),
     strategy=_xent_case,
     edge_cases=_xent_edges,

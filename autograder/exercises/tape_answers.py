@@ -115,18 +115,18 @@ def toposort_pre_order(root: Tensor) -> list[Tensor]:
 
 
 def make_backward(order: Order = reverse_topological, rules: Rules = RULES,
-                  accumulate: bool = True, upstream: bool = True,
+                  accumulate: bool = True, node_cotangent: bool = True,
                   seed_with_ones: bool = False) -> Callable[[Tensor, np.ndarray], None]:
-    """A learner's backward(root, cotangent); each flag off (or on, for the seed) is a known
+    """A learner's backward(root, g); each flag off (or on, for the seed) is a known
     mistake: `=` instead of `+=`, ones instead of the node's own cotangent."""
 
-    def backward(root: Tensor, cotangent: np.ndarray) -> None:
-        root.grad = root.grad + (np.ones_like(cotangent) if seed_with_ones else cotangent)
+    def backward(root: Tensor, g: np.ndarray) -> None:
+        root.grad = root.grad + (np.ones_like(g) if seed_with_ones else g)
         for node in order(root):
             if not node.parents:
                 continue
-            g = node.grad if upstream else np.ones_like(node.grad)
-            pulled = rules[node.op](g, *(p.value for p in node.parents), **node.params)
+            g_node = node.grad if node_cotangent else np.ones_like(node.grad)
+            pulled = rules[node.op](g_node, *(p.value for p in node.parents), **node.params)
             for parent, c in zip(node.parents, pulled, strict=False):
                 parent.grad = parent.grad + c if accumulate else c
 

@@ -57,6 +57,11 @@ REFERENCES = {"unbroadcast": "ch03:unbroadcast", "vjp_rule": "ch02:vjp_rule",
               "toposort": "ch02:toposort", "backward": "ch02:backward"}
 
 
+def reference(name: str) -> Invoke:
+    """The reference implementation of exercise `name` (one of REFERENCES)."""
+    return _resolve(REFERENCES[name])
+
+
 @functools.cache
 def invoker(name: str, frameworks: tuple[str, ...] = (), depends: tuple[str, ...] = ()
             ) -> Invoke:
@@ -83,7 +88,7 @@ def _resolve(name: str) -> Invoke:
 def _with_references(invoke: Invoke, depends: tuple[str, ...]) -> Invoke:
     """`invoke` with the reference of each dependency bound, for the call, to its name in
     the namespace where the learner's function was defined (the notebook's)."""
-    references = {name: _resolve(REFERENCES[name]) for name in depends}
+    references = {name: reference(name) for name in depends}
 
     def with_references(fn: Invoke, *args: Any) -> Any:
         namespace = getattr(fn, "__globals__", None)

@@ -75,19 +75,19 @@ def forward(steps: list[Step], inputs: Iterable[np.ndarray]) -> list[np.ndarray]
 
 
 def backward_in_order(steps: list[Step], values: list[np.ndarray], order: Iterable[int],
-                      cotangent: np.ndarray) -> tuple:
+                      g: np.ndarray) -> tuple:
     """The inputs' cotangents and flat_nodes of the others, visiting the nodes (indices,
     root first) in `order`: each node pushes the cotangent it holds when visited through its
     rule to its operands, and keeps receiving what later nodes send it (so a wrong order
     shows up as wrong cotangents)."""
     n_inputs = len(values) - len(steps)
-    held = {len(values) - 1: cotangent}
+    held = {len(values) - 1: g}
     for index in order:
         if index < n_inputs:
             continue
         op, operands, params = steps[index - n_inputs]
-        g = held.get(index, np.zeros_like(values[index]))
-        pulled = RULES[op](g, *(values[i] for i in operands), **params)
+        g_node = held.get(index, np.zeros_like(values[index]))
+        pulled = RULES[op](g_node, *(values[i] for i in operands), **params)
         for i, c in zip(operands, pulled, strict=False):
             held[i] = held[i] + c if i in held else c
     cotangents = [np.asarray(held.get(i, np.zeros_like(v)), dtype=v.dtype)
@@ -163,7 +163,7 @@ def _checked_order(order: list[Node], root: Node) -> list[Node]:
 
 
 def invoke_toposort(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
-                    x2: np.ndarray, cotangent: np.ndarray) -> tuple:
+                    x2: np.ndarray, g: np.ndarray) -> tuple:
     """Backward through the program, visiting the nodes in the reverse of toposort's order."""
     steps = parse_program(program)
     values = forward(steps, [x0, x1, x2])
@@ -171,8 +171,7 @@ def invoke_toposort(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np
     for op, operands, _ in steps:
         nodes.append(Node(len(nodes), op, [nodes[i] for i in operands]))
     order = _checked_order(list(fn(nodes[-1])), nodes[-1])
-    return backward_in_order(steps, values, [node.index for node in reversed(order)],
-                             cotangent)
+    return backward_in_order(steps, values, [node.index for node in reversed(order)], g)
 
 
 # ---------------------------------------------------------------- backward and grad
@@ -189,23 +188,23 @@ def build(ops: dict[str, Any], program: str, inputs: Iterable[Any]) -> list[Any]
 
 
 def invoke_backward(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
-                    x2: np.ndarray, cotangent: np.ndarray) -> tuple:
-    """The .grad of every value after the learner's backward(root, cotangent)."""
+                    x2: np.ndarray, g: np.ndarray) -> tuple:
+    """The .grad of every value after the learner's backward(root, g)."""
     values = build(fn.__globals__, program, [x0, x1, x2])
-    fn(values[-1], cotangent)
+    fn(values[-1], g)
     return (*(x.grad for x in values[:3]), flat_nodes([v.grad for v in values[3:]]))
 
 
 def invoke_grad(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
-                x2: np.ndarray, cotangent: np.ndarray) -> tuple:
-    """grad of f(x0, x1, x2) = reduce_sum(program(x0, x1, x2) * cotangent), three ways."""
+                x2: np.ndarray, g: np.ndarray) -> tuple:
+    """grad of f(x0, x1, x2) = reduce_sum(program(x0, x1, x2) * g), three ways."""
     ops = fn.__globals__
     traced = []
 
     def f(*inputs: Any) -> Any:
         values = build(ops, program, inputs)
         traced.append(values)
-        return ops["reduce_sum"](ops["mul"](values[-1], ops["Tensor"](cotangent)))
+        return ops["reduce_sum"](ops["mul"](values[-1], ops["Tensor"](g)))
 
     together = fn(f, argnums=(0, 1, 2))(x0, x1, x2)
     nodes = flat_nodes([v.grad for v in traced[0][3:]]) if traced else None
@@ -255,9 +254,9 @@ def toposort(root: Any) -> list[Any]:
     return order
 
 
-def backward(root: Any, cotangent: np.ndarray) -> None:
+def backward(root: Any, g: np.ndarray) -> None:
     """The reference of the exercise backward, on the learner's own Tensors."""
-    root.grad += cotangent
+    root.grad += g
     for node in reversed(toposort(root)):
         if node.vjp is not None:
             for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):

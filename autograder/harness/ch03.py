@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """`grad` summed back down to `shape`: the leading axes `shape` lacks, then keepdims
+def unbroadcast(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """`g` summed back down to `shape`: the leading axes `shape` lacks, then keepdims
     over every axis where `shape` has size 1."""
-    summed = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    summed = g.sum(axis=tuple(range(g.ndim - len(shape))))
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
     return np.asarray(summed.sum(axis=stretched, keepdims=True))

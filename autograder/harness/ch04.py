@@ -1,6 +1,6 @@
 """Chapter 04's invokes: a custom-gradient function under a GradientTape, eagerly and in graph.
 
-The case's last array is the cotangent dy fed to tape.gradient(output_gradients=dy); the
+The case's last array is the cotangent g fed to tape.gradient(output_gradients=g); the
 other arrays become tensors (or tf.Variables, the weights a layer reads) and are passed to
 the learner's function with the case's static parameters. It runs once eagerly and once
 inside tf.function, and the two runs must agree. `linear_layer`'s invoke also checks that a
@@ -77,7 +77,7 @@ def _custom_gradients() -> Iterator[list[int]]:
 
 def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, ...]
             ) -> tuple[np.ndarray, ...]:
-    *values, dy = args
+    *values, g = args
     values = [
         tf.Variable(v) if i in variables else tf.constant(v) if isinstance(v, np.ndarray) else v
         for i, v in enumerate(values)
@@ -86,12 +86,12 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
     level = logger.level
     logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
     try:
-        eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, dy)]
-        graph = [np.asarray(t) for t in _explained(_graph(fn), fn, values, dy)]
+        eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
+        graph = [np.asarray(t) for t in _explained(_graph(fn), fn, values, g)]
     finally:
         logger.setLevel(level)
-    for e, g in zip(eager, graph, strict=False):
-        if e.shape != g.shape or not np.allclose(e, g, rtol=1e-4, atol=1e-5, equal_nan=True):
+    for e, h in zip(eager, graph, strict=False):
+        if e.shape != h.shape or not np.allclose(e, h, rtol=1e-4, atol=1e-5, equal_nan=True):
             raise AssertionError(
                 "The result differs between the eager run and the run inside tf.function: "
                 "your function must not depend on Python state or on .numpy() values."
@@ -99,13 +99,13 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
     return tuple(eager)
 
 
-def _forward_backward(fn: Callable[..., Any], values: list[Any], dy: np.ndarray) -> tuple:
+def _forward_backward(fn: Callable[..., Any], values: list[Any], g: np.ndarray) -> tuple:
     sources = [v for v in values if isinstance(v, (tf.Tensor, tf.Variable))]
     with tf.GradientTape() as tape:
         tape.watch([v for v in sources if not isinstance(v, tf.Variable)])
         y = fn(*values)
     grads = tape.gradient(
-        y, sources, output_gradients=tf.convert_to_tensor(dy),
+        y, sources, output_gradients=tf.convert_to_tensor(g),
         unconnected_gradients=tf.UnconnectedGradients.ZERO,
     )
     return (y, *grads)
@@ -117,16 +117,16 @@ def _graph(fn: Callable[..., Any]) -> Callable[..., tuple]:
     if entry is None or entry[0] is not fn:
         if len(_GRAPHS) > 64:
             _GRAPHS.clear()
-        entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, dy: _forward_backward(
-            fn, values, dy)))
-    return lambda fn, values, dy: entry[1](values, dy)
+        entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, g: _forward_backward(
+            fn, values, g)))
+    return lambda fn, values, g: entry[1](values, g)
 
 
 def _explained(run: Callable[..., tuple], fn: Callable[..., Any], values: list[Any],
-               dy: np.ndarray) -> tuple:
-    """Run; say plainly what TensorFlow's errors about grad's return value mean."""
+               g: np.ndarray) -> tuple:
+    """Run; say plainly what TensorFlow's errors about grad_fn's return value mean."""
     try:
-        return run(fn, values, dy)
+        return run(fn, values, g)
     except Exception as error:
         text = str(error)
         for clue, meaning in _MEANINGS:
@@ -137,16 +137,16 @@ def _explained(run: Callable[..., tuple], fn: Callable[..., Any], values: list[A
 
 
 _VARIABLE_GRADS = (
-    "grad must return (input_grads, variable_grads): the variable gradients in a list, "
+    "grad_fn must return (input_grads, variable_grads): the variable gradients in a list, "
     "one per variable in `variables`, e.g. (grad_x, [grad_w])."
 )
 _MEANINGS = [
     ("keyword argument 'variables'",
-     "Your grad function does not accept `variables`. The function reads a tf.Variable, "
-     "so TensorFlow calls grad(upstream, variables=[w]) and expects "
-     "(input_grads, variable_grads) back. Define it as `def grad(upstream, variables=None)`."),
+     "Your grad_fn does not accept `variables`. The function reads a tf.Variable, "
+     "so TensorFlow calls grad_fn(g, variables=[w]) and expects "
+     "(input_grads, variable_grads) back. Define it as `def grad_fn(g, variables=None)`."),
     ("gradient for each variable", _VARIABLE_GRADS),
     ("too few gradients", _VARIABLE_GRADS),
     ("expected to return",
-     "grad must return one gradient per input of the custom-gradient function, in order."),
+     "grad_fn must return one gradient per input of the custom-gradient function, in order."),
 ]

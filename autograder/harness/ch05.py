@@ -56,7 +56,7 @@ LIKELY_MISTAKES = (
     ("AssertionError", _NOT_LINEAR),
     ("Custom VJP bwd rule must produce", "bwd returned the wrong structure. It must return "
      "a TUPLE with one cotangent per differentiable argument of the primal function, in "
-     "order (for one argument: `return (x_bar,)`), and nothing for nondiff_argnums."),
+     "order (for one argument: `return (g_x,)`), and nothing for nondiff_argnums."),
     ("unexpected JAX type", "your function changed the dtype (for example float32 in, "
      "float64 out, after mixing in a float64 numpy array). Keep x's dtype: use "
      "jnp.zeros_like(x) or plain Python floats for constants."),
@@ -109,10 +109,10 @@ def _guarded(stage: str, thunk: Callable[[], Any]) -> Any:
         raise ValueError(explain(stage, error)) from None
 
 
-def vjp_of(fn: Fn, x: Any, ct: Any) -> tuple[Any, Any]:
+def vjp_of(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
     """(primal_out, cotangent of x) from jax.vjp: the primal out of fwd, or of the JVP rule."""
     y, pullback = jax.vjp(fn, x)
-    return y, pullback(ct)[0]
+    return y, pullback(g)[0]
 
 
 def elementwise(transform: Fn, x: Any) -> Any:
@@ -139,14 +139,14 @@ def second_vmap_jit(fn: Fn, x: Any) -> Any:
 # ---------------------------------------------------------------- one invoke per exercise
 
 
-def invoke_log1pexp(fn: Fn, x: Any, t: Any, ct: Any) -> tuple[np.ndarray, ...]:
+def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        x, t, ct = jnp.asarray(x), jnp.asarray(t), jnp.asarray(ct)
+        x, t, g = jnp.asarray(x), jnp.asarray(t), jnp.asarray(g)
         f = jax.jit(fn)
         return (
             run("jax.jit(fn)(x)", lambda: f(x)),
             *run_pair("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_of(f, x, ct)),
+            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_of(f, x, g)),
             run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
             run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
         )
@@ -158,40 +158,40 @@ def _clip_value_jit(fn: Fn, lo: float, hi: float, x: Any) -> Any:
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_rows_vjp_jit(fn: Fn, lo: float, hi: float, x: Any, ct: Any) -> Any:
-    def row_vjp(row: Any, row_ct: Any) -> Any:
-        return jax.vjp(lambda v: fn(lo, hi, v), row)[1](row_ct)[0]
+def _clip_rows_vjp_jit(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> Any:
+    def row_vjp(row: Any, row_g: Any) -> Any:
+        return jax.vjp(lambda v: fn(lo, hi, v), row)[1](row_g)[0]
 
-    return jax.vmap(row_vjp)(x, ct)
+    return jax.vmap(row_vjp)(x, g)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_chained_grad_jit(fn: Fn, lo: float, hi: float, x: Any, ct: Any) -> Any:
-    return jax.grad(lambda v: jnp.sum(ct * jnp.sin(fn(lo, hi, 3 * v))))(x)
+def _clip_chained_grad_jit(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> Any:
+    return jax.grad(lambda v: jnp.sum(g * jnp.sin(fn(lo, hi, 3 * v))))(x)
 
 
-def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, ct: Any
+def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any
                          ) -> tuple[np.ndarray, ...]:
     with double_precision():
-        x, ct = jnp.asarray(x), jnp.asarray(ct)
+        x, g = jnp.asarray(x), jnp.asarray(g)
         return (
             run("jax.jit(fn)(lo, hi, x)", lambda: _clip_value_jit(fn, lo, hi, x)),
             *run_pair("jax.vjp(jax.jit(fn))",
-                      lambda: vjp_of(lambda v: _clip_value_jit(fn, lo, hi, v), x, ct)),
+                      lambda: vjp_of(lambda v: _clip_value_jit(fn, lo, hi, v), x, g)),
             run("jax.jit(jax.vmap(VJP of each row))",
-                lambda: _clip_rows_vjp_jit(fn, lo, hi, x, ct)),
-            run("jax.jit(jax.grad(sum(ct * sin(fn(lo, hi, 3 * x)))))",
-                lambda: _clip_chained_grad_jit(fn, lo, hi, x, ct)),
+                lambda: _clip_rows_vjp_jit(fn, lo, hi, x, g)),
+            run("jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
+                lambda: _clip_chained_grad_jit(fn, lo, hi, x, g)),
         )
 
 
-def invoke_fixed_point(fn: Fn, a: Any, ct: Any) -> tuple[np.ndarray, ...]:
+def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        a, ct = jnp.asarray(a), jnp.asarray(ct)
+        a, g = jnp.asarray(a), jnp.asarray(g)
         f = jax.jit(fn)
         return (
             run("jax.jit(fn)(a)", lambda: f(a)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_of(f, a, ct)),
+            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_of(f, a, g)),
             run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, a)),
         )
 
