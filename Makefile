@@ -29,9 +29,14 @@ lab: $(VENV)/.warm
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
+# Workers for pytest-xdist. A test module, or a notebook (nbval runs its cells in order in one
+# kernel), stays on one worker (--dist loadfile), so module fixtures are built once.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 test: $(STAMP) lint
-	$(PY) -m pytest tests
-	$(PY) -m pytest --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg solutions course
+	$(PY) -m pytest $(XDIST) tests
+	$(PY) -m pytest $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg solutions course
 
 course: $(STAMP)
 	$(PY) -m autograder build-course
