@@ -20,6 +20,7 @@ same invoke.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -45,11 +46,22 @@ EXCEPTION_HINT = (
 )
 
 
-def _built_on_call(build: Callable[[], Callable[..., Any]]) -> Callable[[], Callable[..., Any]]:
-    """A wrong learner function's builder, run (with its custom rule) on the function's first
-    call, since JAX is imported only when a check runs. Each `_<exercise>_mistake` wraps it in
-    a function with the learner's own parameters, called exactly as the learner's own."""
-    return functools.cache(build)
+def _learner(name: str, parameters: str, build: Callable[[], Callable[..., Any]]
+             ) -> Callable[..., Any]:
+    """A wrong learner function: called `name`, with the learner's own `parameters`
+    ("lo, hi, x"), called exactly as the learner's own; its body, a function with a custom
+    rule, is built by `build` on the first call, since JAX is imported only when a check
+    runs."""
+    built = functools.cache(build)
+
+    def learner(*args: Any) -> Any:
+        return built()(*args)
+
+    learner.__name__ = learner.__qualname__ = name
+    learner.__signature__ = inspect.Signature(
+        [inspect.Parameter(p.strip(), inspect.Parameter.POSITIONAL_OR_KEYWORD)
+         for p in parameters.split(",")])
+    return learner
 
 
 @functools.cache
@@ -167,13 +179,8 @@ def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> A
 
 
 def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    built = _built_on_call(lambda: _custom_jvp_softplus(
+    return _learner("log1pexp", "x", lambda: _custom_jvp_softplus(
         value(), tangent(), rule_primal() if rule_primal else None))
-
-    def log1pexp(x: Any) -> Any:
-        return built()(x)
-
-    return log1pexp
 
 
 def _naive_value() -> Any:
@@ -393,12 +400,7 @@ def _clip_learner(forward: Any, backward: Any) -> Any:
 
 
 def _clip_mistake(forward: Any, backward: Any) -> Any:
-    built = _built_on_call(lambda: _clip_learner(forward(), backward()))
-
-    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
-        return built()(lo, hi, x)
-
-    return clip_gradient
+    return _learner("clip_gradient", "lo, hi, x", lambda: _clip_learner(forward(), backward()))
 
 
 def _identity() -> Any:
@@ -563,12 +565,7 @@ def _fixed_point_learner(backward: Any) -> Any:
 
 
 def _fixed_point_mistake(backward: Any) -> Any:
-    built = _built_on_call(lambda: _fixed_point_learner(backward))
-
-    def fixed_point(a: Any) -> Any:
-        return built()(a)
-
-    return fixed_point
+    return _learner("fixed_point", "a", lambda: _fixed_point_learner(backward))
 
 
 FIXED_POINT = Exercise(
@@ -706,12 +703,7 @@ def _bessel_learner(tangent: Any) -> Any:
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    built = _built_on_call(lambda: _bessel_learner(tangent))
-
-    def bessel_i0(x: Any) -> Any:
-        return built()(x)
-
-    return bessel_i0
+    return _learner("bessel_i0", "x", lambda: _bessel_learner(tangent))
 
 
 def _i1(x: Any) -> Any:
