@@ -9,6 +9,7 @@ engine as the notebook checks and alone writes results.json, feedback.txt and gr
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import secrets
@@ -220,18 +221,36 @@ def notable_cell_problems(problems: list[dict], exercise_cells: set[int]) -> lis
 
 
 def write_inputs(box: sandbox.Box, exercise: Exercise, cases: list[Case]) -> None:
-    arrays = {}
-    for index, case in enumerate(cases):
-        for name, value in case.arrays().items():
-            arrays[f"c{index}_{name}"] = value
-    np.savez(box.ctrl / f"inputs_{exercise.name}.npz", **arrays)
-    meta = {
-        "arguments": [name for name, _ in cases[0].args],
-        "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
-    }
-    (box.ctrl / f"inputs_{exercise.name}.json").write_text(json.dumps(meta))
+    npz, meta = _input_files(exercise.name, cases)
+    (box.ctrl / f"inputs_{exercise.name}.npz").write_bytes(npz)
+    (box.ctrl / f"inputs_{exercise.name}.json").write_text(meta)
     for suffix in ("npz", "json"):
         sandbox.share_read_only(box, box.ctrl / f"inputs_{exercise.name}.{suffix}")
+
+
+# Every submission of a run gets the same cases: their files are serialized once per run, not
+# once per submission (the parent's work is serial under the GIL, which limits --jobs).
+_INPUT_FILES: dict[tuple[str, int], tuple[list[Case], bytes, str]] = {}
+
+
+def _input_files(name: str, cases: list[Case]) -> tuple[bytes, str]:
+    """(the .npz of every case's arrays, keys "c<case>_<argument>"; the .json of the
+    arguments' order and each case's static parameters)."""
+    cached = _INPUT_FILES.get((name, id(cases)))
+    if cached is not None and cached[0] is cases:
+        return cached[1], cached[2]
+    arrays = {f"c{index}_{argument}": value for index, case in enumerate(cases)
+              for argument, value in case.arrays().items()}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    meta = json.dumps({
+        "arguments": [argument for argument, _ in cases[0].args],
+        "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
+    })
+    if len(_INPUT_FILES) > 64:
+        _INPUT_FILES.clear()
+    _INPUT_FILES[name, id(cases)] = (cases, buffer.getvalue(), meta)
+    return buffer.getvalue(), meta
 
 
 def _jsonable(value: Any) -> Any:

@@ -24,6 +24,7 @@ import ast
 import functools
 import re
 import threading
+from dataclasses import dataclass
 
 from .child import MAGIC
 
@@ -56,10 +57,10 @@ def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -
 
 
 def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> list[str]:
-    trees = [_parse(cell) for cell in cells]
-    whole = {i for i, tree in enumerate(trees) if tree is None or i + 1 in exercise_cells}
-    needed = set(names) | {n for i in whole if trees[i] is not None for n in _reads(trees[i])}
-    modules = {n for tree in trees if tree is not None for n in _imported(tree)}
+    analysed = [_analysed(cell) for cell in cells]
+    whole = {i for i, cell in enumerate(analysed) if cell is None or i + 1 in exercise_cells}
+    needed = set(names).union(*(analysed[i].reads for i in whole if analysed[i] is not None))
+    modules = set().union(*(cell.imported for cell in analysed if cell is not None))
     kept: set[tuple[int, int]] = set()
     changed = True
     while changed:  # a kept statement may need a name bound in a later cell
@@ -67,13 +68,66 @@ def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> lis
         for i in reversed(range(len(cells))):
             if i in whole:
                 continue
-            for j, statement in reversed(list(enumerate(trees[i].body))):
-                if (i, j) not in kept and _keep(statement, needed, modules):
+            for j, statement in reversed(list(enumerate(analysed[i].statements))):
+                if (i, j) not in kept and statement.kept_for(needed, modules):
                     kept.add((i, j))
-                    needed |= _reads(statement)
+                    needed |= statement.reads
                     changed = True
-    return [cell if i in whole else _only(cell, trees[i], {j for k, j in kept if k == i})
+    return [cell if i in whole else _only(cell, analysed[i].tree, {j for k, j in kept if k == i})
             for i, cell in enumerate(cells)]
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """What the slicing needs to know of one top-level statement, found once."""
+
+    binds: frozenset[str]
+    reads: frozenset[str]
+    configures: bool  # jax.config.update(...), os.environ[...] = ..., np.random.seed(...)
+    stored_into: frozenset[str]  # roots of `root.attr = ...`, `root[k] = ...`
+    called_on: frozenset[str]  # roots of `root.method(...)`
+
+    def kept_for(self, needed: set[str], modules: set[str]) -> bool:
+        """Whether it binds, changes or configures something a kept statement reads."""
+        return bool(self.configures or self.binds & needed or self.stored_into & needed
+                    or (self.called_on - modules) & needed)
+
+
+@dataclass(frozen=True)
+class _Cell:
+    tree: ast.Module
+    statements: tuple[_Statement, ...]
+    reads: frozenset[str]
+    imported: frozenset[str]
+
+
+@functools.lru_cache(maxsize=4096)
+def _analysed(cell: str) -> _Cell | None:
+    """The cell's statements, analysed; None when it does not parse. Cached by its text:
+    most cells are the course's own, the same in every submission of a grading run, and the
+    parent's work per submission is serial under the GIL (it limits --jobs)."""
+    tree = _parse(cell)
+    if tree is None:
+        return None
+    statements = tuple(_statement(statement) for statement in tree.body)
+    return _Cell(tree, statements, frozenset().union(*(s.reads for s in statements)),
+                 frozenset(_imported(tree)))
+
+
+def _statement(statement: ast.stmt) -> _Statement:
+    configures, stored_into, called_on = False, set(), set()
+    for node in _top_level_nodes(statement):
+        if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.ctx, ast.Store):
+            dotted = _dotted(node)
+            stored_into.add(dotted.split(".")[0])
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            dotted = _dotted(node.func)
+            called_on.add(dotted.split(".")[0])
+        else:
+            continue
+        configures = configures or bool(CONFIGURING.search(dotted))
+    return _Statement(frozenset(_binds(statement)), frozenset(_reads(statement)), configures,
+                      frozenset(stored_into), frozenset(called_on))
 
 
 def serialize_parsing() -> None:
@@ -168,12 +222,6 @@ def _binds(statement: ast.stmt) -> set[str]:
     return bound
 
 
-def _keep(statement: ast.stmt, needed: set[str], modules: set[str]) -> bool:
-    if _binds(statement) & needed:
-        return True
-    return any(_changes(node, needed, modules) for node in _top_level_nodes(statement))
-
-
 def _top_level_nodes(statement: ast.stmt) -> list[ast.AST]:
     """The statement's nodes outside any function or class body it defines."""
     found, pending = [], [statement]
@@ -183,18 +231,6 @@ def _top_level_nodes(statement: ast.stmt) -> list[ast.AST]:
         if node is statement or not isinstance(node, SCOPES):
             pending.extend(ast.iter_child_nodes(node))
     return found
-
-
-def _changes(node: ast.AST, needed: set[str], modules: set[str]) -> bool:
-    """An assignment into, or a method call on, something needed; or a configuration."""
-    if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.ctx, ast.Store):
-        dotted = _dotted(node)
-        return dotted.split(".")[0] in needed or bool(CONFIGURING.search(dotted))
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-        dotted = _dotted(node.func)
-        root = dotted.split(".")[0]
-        return (root in needed and root not in modules) or bool(CONFIGURING.search(dotted))
-    return False
 
 
 def _dotted(node: ast.AST) -> str:
