@@ -115,6 +115,14 @@ def vjp_of(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
     return y, pullback(g)[0]
 
 
+# jax.vjp builds a new linearized program on every call, which JAX then lowers (and looks up
+# in its compilation cache) again: under jit it is traced once per (function, shape, dtype).
+@functools.partial(jax.jit, static_argnums=0)
+def vjp_jit(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
+    """vjp_of(jax.jit(fn), x, g), compiled once per function, shape and dtype."""
+    return vjp_of(jax.jit(fn), x, g)
+
+
 def elementwise(transform: Fn, x: Any) -> Any:
     """transform applied to every element of x through jax.vmap, in x's shape."""
     return jax.vmap(transform)(x.reshape(-1)).reshape(x.shape)
@@ -146,7 +154,7 @@ def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
         return (
             run("jax.jit(fn)(x)", lambda: f(x)),
             *run_pair("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_of(f, x, g)),
+            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_jit(fn, x, g)),
             run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
             run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
         )
@@ -155,6 +163,11 @@ def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def _clip_value_jit(fn: Fn, lo: float, hi: float, x: Any) -> Any:
     return fn(lo, hi, x)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _clip_vjp_jit(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> Any:
+    return vjp_of(lambda v: _clip_value_jit(fn, lo, hi, v), x, g)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
@@ -176,8 +189,7 @@ def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any
         x, g = jnp.asarray(x), jnp.asarray(g)
         return (
             run("jax.jit(fn)(lo, hi, x)", lambda: _clip_value_jit(fn, lo, hi, x)),
-            *run_pair("jax.vjp(jax.jit(fn))",
-                      lambda: vjp_of(lambda v: _clip_value_jit(fn, lo, hi, v), x, g)),
+            *run_pair("jax.vjp(jax.jit(fn))", lambda: _clip_vjp_jit(fn, lo, hi, x, g)),
             run("jax.jit(jax.vmap(VJP of each row))",
                 lambda: _clip_rows_vjp_jit(fn, lo, hi, x, g)),
             run("jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
@@ -191,7 +203,7 @@ def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
         f = jax.jit(fn)
         return (
             run("jax.jit(fn)(a)", lambda: f(a)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_of(f, a, g)),
+            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_jit(fn, a, g)),
             run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, a)),
         )
 
