@@ -64,6 +64,15 @@ class Assignment:
     exercises: list[Exercise]
     cases: dict[str, list[Case]]
     references: dict[str, list[Outputs]]
+    # The child's input files per exercise, serialized once: every submission gets the same
+    # cases, and the parent's work is serial under the GIL (it limits --jobs).
+    _inputs: dict[str, tuple[bytes, str]] = field(default_factory=dict, repr=False)
+
+    def input_files(self, name: str) -> tuple[bytes, str]:
+        """The exercise's inputs_<name>.npz and .json, as written for the child."""
+        if name not in self._inputs:
+            self._inputs[name] = serialized_inputs(self.cases[name])
+        return self._inputs[name]
 
 
 def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
@@ -220,25 +229,17 @@ def notable_cell_problems(problems: list[dict], exercise_cells: set[int]) -> lis
 # ---------------------------------------------------------------- the child's directory
 
 
-def write_inputs(box: sandbox.Box, exercise: Exercise, cases: list[Case]) -> None:
-    npz, meta = _input_files(exercise.name, cases)
-    (box.ctrl / f"inputs_{exercise.name}.npz").write_bytes(npz)
-    (box.ctrl / f"inputs_{exercise.name}.json").write_text(meta)
+def write_inputs(box: sandbox.Box, name: str, files: tuple[bytes, str]) -> None:
+    npz, meta = files
+    (box.ctrl / f"inputs_{name}.npz").write_bytes(npz)
+    (box.ctrl / f"inputs_{name}.json").write_text(meta)
     for suffix in ("npz", "json"):
-        sandbox.share_read_only(box, box.ctrl / f"inputs_{exercise.name}.{suffix}")
+        sandbox.share_read_only(box, box.ctrl / f"inputs_{name}.{suffix}")
 
 
-# Every submission of a run gets the same cases: their files are serialized once per run, not
-# once per submission (the parent's work is serial under the GIL, which limits --jobs).
-_INPUT_FILES: dict[tuple[str, int], tuple[list[Case], bytes, str]] = {}
-
-
-def _input_files(name: str, cases: list[Case]) -> tuple[bytes, str]:
+def serialized_inputs(cases: list[Case]) -> tuple[bytes, str]:
     """(the .npz of every case's arrays, keys "c<case>_<argument>"; the .json of the
     arguments' order and each case's static parameters)."""
-    cached = _INPUT_FILES.get((name, id(cases)))
-    if cached is not None and cached[0] is cases:
-        return cached[1], cached[2]
     arrays = {f"c{index}_{argument}": value for index, case in enumerate(cases)
               for argument, value in case.arrays().items()}
     buffer = io.BytesIO()
@@ -247,9 +248,6 @@ def _input_files(name: str, cases: list[Case]) -> tuple[bytes, str]:
         "arguments": [argument for argument, _ in cases[0].args],
         "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
     })
-    if len(_INPUT_FILES) > 64:
-        _INPUT_FILES.clear()
-    _INPUT_FILES[name, id(cases)] = (cases, buffer.getvalue(), meta)
     return buffer.getvalue(), meta
 
 
@@ -581,7 +579,7 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
     with sandbox.submission_box(box) as folders:
         _copy_child_files(folders)
         for exercise in assignment.exercises:
-            write_inputs(folders, exercise, assignment.cases[exercise.name])
+            write_inputs(folders, exercise.name, assignment.input_files(exercise.name))
         cells, exercise_cells = program_cells(notebook)
         run = Run(box, folders, limits, time.monotonic() + limits.per_submission,
                   frozenset(exercise_cells))

@@ -463,9 +463,6 @@ def _supervise(process: subprocess.Popen, ready, box: Box, deadline: float,
             full, next_disk_check = over_disk_quota(box), now + 0.25
             if full:
                 break
-        if not streams.get_map():  # both pipes closed: only the exit is left to wait for
-            _wait_briefly(process, min(0.1, deadline - now))
-            continue
         for key, _ in streams.select(timeout=min(0.1, deadline - now)):
             chunk = os.read(key.fileobj.fileno(), 65536)
             if not chunk:
@@ -479,14 +476,6 @@ def _supervise(process: subprocess.Popen, ready, box: Box, deadline: float,
     streams.close()
     return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
                        started, full, output.decode(errors="replace"))
-
-
-def _wait_briefly(process: subprocess.Popen, seconds: float) -> None:
-    """Wait up to `seconds` for the process to exit, noticing the exit within a millisecond
-    or so (Popen.wait polls with short, growing sleeps): a select on no pipes would sleep
-    the whole 0.1 s, which was a quarter of a numpy submission's grading time."""
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=max(seconds, 0.0))
 
 
 def _drained_ready(ready) -> bool:

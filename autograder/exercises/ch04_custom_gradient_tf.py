@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from ..cases import Case, Profile, Shape, dtypes, shape_menu
-from ..exercise import Exercise, Mistake
+from ..exercise import Exercise, Mistake, learner_function
 
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
@@ -144,12 +144,7 @@ def _naive(tf: Any, a: Any, b: Any) -> Any:
 
 def _logaddexp_mistake(value: Callable[..., Any], gradient: Callable[..., Any]
                        ) -> Callable[..., Any]:
-    custom = _custom(value, gradient)
-
-    def logaddexp(a: Any, b: Any) -> Any:
-        return custom(a, b)
-
-    return logaddexp
+    return learner_function("logaddexp", "a, b", _custom(value, gradient))
 
 
 _swapped_inputs = _logaddexp_mistake(
@@ -279,12 +274,7 @@ def _single_where(x: Any) -> Any:
 
 
 def _log_or_zero_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
-    custom = _custom(_safe_log, gradient)
-
-    def log_or_zero(x: Any) -> Any:
-        return custom(x)
-
-    return log_or_zero
+    return learner_function("log_or_zero", "x", _custom(_safe_log, gradient))
 
 
 _unmasked_gradient = _log_or_zero_mistake(lambda tf, g, x: g / x)
@@ -533,12 +523,7 @@ def _window(tf: Any, x: Any, inside: Callable[[Any], Any]) -> Any:
 
 
 def _sign_ste_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
-    custom = _custom(_sign, gradient)
-
-    def sign_ste(x: Any) -> Any:
-        return custom(x)
-
-    return sign_ste
+    return learner_function("sign_ste", "x", _custom(_sign, gradient))
 
 
 _no_window = _sign_ste_mistake(lambda tf, g, x: g)

@@ -20,7 +20,6 @@ same invoke.
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from ..cases import Case, Profile, Shape, dtypes, float_arrays, shape_menu
-from ..exercise import Exercise, Mistake
+from ..exercise import Exercise, Mistake, learner_function
 
 FRAMEWORKS = ("jax",)
 
@@ -48,20 +47,10 @@ EXCEPTION_HINT = (
 
 def _learner(name: str, parameters: str, build: Callable[[], Callable[..., Any]]
              ) -> Callable[..., Any]:
-    """A wrong learner function: called `name`, with the learner's own `parameters`
-    ("lo, hi, x"), called exactly as the learner's own; its body, a function with a custom
-    rule, is built by `build` on the first call, since JAX is imported only when a check
-    runs."""
+    """A wrong learner function `name(parameters)` whose body, a function with a custom rule,
+    is built by `build` on the first call, since JAX is imported only when a check runs."""
     built = functools.cache(build)
-
-    def learner(*args: Any) -> Any:
-        return built()(*args)
-
-    learner.__name__ = learner.__qualname__ = name
-    learner.__signature__ = inspect.Signature(
-        [inspect.Parameter(p.strip(), inspect.Parameter.POSITIONAL_OR_KEYWORD)
-         for p in parameters.split(",")])
-    return learner
+    return learner_function(name, parameters, lambda *args: built()(*args))
 
 
 @functools.cache
