@@ -2,8 +2,9 @@
 
 The case's last array is the cotangent g fed to tape.gradient(output_gradients=g); the
 other arrays become tensors (or tf.Variables, the weights a layer reads) and are passed to
-the learner's function with the case's static parameters. It runs once eagerly and once
-inside tf.function, and the two runs must agree. `linear_layer`'s invoke also checks that a
+the learner's function with the case's static parameters. It runs eagerly and, for the
+first GRAPH_SIGNATURES input signatures of each function, inside tf.function too, and the
+two runs must agree. `linear_layer`'s invoke also checks that a
 @tf.custom_gradient function computed the output, as the exercise asks.
 """
 
@@ -20,7 +21,13 @@ import tensorflow as tf
 
 from . import method
 
-_GRAPHS: dict[int, tuple[Callable, Callable]] = {}  # id(fn) -> (fn, its tf.function)
+_GRAPHS: dict[int, tuple[Callable, Callable, set]] = {}  # id(fn) -> (fn, tf.function, signatures)
+# Input signatures per function that are also run inside tf.function. Each new one traces
+# the learner's function again (about 30 ms, with AutoGraph), and a function that breaks in
+# graph mode (.numpy(), Python state) breaks on any signature, so a few suffice. Once a
+# signature is admitted, every case with it runs in both modes, so a case's verdict never
+# depends on which cases ran before it (shrinking needs that).
+GRAPH_SIGNATURES = 6
 
 
 def invoke(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
@@ -87,7 +94,9 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
     logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
     try:
         eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
-        graph = [np.asarray(t) for t in _explained(_graph(fn), fn, values, g)]
+        graph_run = _graph(fn, _signature(values, g))
+        graph = [] if graph_run is None else [
+            np.asarray(t) for t in _explained(graph_run, fn, values, g)]
     finally:
         logger.setLevel(level)
     for e, h in zip(eager, graph, strict=False):
@@ -111,14 +120,30 @@ def _forward_backward(fn: Callable[..., Any], values: list[Any], g: np.ndarray) 
     return (y, *grads)
 
 
-def _graph(fn: Callable[..., Any]) -> Callable[..., tuple]:
-    """_forward_backward inside tf.function, traced once per input signature, not per call."""
+def _signature(values: list[Any], g: np.ndarray) -> tuple:
+    """What tf.function traces on: each tensor's shape and dtype, each other value itself."""
+    def key(value: Any) -> Any:
+        if isinstance(value, (tf.Tensor, tf.Variable)):
+            return (type(value).__name__, tuple(value.shape), value.dtype.name)
+        return repr(value)
+
+    return (*map(key, values), np.shape(g), np.asarray(g).dtype.name)
+
+
+def _graph(fn: Callable[..., Any], signature: tuple) -> Callable[..., tuple] | None:
+    """_forward_backward inside tf.function, traced once per input signature, not per call;
+    None when this signature is not one of the GRAPH_SIGNATURES this function runs in graph."""
     entry = _GRAPHS.get(id(fn))
     if entry is None or entry[0] is not fn:
         if len(_GRAPHS) > 64:
             _GRAPHS.clear()
         entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, g: _forward_backward(
-            fn, values, g)))
+            fn, values, g)), set())
+    admitted = entry[2]
+    if signature not in admitted:
+        if len(admitted) >= GRAPH_SIGNATURES:
+            return None
+        admitted.add(signature)
     return lambda fn, values, g: entry[1](values, g)
 
 
