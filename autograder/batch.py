@@ -134,6 +134,7 @@ def grade(
     *, submissions: list[Path], out: Path, jobs: int = 2, seed: int | None = None,
     timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
     unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
+    fork_server: bool = False,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all."""
@@ -143,18 +144,37 @@ def grade(
         return 2
     try:
         out.mkdir(parents=True, exist_ok=True)
-        box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox)
+        box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, fork_server)
         compiled = refcache.compile_cache(reference_cache)
         box.compile_cache = str(compiled) if compiled.is_dir() else None
     except (OSError, sandbox.SandboxUnavailable) as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
+    try:
+        return _grade_with(box, paths, out, jobs, seed, timeout, assignment, reference_cache)
+    finally:
+        box.close()
+
+
+def _start_fork_servers(box: sandbox.Sandbox, chapters: set[str]) -> None:
+    """Start the fork servers the chapters' framework rounds will need, so that their
+    imports overlap the grader's own preparation."""
+    if box.fork:
+        for chapter in chapters:
+            for frameworks in {tuple(sorted(e.frameworks)) for e in for_chapter(chapter)}:
+                box.fork_server(frameworks)
+
+
+def _grade_with(box: sandbox.Sandbox, paths: list[Path], out: Path, jobs: int,
+                seed: int | None, timeout: float, assignment: str | None,
+                reference_cache: Path | None) -> int:
     seed = new_seed() if seed is None else seed
     print(f"seed {seed}; sandbox: {box.mode}", file=sys.stderr)
+    chapters = chapters_needed(paths, assignment)
+    _start_fork_servers(box, chapters)
     try:
         assignments: dict[str, Assignment] = {
-            chapter: prepare(chapter, seed, reference_cache)
-            for chapter in chapters_needed(paths, assignment)
+            chapter: prepare(chapter, seed, reference_cache) for chapter in chapters
         }
     except ValueError as error:
         print(f"Cannot grade: {error}", file=sys.stderr)

@@ -328,15 +328,42 @@ def _load_confine(folder: Path):
     return module
 
 
+_PRELOADED: list[str] | None = None  # the frameworks preload() imported, in a fork server
+
+
+def preload(allowed: list[str]) -> None:
+    """Import these frameworks (under this round's guards) before any submission exists.
+
+    The fork server (forkserver.py) calls this once, then forks a child per round from the
+    imported interpreter, so a framework's seconds of start-up are paid once per batch. It
+    imports framework code only: no submission, case or reference is ever in this process.
+    """
+    global _PRELOADED
+    _install_guards(allowed)
+    for name in allowed:
+        importlib.import_module(name)
+        if name == "jax":
+            importlib.import_module("jax.numpy")
+    _PRELOADED = list(allowed)
+
+
 def main() -> None:
-    inputs = Path(__file__).resolve().parent
+    serve(Path(__file__).resolve().parent, int(sys.argv[1]))
+
+
+def serve(inputs: Path, ready: int) -> None:
+    """Confine, say so on `ready`, run the program in `inputs`/program.json; never returns."""
     program = json.loads((inputs / "program.json").read_text())
+    allowed = program.get("allowed", [])
+    if _PRELOADED is not None and allowed != _PRELOADED:
+        raise RuntimeError(f"forked from {_PRELOADED}, but this round allows {allowed}")
     _load_confine(inputs).confine(program["confine"])
-    os.write(int(sys.argv[1]), b"1")  # confined: only now may submitted code run
-    os.close(int(sys.argv[1]))
+    os.write(ready, b"1")  # confined: only now may submitted code run
+    os.close(ready)
     out = Path(program["out"])
     harness = _load_harness(inputs)
-    _install_guards(program.get("allowed", []))
+    if _PRELOADED is None:
+        _install_guards(allowed)
     namespace: dict = {"__name__": "__main__"}
     problems = run_cells(program["cells"], namespace)
     (out / "cells.json").write_text(json.dumps(problems))

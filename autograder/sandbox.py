@@ -30,12 +30,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import confine
+from . import confine, forkserver
 
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
 FILE_SIZE_LIMIT = 64 * 1024**2
@@ -96,15 +97,42 @@ class Sandbox:
     # the grader's own warm-up, running our solution notebook, gets it writable.
     compile_cache: str | None = None
     compile_cache_writable: bool = False
+    # `grade --fork-server`: framework rounds fork from a server that imported the framework
+    # once (forkserver.py), instead of starting a fresh Python that imports it every round.
+    fork: bool = False
+    fork_servers: dict[tuple[str, ...], forkserver.ForkServer] = field(default_factory=dict)
+    fork_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def mode(self) -> str:
+        if self.fork:
+            return "fork server (fallback layers)"
         if self.bwrap:
             return "bubblewrap"
         return "unsafe: rlimits only" if self.unsafe and not self.landlock_abi else "fallback"
 
     def layers(self) -> list[str]:
         return protections(self)
+
+    def fork_server(self, allowed: tuple[str, ...]) -> forkserver.ForkServer:
+        """The running server for these frameworks, started (again, if one died) on demand;
+        starting it early lets its import overlap the grader's own preparation."""
+        with self.fork_lock:
+            server = self.fork_servers.get(allowed)
+            if server is None or not server.alive():
+                if server is not None:
+                    server.close()
+                server = forkserver.ForkServer(
+                    allowed, scrubbed_environment(Path("/"), self.compile_cache))
+                self.fork_servers[allowed] = server
+            return server
+
+    def close(self) -> None:
+        """Stop the fork servers (the uid locks go with the process)."""
+        with self.fork_lock:
+            for server in self.fork_servers.values():
+                server.close()
+            self.fork_servers.clear()
 
 
 def bubblewrap() -> str | None:
@@ -141,7 +169,8 @@ def _can_mount_tmpfs() -> bool:
     return mounted
 
 
-def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False) -> Sandbox:
+def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False,
+           fork: bool = False) -> Sandbox:
     """The strongest confinement this machine offers; refuse when it offers too little."""
     if mode not in MODES:
         raise SandboxUnavailable(f"unknown sandbox mode {mode!r}; choose one of {MODES}")
@@ -161,7 +190,25 @@ def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False) -> Sandbox:
             "and write anything the grader can. Install bubblewrap (apt-get install "
             "bubblewrap), or use a Linux kernel >= 5.13 with Landlock enabled; or, on a "
             "machine you do not mind losing, pass --unsafe-no-sandbox.")
+    if fork:
+        _allow_fork_server(found, mode)
     return found
+
+
+def _allow_fork_server(found: Sandbox, mode: str) -> None:
+    """A forked child has no bubblewrap namespaces: Landlock must keep it to its folders,
+    and it must not be able to reach the server it came from (another uid, or seccomp's
+    ban on ptrace where it runs as the grader's own uid)."""
+    if mode == "bubblewrap":
+        raise SandboxUnavailable(
+            "--sandbox bubblewrap and --fork-server exclude each other: a forked child does "
+            "not run under bubblewrap. Choose one.")
+    if not found.landlock_abi or not (found.uid_slots is not None or found.seccomp):
+        raise SandboxUnavailable(
+            "--fork-server needs Landlock (Linux >= 5.13), and either a grader running as "
+            "root (each child gets its own uid) or seccomp (pip install pyseccomp, with the "
+            "system's libseccomp2); grade without --fork-server here.")
+    found.fork, found.bwrap = True, None
 
 
 def _reserve_uid_slots(found: Sandbox, jobs: int) -> None:
@@ -255,6 +302,11 @@ def _isolation_layers(box: Sandbox) -> list[str]:
     if box.seccomp:
         layers.append("seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
                       "non-UNIX sockets or raised rlimits")
+    if box.fork:
+        layers.append("--fork-server: each child is forked from an interpreter that imported "
+                      "numpy and its round's framework and nothing else, into its own process "
+                      "group, uid and network namespace (root only); bubblewrap does not "
+                      "apply")
     if not box.bwrap and not box.landlock_abi:
         layers.append("bubblewrap and Landlock not available: network and file system "
                       "NOT isolated")
@@ -418,12 +470,16 @@ def _bwrap_command(sandbox: Sandbox, box: Box, argv: list[str]) -> list[str]:
     return command + argv
 
 
-def run_child(sandbox: Sandbox, box: Box, deadline: float) -> ChildResult:
-    """Run `python -I ctrl/child.py` in `box.work` until it ends or the deadline passes.
+def run_child(sandbox: Sandbox, box: Box, deadline: float,
+              allowed: tuple[str, ...] = ()) -> ChildResult:
+    """Run `python -I ctrl/child.py` in `box.work` until it ends or the deadline passes;
+    with --fork-server, fork the child from the server for the frameworks `allowed`.
 
     The child writes one byte to the `ready` pipe once it has confined itself; a child
     that never does so means the sandbox failed to start (SandboxFailure).
     """
+    if sandbox.fork:
+        return _run_forked(sandbox, box, deadline, allowed)
     ready_read, ready_write = os.pipe()
     argv = [sys.executable, "-I", str(box.ctrl / "child.py"), str(ready_write)]
     command = _bwrap_command(sandbox, box, argv) if sandbox.bwrap else argv
@@ -447,7 +503,24 @@ def run_child(sandbox: Sandbox, box: Box, deadline: float) -> ChildResult:
         process.stdout.close()
 
 
-def _supervise(process: subprocess.Popen, ready, box: Box, deadline: float,
+def _run_forked(sandbox: Sandbox, box: Box, deadline: float,
+                allowed: tuple[str, ...]) -> ChildResult:
+    request = {"ctrl": str(box.ctrl), "work": str(box.work), "uid": box.uid,
+               "env": scrubbed_environment(box.work, sandbox.compile_cache)}
+    try:
+        child, ready_read = sandbox.fork_server(allowed).start(request, deadline)
+    except (OSError, forkserver.ForkServerFailure) as error:
+        raise SandboxFailure(str(error)) from error
+    ready = os.fdopen(ready_read, "rb")
+    try:
+        return _supervise(child, ready, box, deadline, sandbox)
+    finally:
+        ready.close()
+        child.close()
+
+
+def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, box: Box,
+               deadline: float,
                sandbox: Sandbox) -> ChildResult:
     output, started, timed_out, full = bytearray(), False, False, False
     streams = selectors.DefaultSelector()
@@ -486,7 +559,7 @@ def _drained_ready(ready) -> bool:
         return False
 
 
-def end_processes(process: subprocess.Popen, box: Box) -> None:
+def end_processes(process: subprocess.Popen | forkserver.ForkedChild, box: Box) -> None:
     """Kill the child's group (and, with a dedicated uid, every process of that uid), and
     wait until they are gone: SIGKILL is delivered asynchronously."""
     for _ in range(200):

@@ -10,7 +10,9 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
 2. The tile / reshape / unbroadcast fixes of chapter 03: time and peak memory.
 3. Grading speed, per chapter with exercises: grading one submission, and each further one
    in a batch, against executing it with `jupyter nbconvert --execute` (what nbgrader and
-   otter do per submission), and --jobs 2 against --jobs 1. Submissions are built from the
+   otter do per submission), and --jobs 2 against --jobs 1; the batches again with
+   `grade --fork-server` (children forked from an interpreter that imported the framework
+   once). A batch target is met when either way meets it. Submissions are built from the
    solution notebooks, some exercise cells left as the course's stub; the gradebooks are
    checked too: a fast grader that grades wrongly is worthless.
 
@@ -402,10 +404,12 @@ def grade_problems(grades: dict[str, dict[str, str]],
     return problems
 
 
-def run_grader(paths: Sequence[Path], out: Path, jobs: int, cache: Path) -> tuple[float, str]:
+def run_grader(paths: Sequence[Path], out: Path, jobs: int, cache: Path,
+               *flags: str) -> tuple[float, str]:
     """Seconds for one `python -m autograder grade` run and its stderr; raises on failure."""
     command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               "--jobs", str(jobs), "--seed", str(GRADE_SEED), "--reference-cache", str(cache)]
+               "--jobs", str(jobs), "--seed", str(GRADE_SEED), "--reference-cache", str(cache),
+               *flags]
     start = time.perf_counter()
     done = subprocess.run(command, env=child_env(), cwd=ROOT, capture_output=True, text=True,
                           check=False)
@@ -461,10 +465,22 @@ class ChapterTimes:
     parallel: float  # the same batch with --jobs 2
     frameworks: tuple[str, ...] = ()
     wrong_grades: int = 0  # gradebook entries that disagree with what was planted
+    # The same three runs with `grade --fork-server`.
+    fork_one: float = 0.0
+    fork_serial: float = 0.0
+    fork_parallel: float = 0.0
 
     @property
     def marginal(self) -> float:
         return ratio(self.serial - self.one, BATCH - 1)
+
+    @property
+    def fork_marginal(self) -> float:
+        return ratio(self.fork_serial - self.fork_one, BATCH - 1)
+
+    @property
+    def fork_jobs_speedup(self) -> float:
+        return ratio(self.fork_serial - self.startup, self.fork_parallel - self.startup)
 
     @property
     def startup(self) -> float:
@@ -482,13 +498,18 @@ def chapter_row(t: ChapterTimes) -> str:
             f"{verdict(one <= ONE_TARGET)} | {t.marginal:.2f} s | {marginal:.3f} "
             f"{verdict(marginal <= MARGINAL_TARGET)} | x{t.jobs_speedup:.2f} "
             f"(raw x{ratio(t.serial, t.parallel):.2f}) {verdict(t.jobs_speedup >= JOBS_TARGET)} "
+            f"| {t.fork_one:.1f} s | {t.fork_marginal:.2f} s | "
+            f"{ratio(t.fork_marginal, t.nbconvert):.3f} "
+            f"{verdict(ratio(t.fork_marginal, t.nbconvert) <= MARGINAL_TARGET)} | "
+            f"x{t.fork_jobs_speedup:.2f} {verdict(t.fork_jobs_speedup >= JOBS_TARGET)} "
             f"| {t.prepare:.0f} s |")
 
 
 TABLE_HEADER = [
     "| ch | nbconvert --execute | grade one | ratio | marginal per extra submission | ratio | "
-    "--jobs 2 vs 1 throughput | prepare (once) |",
-    "|---|---|---|---|---|---|---|---|",
+    "--jobs 2 vs 1 throughput | --fork-server: grade one | marginal | ratio | --jobs 2 vs 1 "
+    "| prepare (once) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -534,14 +555,19 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     one, stderr = run_grader(paths[:1], folder / "one", 1, cache)
     serial, _ = run_grader(paths, folder / "serial", 1, cache)
     parallel, _ = run_grader(paths, folder / "parallel", 2, cache)
-    problems = [f"--jobs {jobs}: {problem}" for jobs, name in ((1, "serial"), (2, "parallel"))
+    fork_one, _ = run_grader(paths[:1], folder / "fork-one", 1, cache, "--fork-server")
+    fork_serial, _ = run_grader(paths, folder / "fork-serial", 1, cache, "--fork-server")
+    fork_parallel, _ = run_grader(paths, folder / "fork-parallel", 2, cache, "--fork-server")
+    runs = ("serial", "parallel", "fork-serial", "fork-parallel")
+    problems = [f"{name}: {problem}" for name in runs
                 for problem in grade_problems(read_grades(folder / name / "grades.csv"),
                                               expected)]
     if problems:  # reported, and the chapter fails; the other chapters are still measured
         print(f"  chapter {chapter}: GRADED WRONGLY:\n    " + "\n    ".join(problems))
     frameworks = sorted({f for e in for_chapter(chapter) for f in e.frameworks})
     return ChapterTimes(chapter, nbconvert, prepared, one, sum(submission_seconds(stderr)),
-                        serial, parallel, tuple(frameworks), len(problems))
+                        serial, parallel, tuple(frameworks), len(problems),
+                        fork_one, fork_serial, fork_parallel)
 
 
 def bench_grading(chapters: Sequence[str]) -> bool:
@@ -558,17 +584,27 @@ def bench_grading(chapters: Sequence[str]) -> bool:
             print(f"  chapter {chapter} done: {chapter_row(rows[-1])}", flush=True)
     imports = {name: import_seconds(name) for name in ("tensorflow", "jax")}
     print("\n".join(grading_table(rows, imports)), flush=True)
-    return all(line.endswith("PASS") for line in grading_targets(rows))
+    return grading_passed(rows)
+
+
+def grading_passed(rows: Sequence[ChapterTimes]) -> bool:
+    """Right gradebooks and grade one, and each batch target in at least one of the two
+    ways to grade a batch (fresh interpreters, or --fork-server): the instructor picks."""
+    right, one, marginal, jobs, fork_marginal, fork_jobs = (
+        line.endswith("PASS") for line in grading_targets(rows))
+    return right and one and (marginal or fork_marginal) and (jobs or fork_jobs)
 
 
 def grading_table(rows: Sequence[ChapterTimes], imports: dict[str, float] | None = None
                   ) -> list[str]:
     notes = [note for row in rows for note in slow_notes(row, imports)]
     if notes:
-        notes.append("A framework exercise's child starts a fresh interpreter and imports its "
-                      "framework for every submission, after confining itself: that import is "
-                      "the floor of its grading time; the references, the demo cells and JAX "
-                      "compilation are no longer paid per submission.")
+        notes.append("Without --fork-server, a framework exercise's child starts a fresh "
+                      "interpreter and imports its framework for every submission, after "
+                      "confining itself: that import is the floor of its grading time. With "
+                      "it, the import is paid once per batch; what is left per submission is "
+                      "the learner's cells and every hidden case through the framework "
+                      "(tf.function traces, JAX compilation per new shape).")
     return [*TABLE_HEADER, *map(chapter_row, rows),
             *(["what stays slow:", *notes] if notes else []), *grading_targets(rows)]
 
@@ -577,6 +613,8 @@ def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
     one = max(ratio(r.one, r.nbconvert) for r in rows)
     marginal = max(ratio(r.marginal, r.nbconvert) for r in rows)
     jobs = min(r.jobs_speedup for r in rows)
+    fork_marginal = max(ratio(r.fork_marginal, r.nbconvert) for r in rows)
+    fork_jobs = min(r.fork_jobs_speedup for r in rows)
     wrong = sum(r.wrong_grades for r in rows)
     return [
         target_line("every gradebook right", f"{wrong} wrong entries", wrong == 0),
@@ -586,6 +624,10 @@ def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
                     f"worst {marginal:.3f}", marginal <= MARGINAL_TARGET),
         target_line(f"--jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput", f"worst x{jobs:.2f}",
                     jobs >= JOBS_TARGET),
+        target_line(f"with --fork-server: marginal <= {MARGINAL_TARGET} x nbconvert on every "
+                    "chapter", f"worst {fork_marginal:.3f}", fork_marginal <= MARGINAL_TARGET),
+        target_line(f"with --fork-server: --jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput",
+                    f"worst x{fork_jobs:.2f}", fork_jobs >= JOBS_TARGET),
     ]
 
 

@@ -1,11 +1,12 @@
 """The hostile corpus, graded in every sandbox mode this machine offers.
 
-Modes: `bubblewrap` (where bwrap works) and `refused`, where a fake `bwrap` that exits 1
+Modes: `bubblewrap` (where bwrap works); `refused`, where a fake `bwrap` that exits 1
 stands first on PATH, as in an unprivileged container, so the grader must notice and fall
-back to its own layers (uid, Landlock, seccomp). A mode the machine cannot offer is skipped
-with the reason. In every mode: honest submissions keep their exact scores, each attack
-scores 0 on its exercise, nothing outside the child's folders changes, no process outlives
-the batch, and the batch exits 0 with a gradebook.
+back to its own layers (uid, Landlock, seccomp); and `fork`, `--fork-server`, where each
+child is forked from a pre-imported interpreter and confined by those same layers. A mode
+the machine cannot offer is skipped with the reason. In every mode: honest submissions keep
+their exact scores, each attack scores 0 on its exercise, nothing outside the child's
+folders changes, no process outlives the batch, and the batch exits 0 with a gradebook.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from autograder import confine, sandbox
 from .hostile import SOLUTION, write_corpus
 from .submissions import ROOT
 
-MODES = ["bubblewrap", "refused"]
+MODES = ["bubblewrap", "refused", "fork"]
 
 
 def digest(paths: list[Path]) -> dict[str, str]:
@@ -54,15 +55,18 @@ def fake_bwrap(folder: Path) -> Path:
 
 
 def leftover_children(folder: Path) -> list[str]:
-    """Grading children of this batch (their files live under `folder`) still running."""
+    """Grading children of this batch still running: started with a child.py under
+    `folder`, or (forked children, fork servers) working in a folder under it."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if b"ctrl/child.py" in cmdline and str(folder).encode() in cmdline:
-            found.append(f"{pid}: {cmdline!r}")
+        started_here = b"ctrl/child.py" in cmdline and str(folder).encode() in cmdline
+        if started_here or Path(cwd).is_relative_to(folder):
+            found.append(f"{pid}: {cmdline!r} in {cwd}")
     return found
 
 
@@ -79,6 +83,10 @@ def mode_command(mode: str, tmp: Path) -> tuple[list[str], dict[str, str]]:
         if sandbox.bubblewrap() is None:
             unavailable("bubblewrap is missing or refused here (apt-get install bubblewrap)")
         return ["--sandbox", "bubblewrap"], env
+    if mode == "fork":
+        if not confine.landlock_abi():
+            unavailable("this kernel has no Landlock, which --fork-server needs")
+        return ["--fork-server"], env
     if not confine.landlock_abi():
         unavailable("this kernel has no Landlock: without bubblewrap the grader refuses "
                     "(tested in test_grader_refuses_without_any_isolation)")
@@ -124,6 +132,8 @@ def test_batch_exits_zero_with_a_gradebook(graded):
     assert graded["run"].returncode == 0, graded["run"].stderr[-4000:]
     if graded["mode"] == "refused":
         assert "sandbox: fallback" in graded["run"].stderr
+    if graded["mode"] == "fork":
+        assert "sandbox: fork server" in graded["run"].stderr
 
 
 def test_attacks_score_zero_and_honest_submissions_keep_their_scores(graded):
@@ -177,5 +187,7 @@ def test_results_state_the_layers_that_were_active(graded):
     text = (graded["out"] / rows(graded)["honest.ipynb"]["submission"] / "results.json").read_text()
     if graded["mode"] == "bubblewrap":
         assert "bubblewrap: own PID namespace" in text
+    elif graded["mode"] == "fork":
+        assert "--fork-server" in text and "bubblewrap:" not in text
     else:
         assert "Landlock ABI" in text and "bubblewrap:" not in text

@@ -1,0 +1,122 @@
+"""`grade --fork-server`: children forked from an interpreter that imported the framework once.
+
+What must hold: the verdicts are those of fresh children (the solution full marks, the
+learner copy zero), nothing one submission does to the imported framework reaches the next
+one forked from the same server, the results say how children were confined, and the
+grader refuses the fork server where its layers are missing. The hostile corpus runs
+through it too (tests/test_hostile.py, mode `fork`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import confine, sandbox
+from autograder.exercises import for_chapter
+
+ROOT = Path(__file__).resolve().parents[1]
+# Appended to chapter 01's qa_gradients cell: every later GradientTape.gradient in this
+# interpreter returns None. It breaks the submission's own TensorFlow exercises; a child
+# forked afterwards from the same server must not inherit it.
+TAMPER = "\ntf.GradientTape.gradient = lambda self, *args, **kwargs: None\n"
+
+
+def grade(paths: list[Path], out: Path, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
+         "--seed", "11", "--fork-server", *flags],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+
+
+def results(out: Path, stem: str) -> dict[str, dict]:
+    data = json.loads((out / stem / "results.json").read_text())
+    return {test["name"].split()[0]: test for test in data["tests"]} | {"": data}
+
+
+def tampering_copy(solution: Path, folder: Path) -> Path:
+    notebook = nbformat.read(solution, as_version=4)
+    cell = next(c for c in notebook.cells if c.source.startswith("def qa_gradients("))
+    cell.source += TAMPER
+    path = folder / "1_tamper.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def chapter_01(tmp_path_factory):
+    if not confine.landlock_abi():
+        pytest.skip("this kernel has no Landlock, which --fork-server needs")
+    folder = tmp_path_factory.mktemp("fork-01")
+    solution = ROOT / "solutions" / "01_chain_rule.ipynb"
+    paths = [tampering_copy(solution, folder), folder / "2_solution.ipynb",
+             folder / "3_learner.ipynb"]
+    shutil.copy(solution, paths[1])
+    shutil.copy(ROOT / "course" / "01_chain_rule.ipynb", paths[2])
+    out = folder / "graded"
+    return grade(paths, out, "--jobs", "1"), out
+
+
+def test_forked_children_grade_as_fresh_ones(chapter_01):
+    run, out = chapter_01
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "sandbox: fork server" in run.stderr
+    solution, learner = results(out, "002-2_solution"), results(out, "003-3_learner")
+    names = [e.name for e in for_chapter("01")]
+    assert all(solution[name]["status"] == "passed" for name in names), solution
+    assert learner[""]["score"] == 0
+    assert all("NotImplementedError" in learner[name]["output"] for name in names)
+
+
+def test_what_a_submission_does_to_the_framework_stays_in_its_own_child(chapter_01):
+    run, out = chapter_01
+    tamper, solution = results(out, "001-1_tamper"), results(out, "002-2_solution")
+    assert tamper["qa_gradients"]["status"] != "passed"  # the tampering took effect there
+    assert tamper["predict_tape_gradient"]["status"] == "passed"  # a numpy round: untouched
+    assert solution["qa_gradients"]["status"] == "passed"  # and not in the next child
+    assert solution["jacobian_by_rows"]["status"] == "passed"
+
+
+def test_results_say_children_were_forked_without_bubblewrap(chapter_01):
+    _, out = chapter_01
+    layers = json.dumps(results(out, "002-2_solution")[""])
+    assert "--fork-server" in layers and "bubblewrap:" not in layers
+
+
+def test_a_jax_chapter_forks_from_its_own_server(tmp_path):
+    if not confine.landlock_abi():
+        pytest.skip("this kernel has no Landlock, which --fork-server needs")
+    shutil.copy(ROOT / "solutions" / "06_jacobians.ipynb", tmp_path / "solution.ipynb")
+    run = grade([tmp_path / "solution.ipynb"], tmp_path / "graded")
+    assert run.returncode == 0, run.stderr[-3000:]
+    graded = results(tmp_path / "graded", "001-solution")
+    assert graded[""]["score"] == sum(t["max_score"] for t in graded[""]["tests"]), graded
+
+
+def test_bubblewrap_mode_and_the_fork_server_exclude_each_other(monkeypatch):
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
+    with pytest.raises(sandbox.SandboxUnavailable, match="exclude each other"):
+        sandbox.detect("bubblewrap", fork=True)
+
+
+def test_the_fork_server_is_refused_without_landlock(monkeypatch):
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(confine, "landlock_abi", lambda: 0)
+    with pytest.raises(sandbox.SandboxUnavailable, match="--fork-server needs Landlock"):
+        sandbox.detect("auto", fork=True)
+
+
+def test_the_fork_server_is_refused_without_its_own_uid_or_seccomp(monkeypatch):
+    monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
+    monkeypatch.setattr(confine, "seccomp_available", lambda: False)
+    monkeypatch.setattr(sandbox, "_reserve_uid_slots", lambda found, jobs: None)
+    with pytest.raises(sandbox.SandboxUnavailable, match="seccomp"):
+        sandbox.detect("auto", fork=True)
