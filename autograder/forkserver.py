@@ -40,10 +40,12 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
+PR_SET_PDEATHSIG = 1
 REQUEST_BYTES = 65536
 
 
@@ -67,8 +69,10 @@ def serve_forever(channel: socket.socket, child) -> None:
             for fd in fds:
                 os.close(fd)
             continue
+        server = os.getpid()
         if os.fork() == 0:
             channel.close()
+            _die_with(server)
             _monitor(json.loads(message), *fds, child)
         for fd in fds:
             os.close(fd)
@@ -79,10 +83,11 @@ def _monitor(request: dict, output: int, ready: int, status: int, child) -> None
     code = 70
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        monitor = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(status)
-            _become_child(request, output, ready, child)
+            _become_child(request, output, ready, child, monitor)
         os.close(output)
         os.close(ready)
         os.write(status, f"{pid}\n".encode())
@@ -93,7 +98,17 @@ def _monitor(request: dict, output: int, ready: int, status: int, child) -> None
         os._exit(code)
 
 
-def _become_child(request: dict, output: int, ready: int, child) -> None:
+def _die_with(parent: int) -> None:
+    """SIGKILL when the parent goes, so a grader that dies takes the whole tree with it (the
+    server leaves when the grader's end of the channel closes); exit at once if it is already
+    gone."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(72)
+
+
+def _become_child(request: dict, output: int, ready: int, child, monitor: int) -> None:
     """Turn this fork into the round's child, as the grader would have started it."""
     try:
         os.setpgid(0, 0)
@@ -111,7 +126,10 @@ def _become_child(request: dict, output: int, ready: int, child) -> None:
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
+        _die_with(monitor)  # after the uid: a change of credentials clears the setting
         child.serve(Path(request["ctrl"]), ready)
+    except BaseException:
+        traceback.print_exc()  # into the output pipe: the grader shows it as launcher output
     finally:
         os._exit(71)  # serve never returns; reaching here means the set-up failed
 

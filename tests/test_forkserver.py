@@ -77,7 +77,7 @@ def test_forked_children_grade_as_fresh_ones(chapter_01):
 
 
 def test_what_a_submission_does_to_the_framework_stays_in_its_own_child(chapter_01):
-    run, out = chapter_01
+    _, out = chapter_01
     tamper, solution = results(out, "001-1_tamper"), results(out, "002-2_solution")
     assert tamper["qa_gradients"]["status"] != "passed"  # the tampering took effect there
     assert tamper["predict_tape_gradient"]["status"] == "passed"  # a numpy round: untouched
