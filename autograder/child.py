@@ -42,6 +42,13 @@ FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "tf_keras", "torch", "auto
 # only when it is installed, 1-2 s of every TensorFlow child's start-up, so the grader
 # allows "keras" only to a submission whose code names it (grading.child_frameworks).
 COMPANIONS = {"jax": ("jaxlib",)}
+# A case that raises one of these ends its exercise's run, as it ends the notebook check:
+# the stub's NotImplementedError means "not answered", and the others (the grader's
+# engine.INPUT_INDEPENDENT) fail every case the same way. Up to a hundred more calls into
+# TensorFlow or JAX, each raising and formatting its traceback, would change nothing.
+STOPPING_ERRORS = frozenset({"NotImplementedError", "NameError", "ImportError",
+                             "ModuleNotFoundError", "SyntaxError", "IndentationError",
+                             "TabError", "FrameworkUsed"})
 OUTPUT_LIMIT = 20_000  # characters of printing kept per cell or exercise
 MAX_OUTPUT_BYTES = 50_000_000
 
@@ -299,6 +306,8 @@ def run_exercise(
                         "traceback": harness.learner_traceback(error, 3000),
                         "function": harness.raised_in(error),
                     })
+                    if type(error).__name__ in STOPPING_ERRORS:
+                        break
         except ExerciseTimeout:
             report["timeout"] = True
         finally:

@@ -120,16 +120,28 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def without_keras() -> None:
+    """Make Keras look absent to this process (importlib.util.find_spec gives None).
+
+    TensorFlow imports an installed Keras, and matplotlib with it, 1-2 s each time the
+    grader imports TensorFlow itself: to compute references, or to run an exercise's
+    declared mistakes when a wrong answer's hint needs them. Nothing in the grader uses Keras.
+    """
+    sys.modules.setdefault("keras", None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
     if command == "grade":
         from .batch import grade
 
+        without_keras()
         return grade(**args)
     if command == "prepare":
         from .batch import prepare_cache
 
+        without_keras()
         return prepare_cache(**args)
     if command == "warm-up":
         from .engine import warm_up

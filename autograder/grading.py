@@ -46,6 +46,9 @@ HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the chil
 SKIPPED_TAGS = {"display-only"}
 RECORD_KINDS = {"array", "other", "sequence", "error"}
 NOT_ANSWERED_TEXT = "Not answered:"
+# The error types whose first case ends an exercise's run in the child (child.py keeps its
+# own copy, since it imports nothing of the grader; a test keeps the two equal).
+STOPPING_ERRORS = INPUT_INDEPENDENT | {"NotImplementedError"}
 
 
 class RemoteError(Exception):
@@ -323,6 +326,17 @@ def _result(exercise: Exercise, passed: bool, output: str) -> ExerciseResult:
     return ExerciseResult(exercise.name, 1.0 if passed else 0.0, 1.0, passed, output)
 
 
+def cases_run(records: list[dict], total: int) -> int:
+    """How many cases the child ran: all of them, or fewer when its last case raised an
+    error that ends the run (child.STOPPING_ERRORS). Only an error can end it early, so a
+    child that stops on its own can only fail."""
+    last = records[-1] if records else {}
+    if len(records) < total and last.get("kind") == "error" and last.get(
+            "type") in STOPPING_ERRORS:
+        return len(records)
+    return total
+
+
 def judge_outputs(
     exercise: Exercise, cases: list[Case], refs: list[Outputs], report: dict,
     arrays: dict[str, np.ndarray],
@@ -336,6 +350,8 @@ def judge_outputs(
             f"Functions defined: {defined}."
         ))
     records = report["cases"]
+    ran = cases_run(records, len(cases))
+    cases, refs = cases[:ran], refs[:ran]
     attempts = [attempt_from(records[i] if i < len(records) else None, arrays)
                 for i in range(len(cases))]
     framework = next((a for a in attempts if error_type(a) == "FrameworkUsed"), None)
@@ -355,7 +371,9 @@ def judge_outputs(
                if fails(exercise, attempt, expected)]
     unanswered = bool(failing) and all(not_answered(attempt) for _, attempt, _ in failing)
     # A wrong value or an error first; a method not followed only when every value is right.
-    shown = smallest_failure(exercise, failing) or next(
+    # Not answered needs neither (nor the mistakes that name a failure, which would bring
+    # the exercise's framework into this process).
+    shown = None if unanswered else smallest_failure(exercise, failing) or next(
         (method_failure(case, attempt) for case, attempt in zip(cases, attempts, strict=False)
          if attempt.method), None)
     stub = failing[0][1].raised_in if unanswered else ""

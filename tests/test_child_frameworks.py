@@ -62,3 +62,15 @@ def test_a_tensorflow_child_sees_keras_only_when_allowed(allowed):
     else:  # as if not installed, and TensorFlow still imports and differentiates
         assert not outcome["keras_loaded"]
         assert outcome["keras"] == "No module named 'keras'"
+
+
+def test_the_grading_process_imports_tensorflow_without_keras():
+    """`grade` and `prepare` import TensorFlow themselves for references and for the hints
+    of wrong answers; Keras (and matplotlib, which it imports) would add 1-2 s each time."""
+    script = ("import json, sys\nfrom autograder import cli\ncli.without_keras()\n"
+              "import tensorflow as tf\n"
+              "print(json.dumps([sys.modules.get('keras') is None, 'matplotlib' in sys.modules,"
+              " tf.reduce_sum(tf.ones(3)).numpy().item()]))")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == [True, False, 3.0]

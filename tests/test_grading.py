@@ -286,3 +286,29 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
     assert grading.prepare("03", 9, tmp_path).references.keys() == refs.keys()
     assert calls == [9], "the rewritten entry was not read back"
     assert [p.name for p in tmp_path.iterdir()] == [entry.name]  # no partial files left
+
+
+def test_the_child_and_the_grader_stop_on_the_same_errors():
+    from autograder import child
+
+    assert child.STOPPING_ERRORS == grading.STOPPING_ERRORS
+
+
+def _error(kind: str) -> dict:
+    return {"kind": "error", "type": kind, "message": "", "traceback": "", "function": ""}
+
+
+def _value() -> dict:
+    return {"kind": "other", "module": "builtins", "type": "NoneType"}
+
+
+def test_only_an_error_that_ends_the_run_makes_it_shorter():
+    """The child stops an exercise at the stub's NotImplementedError or an input-independent
+    error; the cases it did not run are then not judged. A child that stops on its own, after
+    a value or another error, leaves the rest as missing results, which fail."""
+    assert grading.cases_run([_value(), _error("NotImplementedError")], 10) == 2
+    assert grading.cases_run([_error("NameError")], 10) == 1
+    assert grading.cases_run([_value(), _value()], 10) == 10
+    assert grading.cases_run([_error("ValueError")], 10) == 10
+    assert grading.cases_run([_value()] * 9 + [_error("NameError")], 10) == 10
+    assert grading.cases_run([], 10) == 10
