@@ -565,6 +565,9 @@ def end_processes(process: subprocess.Popen | forkserver.ForkedChild, box: Box) 
     for _ in range(200):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+        if isinstance(process, forkserver.ForkedChild) and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(process.pid, signal.SIGKILL)  # forked, and maybe not yet in its group
         if box.uid is not None:
             kill_uid(box.uid)
         if not _live_members(process.pid):

@@ -86,27 +86,26 @@ def explain(stage: str, error: Exception) -> str:
     return f"{stage} failed ({first})."
 
 
-def run(stage: str, thunk: Callable[[], Any]) -> np.ndarray:
-    """thunk(), with JAX's refusal turned into a ValueError that names the transformation."""
-    return _guarded(stage, lambda: np.asarray(thunk()))
-
-
-def run_pair(stage: str, thunk: Callable[[], Any]) -> tuple[np.ndarray, np.ndarray]:
-    """run() for jax.jvp and jax.vjp, which give (primal_out, tangent or cotangent): the
-    primal comes from the learner's rule (the JVP rule, or fwd), not from the function, so
-    it is compared too."""
-    return _guarded(stage, lambda: tuple(np.asarray(v) for v in thunk()))
-
-
 def _guarded(stage: str, thunk: Callable[[], Any]) -> Any:
+    """thunk(), with JAX's refusal turned into a ValueError that names the transformation
+    (the stub's NotImplementedError passes through: not answered yet, and so does an error
+    an inner stage already explained)."""
     try:
         return thunk()
     except NotImplementedError as error:
         if str(error).startswith("Exercise "):  # the learner copy's stub: not answered yet
             raise
-        raise ValueError(explain(stage, error)) from None
+        raise _explained(stage, error) from None
     except Exception as error:
-        raise ValueError(explain(stage, error)) from None
+        if getattr(error, "explained_stage", None):
+            raise
+        raise _explained(stage, error) from None
+
+
+def _explained(stage: str, error: Exception) -> ValueError:
+    explained = ValueError(explain(stage, error))
+    explained.explained_stage = stage
+    return explained
 
 
 def vjp_of(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
@@ -115,33 +114,73 @@ def vjp_of(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
     return y, pullback(g)[0]
 
 
-# jax.vjp builds a new linearized program on every call, which JAX then lowers (and looks up
-# in its compilation cache) again: under jit it is traced once per (function, shape, dtype).
-@functools.partial(jax.jit, static_argnums=0)
-def vjp_jit(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
-    """vjp_of(jax.jit(fn), x, g), compiled once per function, shape and dtype."""
-    return vjp_of(jax.jit(fn), x, g)
-
-
 def elementwise(transform: Fn, x: Any) -> Any:
     """transform applied to every element of x through jax.vmap, in x's shape."""
     return jax.vmap(transform)(x.reshape(-1)).reshape(x.shape)
 
 
-# Compiled once per (function, shape, dtype): fn is a static argument.
+def stage(name: str, thunk: Callable[[], Any]) -> Any:
+    """One transformation inside an invoke's program, traced with its own name: JAX refuses a
+    transformation while tracing it, so the error still says which one failed."""
+    return _guarded(name, thunk)
+
+
+def _arrays(values: Any) -> tuple[np.ndarray, ...]:
+    return tuple(np.asarray(v) for v in values)
+
+
+# One program per exercise: every transformation of a case is traced into one jitted
+# function, compiled once per (function, shape, dtype), instead of one program per
+# transformation (3-5 per case, each traced, lowered and looked up in JAX's compilation
+# cache on its own). `fn` is a static argument; the values are the learner's own outputs.
+
 @functools.partial(jax.jit, static_argnums=0)
-def jvp_jit(fn: Fn, x: Any, t: Any) -> Any:
-    return jax.jvp(fn, (x,), (t,))
+def _log1pexp_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
+    return (
+        stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
+        *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
+        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(fn), x, g)),
+        stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: elementwise(jax.grad(fn), x)),
+        stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
+              lambda: elementwise(jax.grad(jax.grad(fn)), x)),
+    )
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _clip_program(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> tuple[Any, ...]:
+    def clipped(v: Any) -> Any:
+        return fn(lo, hi, v)
+
+    def row_vjp(row: Any, row_g: Any) -> Any:
+        return jax.vjp(clipped, row)[1](row_g)[0]
+
+    return (
+        stage("jax.jit(fn)(lo, hi, x)", lambda: clipped(x)),
+        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(clipped), x, g)),
+        stage("jax.jit(jax.vmap(VJP of each row))", lambda: jax.vmap(row_vjp)(x, g)),
+        stage("jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
+              lambda: jax.grad(lambda v: jnp.sum(g * jnp.sin(clipped(3 * v))))(x)),
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def grad_vmap_jit(fn: Fn, x: Any) -> Any:
-    return elementwise(jax.grad(fn), x)
+def _fixed_point_program(fn: Fn, a: Any, g: Any) -> tuple[Any, ...]:
+    return (
+        stage("jax.jit(fn)(a)", lambda: jax.jit(fn)(a)),
+        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(fn), a, g)),
+        stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: elementwise(jax.grad(fn), a)),
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def second_vmap_jit(fn: Fn, x: Any) -> Any:
-    return elementwise(jax.grad(jax.grad(fn)), x)
+def _bessel_i0_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
+    return (
+        stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
+        *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
+        stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: elementwise(jax.grad(fn), x)),
+        stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
+              lambda: elementwise(jax.grad(jax.grad(fn)), x)),
+    )
 
 
 # ---------------------------------------------------------------- one invoke per exercise
@@ -150,71 +189,27 @@ def second_vmap_jit(fn: Fn, x: Any) -> Any:
 def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t, g = jnp.asarray(x), jnp.asarray(t), jnp.asarray(g)
-        f = jax.jit(fn)
-        return (
-            run("jax.jit(fn)(x)", lambda: f(x)),
-            *run_pair("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_jit(fn, x, g)),
-            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
-            run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
-        )
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_value_jit(fn: Fn, lo: float, hi: float, x: Any) -> Any:
-    return fn(lo, hi, x)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_vjp_jit(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> Any:
-    return vjp_of(lambda v: _clip_value_jit(fn, lo, hi, v), x, g)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_rows_vjp_jit(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> Any:
-    def row_vjp(row: Any, row_g: Any) -> Any:
-        return jax.vjp(lambda v: fn(lo, hi, v), row)[1](row_g)[0]
-
-    return jax.vmap(row_vjp)(x, g)
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_chained_grad_jit(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> Any:
-    return jax.grad(lambda v: jnp.sum(g * jnp.sin(fn(lo, hi, 3 * v))))(x)
+        return _arrays(_guarded("running the compiled jit/jvp/vjp/grad program",
+                                lambda: _log1pexp_program(fn, x, t, g)))
 
 
 def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any
                          ) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, g = jnp.asarray(x), jnp.asarray(g)
-        return (
-            run("jax.jit(fn)(lo, hi, x)", lambda: _clip_value_jit(fn, lo, hi, x)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: _clip_vjp_jit(fn, lo, hi, x, g)),
-            run("jax.jit(jax.vmap(VJP of each row))",
-                lambda: _clip_rows_vjp_jit(fn, lo, hi, x, g)),
-            run("jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
-                lambda: _clip_chained_grad_jit(fn, lo, hi, x, g)),
-        )
+        return _arrays(_guarded("running the compiled jit/vjp/vmap/grad program",
+                                lambda: _clip_program(fn, lo, hi, x, g)))
 
 
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         a, g = jnp.asarray(a), jnp.asarray(g)
-        f = jax.jit(fn)
-        return (
-            run("jax.jit(fn)(a)", lambda: f(a)),
-            *run_pair("jax.vjp(jax.jit(fn))", lambda: vjp_jit(fn, a, g)),
-            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, a)),
-        )
+        return _arrays(_guarded("running the compiled jit/vjp/grad program",
+                                lambda: _fixed_point_program(fn, a, g)))
 
 
 def invoke_bessel_i0(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
-        f = jax.jit(fn)
-        return (
-            run("jax.jit(fn)(x)", lambda: f(x)),
-            *run_pair("jax.jit(jax.jvp(fn))", lambda: jvp_jit(fn, x, t)),
-            run("jax.jit(jax.vmap(jax.grad(fn)))", lambda: grad_vmap_jit(fn, x)),
-            run("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))", lambda: second_vmap_jit(fn, x)),
-        )
+        return _arrays(_guarded("running the compiled jit/jvp/grad program",
+                                lambda: _bessel_i0_program(fn, x, t)))
