@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import re
@@ -157,12 +158,14 @@ def grade(
 
 
 def _start_fork_servers(box: sandbox.Sandbox, chapters: set[str]) -> None:
-    """Start the fork servers the chapters' framework rounds will need, so that their
-    imports overlap the grader's own preparation."""
+    """Start the fork servers the chapters' rounds will need, so that their imports overlap
+    the grader's own preparation. One that cannot start is tried again by its first round,
+    which then fails loudly as a grading error."""
     if box.fork:
         for chapter in chapters:
             for frameworks in {tuple(sorted(e.frameworks)) for e in for_chapter(chapter)}:
-                box.fork_server(frameworks)
+                with contextlib.suppress(OSError):
+                    box.fork_server(frameworks)
 
 
 def _grade_with(box: sandbox.Sandbox, paths: list[Path], out: Path, jobs: int,

@@ -1,10 +1,10 @@
-"""A fork server: one interpreter that has imported TensorFlow or JAX, forked per round.
+"""A fork server: one interpreter that has imported numpy and a framework, forked per round.
 
 A fresh Python pays a framework's import in every child: TensorFlow about 3-4 s, JAX about
 1 s, most of what grading one more framework submission costs. With `grade --fork-server`
-the grader starts one server per set of allowed frameworks for the whole batch. The server
-imports that framework (child.preload) and nothing else: it never sees a submission, a case
-or a reference. For each round the grader sends it the round's folders, uid and
+the grader starts one server per set of allowed frameworks (none, for the numpy rounds) for
+the whole batch. The server imports them (child.preload) and nothing else: it never sees a
+submission, a case or a reference. For each round the grader sends it the round's folders, uid and
 environment, with three pipes; the server forks a small monitor, which forks the child:
 
 - the child leaves the server's process group, points stdout and stderr at the output pipe,
@@ -226,15 +226,23 @@ class ForkServer:
         self.lock = threading.Lock()
         self.log = (self.folder / "server.log").open("wb")
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()),
-                 json.dumps(list(allowed))],
-                cwd=self.folder, env=env | {"HOME": str(self.folder),
-                                            "TMPDIR": str(self.folder)},
-                stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-                pass_fds=(theirs.fileno(),), process_group=0, close_fds=True)
+            self.process = self._start(allowed, env, theirs)
+        except OSError:
+            ours.close()
+            self.log.close()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
         finally:
             theirs.close()
+
+    def _start(self, allowed: tuple[str, ...], env: dict[str, str],
+               theirs: socket.socket) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()),
+             json.dumps(list(allowed))],
+            cwd=self.folder, env=env | {"HOME": str(self.folder), "TMPDIR": str(self.folder)},
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
+            pass_fds=(theirs.fileno(),), process_group=0, close_fds=True)
 
     def alive(self) -> bool:
         return self.process.poll() is None
