@@ -97,10 +97,10 @@ def parser() -> argparse.ArgumentParser:
                        help="folder of cached hidden cases and references (default: "
                             "$AUTODIFF_REFERENCE_CACHE, else ~/.cache/autodiff-course/references)")
     grade.add_argument("--fork-server", action="store_true",
-                       help="fork TensorFlow and JAX rounds from an interpreter that imported "
-                            "the framework once, instead of importing it in every child "
-                            "(seconds per submission); forked children are confined by their "
-                            "own uid, Landlock and seccomp, without bubblewrap")
+                       help="fork each child from an interpreter that imported numpy and its "
+                            "framework once per batch, instead of importing TensorFlow or JAX "
+                            "in every child (seconds per submission); forked children are "
+                            "confined by their own uid, Landlock and seccomp, not bubblewrap")
     prepare = commands.add_parser(
         "prepare", help="compute and cache a chapter's hidden cases and references for a seed")
     prepare.add_argument("chapters", nargs="+", metavar="CHAPTER", help="e.g. 03")

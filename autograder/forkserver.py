@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
 PR_SET_PDEATHSIG = 1
 REQUEST_BYTES = 65536
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 # ---------------------------------------------------------------- the server (a script)
@@ -102,7 +103,7 @@ def _die_with(parent: int) -> None:
     """SIGKILL when the parent goes, so a grader that dies takes the whole tree with it (the
     server leaves when the grader's end of the channel closes); exit at once if it is already
     gone."""
-    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+    if _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:
         os._exit(72)
@@ -135,8 +136,7 @@ def _become_child(request: dict, output: int, ready: int, child, monitor: int) -
 
 
 def _leave_namespaces() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
+    if _LIBC.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
         raise OSError(ctypes.get_errno(), "unshare of the network namespace failed")
 
 
@@ -166,6 +166,7 @@ class ForkedChild:
 
     def __init__(self, status: int, stdout) -> None:
         self.stdout = stdout
+        self.pid: int | None = None
         self.returncode: int | None = None
         self._status = status
         self._lines: list[str] = []
@@ -219,7 +220,6 @@ class ForkServer:
     """One server process for a set of allowed frameworks, shared by the batch's threads."""
 
     def __init__(self, allowed: tuple[str, ...], env: dict[str, str]) -> None:
-        self.allowed = allowed
         self.folder = Path(tempfile.mkdtemp(prefix="fork-server-"))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.channel = ours

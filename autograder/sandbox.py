@@ -97,8 +97,8 @@ class Sandbox:
     # the grader's own warm-up, running our solution notebook, gets it writable.
     compile_cache: str | None = None
     compile_cache_writable: bool = False
-    # `grade --fork-server`: framework rounds fork from a server that imported the framework
-    # once (forkserver.py), instead of starting a fresh Python that imports it every round.
+    # `grade --fork-server`: each round forks from a server that imported numpy and the
+    # round's framework once (forkserver.py), instead of starting a fresh Python.
     fork: bool = False
     fork_servers: dict[tuple[str, ...], forkserver.ForkServer] = field(default_factory=dict)
     fork_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -520,8 +520,7 @@ def _run_forked(sandbox: Sandbox, box: Box, deadline: float,
 
 
 def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, box: Box,
-               deadline: float,
-               sandbox: Sandbox) -> ChildResult:
+               deadline: float, sandbox: Sandbox) -> ChildResult:
     output, started, timed_out, full = bytearray(), False, False, False
     streams = selectors.DefaultSelector()
     streams.register(process.stdout, selectors.EVENT_READ, "output")

@@ -86,20 +86,22 @@ def explain(stage: str, error: Exception) -> str:
     return f"{stage} failed ({first})."
 
 
-def _guarded(stage: str, thunk: Callable[[], Any]) -> Any:
-    """thunk(), with JAX's refusal turned into a ValueError that names the transformation
-    (the stub's NotImplementedError passes through: not answered yet, and so does an error
-    an inner stage already explained)."""
+def stage(name: str, thunk: Callable[[], Any]) -> Any:
+    """thunk(), with JAX's refusal turned into a ValueError that names the transformation.
+
+    Inside an invoke's program each transformation is one stage: JAX refuses it while
+    tracing it, so the error still says which one failed. The stub's NotImplementedError
+    passes through (not answered yet), and so does an error an inner stage explained."""
     try:
         return thunk()
     except NotImplementedError as error:
         if str(error).startswith("Exercise "):  # the learner copy's stub: not answered yet
             raise
-        raise _explained(stage, error) from None
+        raise _explained(name, error) from None
     except Exception as error:
         if getattr(error, "explained_stage", None):
             raise
-        raise _explained(stage, error) from None
+        raise _explained(name, error) from None
 
 
 def _explained(stage: str, error: Exception) -> ValueError:
@@ -117,12 +119,6 @@ def vjp_of(fn: Fn, x: Any, g: Any) -> tuple[Any, Any]:
 def elementwise(transform: Fn, x: Any) -> Any:
     """transform applied to every element of x through jax.vmap, in x's shape."""
     return jax.vmap(transform)(x.reshape(-1)).reshape(x.shape)
-
-
-def stage(name: str, thunk: Callable[[], Any]) -> Any:
-    """One transformation inside an invoke's program, traced with its own name: JAX refuses a
-    transformation while tracing it, so the error still says which one failed."""
-    return _guarded(name, thunk)
 
 
 def _arrays(values: Any) -> tuple[np.ndarray, ...]:
@@ -189,7 +185,7 @@ def _bessel_i0_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
 def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t, g = jnp.asarray(x), jnp.asarray(t), jnp.asarray(g)
-        return _arrays(_guarded("running the compiled jit/jvp/vjp/grad program",
+        return _arrays(stage("running the compiled jit/jvp/vjp/grad program",
                                 lambda: _log1pexp_program(fn, x, t, g)))
 
 
@@ -197,19 +193,19 @@ def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any
                          ) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, g = jnp.asarray(x), jnp.asarray(g)
-        return _arrays(_guarded("running the compiled jit/vjp/vmap/grad program",
+        return _arrays(stage("running the compiled jit/vjp/vmap/grad program",
                                 lambda: _clip_program(fn, lo, hi, x, g)))
 
 
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         a, g = jnp.asarray(a), jnp.asarray(g)
-        return _arrays(_guarded("running the compiled jit/vjp/grad program",
+        return _arrays(stage("running the compiled jit/vjp/grad program",
                                 lambda: _fixed_point_program(fn, a, g)))
 
 
 def invoke_bessel_i0(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
-        return _arrays(_guarded("running the compiled jit/jvp/grad program",
+        return _arrays(stage("running the compiled jit/jvp/grad program",
                                 lambda: _bessel_i0_program(fn, x, t)))
