@@ -24,6 +24,7 @@ from .grading import (
     new_seed,
     prepare,
     read_notebook,
+    save_known_mistakes,
 )
 
 VERSION = "0.1.0"
@@ -206,6 +207,10 @@ def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | Non
         count = sum(len(cases) for cases in assignments[chapter].cases.values())
         print(f"chapter {chapter}, seed {seed}: {count} hidden cases and their references in "
               f"{refcache.entry_path(refcache.folder(reference_cache), chapter, seed)}")
+        stored = save_known_mistakes(assignments[chapter], seed, reference_cache)
+        if stored:
+            print(f"chapter {chapter}: what {stored} known mistakes give on those cases, for "
+                  "the hints of wrong TensorFlow and JAX answers")
     return warm_compile_cache(assignments, seed, reference_cache, list(warm_with))
 
 

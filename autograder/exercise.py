@@ -83,6 +83,9 @@ class Exercise:
     # implementations (harness.REFERENCES) in their place, so a wrong dependency costs its
     # own exercise only, and the report says when the learner's is wrong.
     depends_on: tuple[str, ...] = ()
+    # The grader's stored outputs of the mistakes on its hidden cases (refcache.KnownMistakes
+    # via grading.prepare): known(mistake, case) gives them, or None to run the mistake.
+    known: Callable[[Mistake, Case], Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.invoke:  # a misspelt name fails when the exercise is declared
@@ -117,6 +120,9 @@ class Exercise:
         """The mistake's outputs on this case, exactly as a learner's function would give them
         (or Raised, with the type of the exception it raised). A mistake that also ignores the
         exercise's method is recognised by its values, as the learner's answer is judged."""
+        stored = self.known(mistake, case) if self.known is not None else None
+        if stored is not None:
+            return stored
         try:
             return self.invoker()(mistake.answer, *case.fresh_values())
         except harness.MethodNotFollowed as error:

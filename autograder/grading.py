@@ -16,6 +16,7 @@ import secrets
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from .engine import (
     result_of,
     verdict,
 )
-from .exercise import Exercise, Outputs
+from .exercise import Exercise, Mistake, Outputs, Raised
 from .exercises import for_chapter
 from .report import NOT_ANSWERED, Failure, Report
 
@@ -91,7 +92,62 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
     except refcache.Invalid:
         cases, refs = compute_references(exercises, seed)
         _save_quietly(path, cases, refs)
+    known = refcache.KnownMistakes(refcache.mistakes_path(path))
+    if known.exists():
+        exercises = [replace(e, known=_stored_mistakes(e, cases[e.name], known))
+                     if e.frameworks and e.mistakes else e for e in exercises]
     return Assignment(chapter, exercises, cases, refs)
+
+
+def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
+                     ) -> Callable[[Mistake, Case], Any]:
+    """Exercise.known for one exercise: a mistake's stored outputs on one of its hidden
+    cases, in the form run_mistake gives them, or None (not stored: run it)."""
+    index = {id(case): i for i, case in enumerate(cases)}
+
+    def stored(mistake: Mistake, case: Case) -> Any:
+        position = index.get(id(case))
+        found = None if position is None else known.get(exercise.name, mistake.name, position)
+        if isinstance(found, str):
+            return Raised(found)
+        if found is None or len(found) != len(exercise.outputs):
+            return None
+        return found[0] if len(found) == 1 else tuple(found)
+
+    return stored
+
+
+def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = None) -> int:
+    """Run each TensorFlow or JAX exercise's known mistakes on its hidden cases and store
+    what they give beside the references (what `prepare` does once), so that a wrong
+    answer's hint never imports a framework into a grading run. Returns how many mistakes
+    were stored (0: none to store, or already stored)."""
+    entry = refcache.entry_path(refcache.folder(cache), assignment.chapter, seed)
+    path = refcache.mistakes_path(entry)
+    exercises = [e for e in assignment.exercises if e.frameworks and e.mistakes]
+    if not exercises or path.is_file():
+        return 0
+    table = {e.name: {m.name: [_storable(e, e.run_mistake(m, case))
+                               for case in assignment.cases[e.name]] for m in e.mistakes}
+             for e in exercises}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    refcache.save_mistakes(path, table)
+    return sum(len(mistakes) for mistakes in table.values())
+
+
+def _storable(exercise: Exercise, value: Any) -> refcache.MistakeOutputs:
+    """A mistake's result as stored: the exception's name, its outputs as numeric arrays,
+    or None when it gave something else (that mistake is then run when a hint needs it)."""
+    if isinstance(value, Raised):
+        return value.type_name
+    try:
+        values = (value,) if len(exercise.outputs) == 1 else tuple(value)
+        arrays = [np.asarray(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+    if len(arrays) != len(exercise.outputs) or any(a.dtype.kind not in "fiub" for a in arrays):
+        return None
+    return arrays
 
 
 def compute_references(exercises: list[Exercise], seed: int

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -201,3 +202,100 @@ def _array(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
     if array is None or array.dtype.kind not in "fiub":
         raise Invalid(f"missing or non-numeric array {key}")
     return array
+
+
+# ---------------------------------------------------------------- known mistakes' outputs
+
+# What each exercise's known mistakes give on each hidden case, beside the entry. A wrong
+# answer's hint names the mistake that reproduces its failing cases; for a TensorFlow or JAX
+# exercise, running the mistakes would import that framework into the grading process
+# (seconds, the first time in a run). `prepare` computes them once instead. Per case a stored
+# mistake is its outputs (a list of arrays), the name of the exception it raised (a str), or
+# None: not stored, so the grader runs that mistake itself.
+MistakeOutputs = list[np.ndarray] | str | None
+
+
+def mistakes_path(entry: Path) -> Path:
+    return entry.with_name(f"{entry.stem}.mistakes.npz")
+
+
+def save_mistakes(path: Path, table: dict[str, dict[str, list[MistakeOutputs]]]) -> None:
+    """Write table[exercise][mistake][case index] atomically, like an entry."""
+    arrays: dict[str, np.ndarray] = {}
+    meta: dict[str, Any] = {"format": FORMAT, "exercises": {}}
+    for name, mistakes in table.items():
+        meta["exercises"][name] = {}
+        for mistake, per_case in mistakes.items():
+            records = []
+            for index, outputs in enumerate(per_case):
+                if isinstance(outputs, list):
+                    for position, output in enumerate(outputs):
+                        arrays[f"{name}/{mistake}/{index}/{position}"] = output
+                    records.append({"outputs": len(outputs)})
+                else:
+                    records.append({"raised": outputs} if isinstance(outputs, str) else None)
+            meta["exercises"][name][mistake] = records
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".npz")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            np.savez(file, **arrays)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+class KnownMistakes:
+    """The stored outputs of one chapter's mistakes, read lazily (a hint needs a few cases,
+    a file holds thousands) and checked when read: anything malformed counts as not stored,
+    and the grader then runs that mistake itself."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._lock = threading.Lock()
+        self._data: Any = None
+        self._meta: dict[str, Any] | None = None
+
+    def exists(self) -> bool:
+        return self._path.is_file()
+
+    def get(self, exercise: str, mistake: str, index: int) -> MistakeOutputs:
+        with self._lock:
+            record = self._record(exercise, mistake, index)
+            if not isinstance(record, dict):
+                return None
+            if isinstance(record.get("raised"), str):
+                return record["raised"]
+            count = record.get("outputs")
+            if not isinstance(count, int):
+                return None
+            try:
+                return [_array(self._data, f"{exercise}/{mistake}/{index}/{j}")
+                        for j in range(count)]
+            except (Invalid, OSError, ValueError, KeyError, zipfile.BadZipFile):
+                return None
+
+    def _record(self, exercise: str, mistake: str, index: int) -> Any:
+        if self._meta is None:
+            self._meta = self._open()
+        records = self._meta.get(exercise, {})
+        records = records.get(mistake) if isinstance(records, dict) else None
+        return records[index] if isinstance(records, list) and index < len(records) else None
+
+    def _open(self) -> dict[str, Any]:
+        try:
+            self._data = _LazyArrays(np.load(self._path, allow_pickle=False))
+            return _meta(self._data)["exercises"]
+        except (OSError, ValueError, EOFError, Invalid, zipfile.BadZipFile):
+            return {}
+
+
+class _LazyArrays:
+    """An open npz file seen as a mapping that reads one member when asked (`_array`)."""
+
+    def __init__(self, data: Any) -> None:
+        self._data = data
+
+    def get(self, key: str) -> np.ndarray | None:
+        return self._data[key] if key in self._data.files else None

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -312,3 +313,50 @@ def test_only_an_error_that_ends_the_run_makes_it_shorter():
     assert grading.cases_run([_error("ValueError")], 10) == 10
     assert grading.cases_run([_value()] * 9 + [_error("NameError")], 10) == 10
     assert grading.cases_run([], 10) == 10
+
+
+def stored_mistakes_entry(cache: Path, seed: int) -> grading.Assignment:
+    """Chapter 04's entry with its edge cases only and made-up references, and what its
+    mistakes give on those cases, stored the way `prepare` stores them."""
+    exercises = for_chapter("04")
+    cases = {e.name: e.edge_cases() for e in exercises}
+    refs = {e.name: [tuple(np.full(3, 7.0) for _ in e.outputs) for _ in cases[e.name]]
+            for e in exercises}
+    refcache.save(refcache.entry_path(cache, "04", seed), cases, refs)
+    return grading.Assignment("04", exercises, cases, refs)
+
+
+def test_stored_mistakes_give_what_running_them_gives(tmp_path):
+    assignment = stored_mistakes_entry(tmp_path, 3)
+    stored = grading.save_known_mistakes(assignment, 3, tmp_path)
+    assert stored == sum(len(e.mistakes) for e in assignment.exercises)
+    assert grading.save_known_mistakes(assignment, 3, tmp_path) == 0  # kept, not redone
+    loaded = grading.prepare("04", 3, tmp_path)
+    for exercise in loaded.exercises:
+        assert exercise.known is not None
+        running = replace(exercise, known=None)
+        for mistake in exercise.mistakes:
+            for case in loaded.cases[exercise.name]:
+                kept = exercise.known(mistake, case)
+                assert kept is not None, (exercise.name, mistake.name, case.label)
+                assert exercise._same(running.run_mistake(mistake, case), kept), (
+                    exercise.name, mistake.name, case.label)
+
+
+def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_path):
+    """What `prepare` stored names the mistake; the grading process never imports TF."""
+    assignment = stored_mistakes_entry(tmp_path, 4)
+    grading.save_known_mistakes(assignment, 4, tmp_path)
+    program = (
+        "import sys, pathlib\nfrom autograder import grading\nfrom autograder.engine import "
+        f"Attempt\na = grading.prepare('04', 4, pathlib.Path({str(tmp_path)!r}))\n"
+        "e = next(x for x in a.exercises if x.name == 'logaddexp')\n"
+        "m = next(x for x in e.mistakes if 'cotangent' in x.hint)\n"
+        "failing = [(c, Attempt(value=e.known(m, c)), r)\n"
+        "           for c, r in zip(a.cases[e.name], a.references[e.name])]\n"
+        "shown = grading.smallest_failure(e, failing)\n"
+        "print(shown.hint == m.hint, sorted(x for x in sys.modules\n"
+        "      if x.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    assert done.stdout.strip() == "True []", done.stdout + done.stderr[-2000:]
