@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
+import math
+import os
 import re
 import sys
 import threading
@@ -133,7 +135,7 @@ def write_gradebook(out: Path, results: list[SubmissionResult]) -> None:
 
 
 def grade(
-    *, submissions: list[Path], out: Path, jobs: int = 2, seed: int | None = None,
+    *, submissions: list[Path], out: Path, jobs: int | None = None, seed: int | None = None,
     timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
     unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
     fork_server: bool = False,
@@ -144,6 +146,7 @@ def grade(
     if not paths:
         print("No submissions given: pass .ipynb files.", file=sys.stderr)
         return 2
+    jobs = default_jobs() if jobs is None else max(1, jobs)
     try:
         out.mkdir(parents=True, exist_ok=True)
         box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, fork_server)
@@ -156,6 +159,52 @@ def grade(
         return _grade_with(box, paths, out, jobs, seed, timeout, assignment, reference_cache)
     finally:
         box.close()
+
+
+# Memory a child may need at once: a TensorFlow child's resident set is about 0.6 GiB.
+MEMORY_PER_CHILD = 1024**3
+
+
+def default_jobs() -> int:
+    """Children at once when --jobs is not given: the CPUs this process may run on (its
+    affinity, and a container's CPU quota: Gradescope and Docker set one), and no more than
+    the memory it may use allows."""
+    cpus = min(len(os.sched_getaffinity(0)), _cgroup_cpus() or os.cpu_count() or 1)
+    return max(1, min(cpus, _usable_memory() // MEMORY_PER_CHILD))
+
+
+def _cgroup_cpus() -> int | None:
+    """The CPU quota of this process's cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`), rounded
+    up; None when there is none."""
+    for quota_file, period_file in (("/sys/fs/cgroup/cpu.max", None),
+                                    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
+                                     "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+        try:
+            fields = Path(quota_file).read_text().split()
+            if period_file:
+                fields.append(Path(period_file).read_text().strip())
+            quota, period = int(fields[0]), int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if quota > 0 and period > 0:
+            return max(1, math.ceil(quota / period))
+    return None
+
+
+def _usable_memory() -> int:
+    """Bytes this process may still use: the machine's available memory, or less under a
+    cgroup memory limit (`memory.max`, v1 `memory.limit_in_bytes`)."""
+    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        text = Path("/proc/meminfo").read_text()
+        available = int(text.split("MemAvailable:")[1].split()[0]) * 1024
+    except (OSError, IndexError, ValueError):
+        pass
+    for limit_file in ("/sys/fs/cgroup/memory.max",
+                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            available = min(available, int(Path(limit_file).read_text().strip()))
+    return available
 
 
 def _start_fork_servers(box: sandbox.Sandbox, chapters: set[str]) -> None:
@@ -173,7 +222,7 @@ def _grade_with(box: sandbox.Sandbox, paths: list[Path], out: Path, jobs: int,
                 seed: int | None, timeout: float, assignment: str | None,
                 reference_cache: Path | None) -> int:
     seed = new_seed() if seed is None else seed
-    print(f"seed {seed}; sandbox: {box.mode}", file=sys.stderr)
+    print(f"seed {seed}; sandbox: {box.mode}; {jobs} children at once", file=sys.stderr)
     chapters = chapters_needed(paths, assignment)
     _start_fork_servers(box, chapters)
     try:
@@ -253,12 +302,18 @@ def grade_one(run: GradingRun, out: Path, path: Path, stem: str) -> SubmissionRe
 
 def run_all(run: GradingRun, out: Path, paths: list[Path], stems: list[str], jobs: int
             ) -> list[SubmissionResult]:
+    """Grade up to `jobs` submissions at once. A worker with no submission left to start
+    hands its slot to `run.spare`, where a submission still starting may take it to run
+    its exercises in parts at once (grading one submission, or the last of a batch)."""
     lock = threading.Lock()
     done = [0]
+    pending = iter(enumerate(zip(paths, stems, strict=True)))
+    results: list[SubmissionResult | None] = [None] * len(paths)
+    workers = max(1, min(jobs, len(paths)))
+    run.spare.give(max(0, jobs - workers))
     started = time.perf_counter()
 
-    def one(item: tuple[Path, str]) -> SubmissionResult:
-        path, stem = item
+    def one(path: Path, stem: str) -> SubmissionResult:
         result = grade_one(run, out, path, stem)
         with lock:
             done[0] += 1
@@ -269,9 +324,23 @@ def run_all(run: GradingRun, out: Path, paths: list[Path], stems: list[str], job
                   f"{flag}", file=sys.stderr, flush=True)
         return result
 
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    item = next(pending, None)
+                if item is None:
+                    return
+                index, (path, stem) = item
+                results[index] = one(path, stem)
+        finally:
+            run.spare.give(1)  # this worker is done: its slot is idle
+
     slicing.serialize_parsing()  # threads must not build ASTs at once (CPython 3.11)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(one, zip(paths, stems, strict=True)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(worker) for _ in range(workers)]:
+            future.result()  # a failure outside grade_one's own handling is raised here
+    return [result for result in results if result is not None]
 
 
 def print_summary(results: list[SubmissionResult], out: Path) -> None:

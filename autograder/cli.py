@@ -82,7 +82,10 @@ def parser() -> argparse.ArgumentParser:
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
-    grade.add_argument("--jobs", type=int, default=2, help="submissions graded at once")
+    grade.add_argument("--jobs", type=int, default=None,
+                       help="sandboxed children at once: whole submissions first, and when "
+                            "fewer are left than that, one submission's exercises in parts at "
+                            "once (default: the CPUs the grader may use, as memory allows)")
     grade.add_argument("--seed", type=int, default=None, help="hidden cases' seed (recorded)")
     grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--assignment", default=None, help="chapter, e.g. 03 (else metadata)")

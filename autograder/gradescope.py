@@ -95,7 +95,7 @@ fi
 work="$(mktemp -d)" || grading_error "no temporary folder"
 cp -- "${{notebooks[0]}}" "$work/submission.ipynb" || grading_error "could not copy the submission"
 TF_CPP_MIN_LOG_LEVEL=3 "$python" -m autograder grade "$work/submission.ipynb" \\
-  --out "$work/graded" --jobs 1 --assignment {assignment} --timeout {timeout} --seed {seed} \\
+  --out "$work/graded" --assignment {assignment} --timeout {timeout} --seed {seed} \\
   --reference-cache "$base/references"
 status=$?
 [ $status -eq 0 ] || grading_error "the grader exited with status $status"

@@ -15,8 +15,10 @@ import os
 import secrets
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -451,7 +453,6 @@ def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outp
     return judge(exercise, case, attempt, expected, others_than(case, evidence))
 
 
-
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     """The verdict in the grader's words: hidden cases, and how many of them failed."""
     if report.status == NOT_ANSWERED:
@@ -465,6 +466,25 @@ def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
 
 
 # ---------------------------------------------------------------- running one submission
+
+
+class SpareSlots:
+    """A count of idle child slots, shared by the threads that grade submissions."""
+
+    def __init__(self, free: int = 0) -> None:
+        self._free = free
+        self._lock = threading.Lock()
+
+    def take(self, wanted: int) -> int:
+        """Up to `wanted` slots, without waiting: how many were taken."""
+        with self._lock:
+            taken = max(0, min(wanted, self._free))
+            self._free -= taken
+            return taken
+
+    def give(self, count: int) -> None:
+        with self._lock:
+            self._free += count
 
 
 @dataclass(frozen=True)
@@ -481,6 +501,9 @@ class GradingRun:
     assignments: dict[str, Assignment]
     assignment: str | None = None
     protections: tuple[str, ...] = ()
+    # Child slots (of --jobs) that no submission is using; a submission takes some to run its
+    # exercises in parts at once.
+    spare: SpareSlots = field(default_factory=SpareSlots)
 
 
 @dataclass
@@ -496,7 +519,7 @@ class Run:
 
 
 def _run_rounds(
-    run: Run, assignment: Assignment, cells: list[str],
+    run: Run, assignment: Assignment, cells: list[str], exercises: list[Exercise],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     """Run children until every exercise has a verdict; a crash costs one exercise only.
 
@@ -506,7 +529,7 @@ def _run_rounds(
     results: dict[str, ExerciseResult] = {}
     cell_problems: list[dict] = []
     groups: dict[tuple[str, ...], list[Exercise]] = {}
-    for exercise in assignment.exercises:
+    for exercise in exercises:
         groups.setdefault(tuple(sorted(exercise.frameworks)), []).append(exercise)
     for allowed, exercises in groups.items():
         group_results, problems = _run_group(run, assignment, exercises, allowed, cells)
@@ -645,23 +668,79 @@ def grade_submission(grading: GradingRun, path: Path, stem: str) -> SubmissionRe
     elif result.error:
         result.exercises = [_result(e, False, result.error) for e in assignment.exercises]
     else:
-        _run_submission(result, notebook, assignment, grading.limits, grading.sandbox)
+        _run_submission(result, notebook, assignment, grading)
     result.seconds = time.perf_counter() - started
     return result
 
 
 def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignment,
-                    limits: sandbox.Limits, box: sandbox.Sandbox) -> None:
-    with sandbox.submission_box(box) as folders:
-        _copy_child_files(folders)
-        for exercise in assignment.exercises:
-            write_inputs(folders, exercise.name, assignment.input_files(exercise.name))
-        cells, exercise_cells = program_cells(notebook)
-        run = Run(box, folders, limits, time.monotonic() + limits.per_submission,
-                  frozenset(exercise_cells))
-        verdicts, problems = _run_rounds(run, assignment, cells)
+                    grading: GradingRun) -> None:
+    """Run the submission's exercises in one part, or, when child slots are idle (grading
+    one submission, or the last of a batch), in several parts at once."""
+    cells, exercise_cells = program_cells(notebook)
+    deadline = time.monotonic() + grading.limits.per_submission
+    extra = grading.spare.take(len(assignment.exercises) - 1)
+    parts = split_exercises(assignment.exercises, assignment.cases, 1 + extra)
+    grading.spare.give(1 + extra - len(parts))
+
+    def run_part(exercises: list[Exercise]) -> tuple[dict[str, ExerciseResult], list[dict]]:
+        return _run_part(grading, assignment, exercises, cells, exercise_cells, deadline)
+
+    try:
+        if len(parts) == 1:
+            outcomes = [run_part(parts[0])]
+        else:
+            with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+                outcomes = list(pool.map(run_part, parts))
+    finally:
+        grading.spare.give(len(parts) - 1)
+    verdicts: dict[str, ExerciseResult] = {}
+    problems: list[dict] = []
+    for part_verdicts, part_problems in outcomes:
+        verdicts.update(part_verdicts)
+        problems = problems or part_problems
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
     result.exercises = [_with_dependencies(e, verdicts) for e in assignment.exercises]
+
+
+def _run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exercise],
+              cells: list[str], exercise_cells: set[int], deadline: float
+              ) -> tuple[dict[str, ExerciseResult], list[dict]]:
+    """Some of a submission's exercises, in a box of their own (folders, uid): parts of one
+    submission run at once and never share a process, a folder or a uid."""
+    with sandbox.submission_box(grading.sandbox) as folders:
+        _copy_child_files(folders)
+        for exercise in exercises:
+            write_inputs(folders, exercise.name, assignment.input_files(exercise.name))
+        run = Run(grading.sandbox, folders, grading.limits, deadline, frozenset(exercise_cells))
+        return _run_rounds(run, assignment, cells, exercises)
+
+
+# What a part pays once per group of exercises it runs, in hidden cases' worth of time: a
+# child's start-up, which for a framework group is the framework's import.
+GROUP_START_UP = {False: 10, True: 250}
+
+
+def split_exercises(exercises: list[Exercise], cases: dict[str, list[Case]], count: int
+                    ) -> list[list[Exercise]]:
+    """At most `count` parts of about equal work, each in the exercises' own order.
+
+    The work of an exercise is its number of hidden cases, plus the start-up of its group's
+    child in each part that runs that group (so a part that already imports TensorFlow
+    takes the next TensorFlow exercise first)."""
+    loads = [0] * max(1, min(count, len(exercises)))
+    parts: list[list[Exercise]] = [[] for _ in loads]
+    for exercise in sorted(exercises, key=lambda e: -len(cases[e.name])):
+        def load_with(i: int, exercise: Exercise = exercise) -> int:
+            group = tuple(sorted(exercise.frameworks))
+            new_group = all(tuple(sorted(e.frameworks)) != group for e in parts[i])
+            return loads[i] + len(cases[exercise.name]) + (
+                GROUP_START_UP[bool(group)] if new_group else 0)
+        best = min(range(len(loads)), key=load_with)
+        loads[best] = load_with(best)
+        parts[best].append(exercise)
+    order = {e.name: i for i, e in enumerate(exercises)}
+    return [sorted(part, key=lambda e: order[e.name]) for part in parts if part]
 
 
 def _with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]

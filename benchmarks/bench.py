@@ -8,9 +8,11 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    (benchmarks/latency.py) checks the course's own answers, chapters 03 and 05: right ones
    from the solution notebooks, wrong ones the mistakes the exercises declare.
 2. The tile / reshape / unbroadcast fixes of chapter 03: time and peak memory.
-3. Grading speed, per chapter with exercises: grading one submission, and each further one
-   in a batch, against executing it with `jupyter nbconvert --execute` (what nbgrader and
-   otter do per submission), and --jobs 2 against --jobs 1; the batches again with
+3. Grading speed, per chapter with exercises: grading one submission (as Gradescope's
+   run_autograder does: default --jobs, so a lone submission's exercises may run in parts at
+   once; and with --jobs 1), and each further one in a batch (--jobs 1), against executing it
+   with `jupyter nbconvert --execute` (what nbgrader and otter do per submission), and
+   --jobs 2 against --jobs 1; the batches again with
    `grade --fork-server` (children forked from an interpreter that imported the framework
    once). A batch target is met when either way meets it. Submissions are built from the
    solution notebooks, some exercise cells left as the course's stub; the gradebooks are
@@ -404,12 +406,13 @@ def grade_problems(grades: dict[str, dict[str, str]],
     return problems
 
 
-def run_grader(paths: Sequence[Path], out: Path, jobs: int, cache: Path,
+def run_grader(paths: Sequence[Path], out: Path, jobs: int | None, cache: Path,
                *flags: str) -> tuple[float, str]:
-    """Seconds for one `python -m autograder grade` run and its stderr; raises on failure."""
+    """Seconds for one `python -m autograder grade` run and its stderr; raises on failure.
+    `jobs` None: the grader's default, as Gradescope's run_autograder runs it."""
+    jobs_flag = [] if jobs is None else ["--jobs", str(jobs)]
     command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               "--jobs", str(jobs), "--seed", str(GRADE_SEED), "--reference-cache", str(cache),
-               *flags]
+               *jobs_flag, "--seed", str(GRADE_SEED), "--reference-cache", str(cache), *flags]
     start = time.perf_counter()
     done = subprocess.run(command, env=child_env(), cwd=ROOT, capture_output=True, text=True,
                           check=False)
@@ -459,8 +462,9 @@ class ChapterTimes:
     chapter: str
     nbconvert: float
     prepare: float
-    one: float  # `grade` of one submission, start-up included
-    one_child: float  # of which the grader reports for the submission itself
+    one: float  # `grade` of one submission as run_autograder runs it, start-up included
+    one_serial: float  # the same with --jobs 1: one child at a time
+    one_serial_child: float  # of which the grader reports for the submission itself
     serial: float  # a batch of BATCH with --jobs 1
     parallel: float  # the same batch with --jobs 2
     frameworks: tuple[str, ...] = ()
@@ -472,7 +476,7 @@ class ChapterTimes:
 
     @property
     def marginal(self) -> float:
-        return ratio(self.serial - self.one, BATCH - 1)
+        return ratio(self.serial - self.one_serial, BATCH - 1)
 
     @property
     def fork_marginal(self) -> float:
@@ -484,7 +488,7 @@ class ChapterTimes:
 
     @property
     def startup(self) -> float:
-        return max(0.0, self.one - self.one_child)
+        return max(0.0, self.one_serial - self.one_serial_child)
 
     @property
     def jobs_speedup(self) -> float:
@@ -494,7 +498,8 @@ class ChapterTimes:
 
 def chapter_row(t: ChapterTimes) -> str:
     one, marginal = ratio(t.one, t.nbconvert), ratio(t.marginal, t.nbconvert)
-    return (f"| {t.chapter} | {t.nbconvert:.1f} s | {t.one:.1f} s | {one:.2f} "
+    return (f"| {t.chapter} | {t.nbconvert:.1f} s | {t.one:.1f} s (--jobs 1: "
+            f"{t.one_serial:.1f} s) | {one:.2f} "
             f"{verdict(one <= ONE_TARGET)} | {t.marginal:.2f} s | {marginal:.3f} "
             f"{verdict(marginal <= MARGINAL_TARGET)} | x{t.jobs_speedup:.2f} "
             f"(raw x{ratio(t.serial, t.parallel):.2f}) {verdict(t.jobs_speedup >= JOBS_TARGET)} "
@@ -533,10 +538,11 @@ def slow_notes(t: ChapterTimes, imports: dict[str, float] | None = None) -> list
         else name for name in t.frameworks)
     if ratio(t.one, t.nbconvert) > ONE_TARGET or ratio(t.marginal, t.nbconvert) > MARGINAL_TARGET:
         notes.append(
-            f"ch {t.chapter}: grade one {t.one:.1f} s = parent start-up {t.startup:.1f} s "
-            f"(Python, numpy, Hypothesis, the cached references; no framework) + the "
-            f"submission {t.one_child:.1f} s (sandboxed children, {child}: interpreter and "
-            f"framework start-up per framework group, then the learner's cells and calls)")
+            f"ch {t.chapter}: grade one {t.one:.1f} s; with --jobs 1 {t.one_serial:.1f} s = "
+            f"parent start-up {t.startup:.1f} s (Python, numpy, Hypothesis, the cached "
+            f"references; no framework) + the submission {t.one_serial_child:.1f} s (sandboxed "
+            f"children, {child}: interpreter and framework start-up per framework group, then "
+            f"the learner's cells and calls)")
     if t.jobs_speedup < JOBS_TARGET:
         notes.append(
             f"ch {t.chapter}: --jobs 2 gives x{t.jobs_speedup:.2f}: two children share "
@@ -552,7 +558,8 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     paths, expected = write_batch(chapter, folder)
     prepared = run_prepare(chapter, solution, cache)
     nbconvert = run_nbconvert(paths[0], folder / "executed")
-    one, stderr = run_grader(paths[:1], folder / "one", 1, cache)
+    one, _ = run_grader(paths[:1], folder / "one", None, cache)
+    one_serial, stderr = run_grader(paths[:1], folder / "one-serial", 1, cache)
     serial, _ = run_grader(paths, folder / "serial", 1, cache)
     parallel, _ = run_grader(paths, folder / "parallel", 2, cache)
     fork_one, _ = run_grader(paths[:1], folder / "fork-one", 1, cache, "--fork-server")
@@ -565,9 +572,9 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     if problems:  # reported, and the chapter fails; the other chapters are still measured
         print(f"  chapter {chapter}: GRADED WRONGLY:\n    " + "\n    ".join(problems))
     frameworks = sorted({f for e in for_chapter(chapter) for f in e.frameworks})
-    return ChapterTimes(chapter, nbconvert, prepared, one, sum(submission_seconds(stderr)),
-                        serial, parallel, tuple(frameworks), len(problems),
-                        fork_one, fork_serial, fork_parallel)
+    return ChapterTimes(chapter, nbconvert, prepared, one, one_serial,
+                        sum(submission_seconds(stderr)), serial, parallel, tuple(frameworks),
+                        len(problems), fork_one, fork_serial, fork_parallel)
 
 
 def bench_grading(chapters: Sequence[str]) -> bool:

@@ -191,7 +191,8 @@ def test_latency_verdict_judges_every_first_call_after_warm_up():
 
 
 def times(**changes) -> "bench.ChapterTimes":
-    base = {"chapter": "06", "nbconvert": 30.0, "prepare": 60.0, "one": 6.0, "one_child": 4.0,
+    base = {"chapter": "06", "nbconvert": 30.0, "prepare": 60.0, "one": 6.0,
+            "one_serial": 6.0, "one_serial_child": 4.0,
             "serial": 10.0, "parallel": 7.0, "frameworks": ("jax",), "fork_one": 5.0,
             "fork_serial": 7.5, "fork_parallel": 4.5}
     return bench.ChapterTimes(**{**base, **changes})
@@ -205,8 +206,8 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
     assert t.startup == 2.0
     assert t.jobs_speedup == 8.0 / 5.0  # (10 - 2) / (7 - 2)
     row = bench.chapter_row(t)
-    assert row.startswith(f"| 06 | 30.0 s | 6.0 s | 0.20 PASS | {marginal:.2f} s | "
-                          f"{marginal / 30:.3f} PASS | x1.60")
+    assert row.startswith(f"| 06 | 30.0 s | 6.0 s (--jobs 1: 6.0 s) | 0.20 PASS | "
+                          f"{marginal:.2f} s | {marginal / 30:.3f} PASS | x1.60")
     assert "(raw x1.43) FAIL" in row
     assert t.fork_marginal == (7.5 - 5.0) / (bench.BATCH - 1)
     assert t.fork_jobs_speedup == 5.5 / 2.5  # (7.5 - 2) / (4.5 - 2)
@@ -215,11 +216,12 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
 
 
 def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
-    fast, slow = times(chapter="03", frameworks=(), serial=7.0, parallel=6.0), times(one=12.0)
+    fast = times(chapter="03", frameworks=(), serial=7.0, parallel=6.0)
+    slow = times(one=12.0, one_serial=13.0)
     lines = bench.grading_table([fast, slow], {"jax": 2.5})
     assert lines[:2] == bench.TABLE_HEADER and lines[2].startswith("| 03 |")
     notes = "\n".join(lines)
-    assert "ch 06: grade one 12.0 s = parent start-up 8.0 s" in notes
+    assert "ch 06: grade one 12.0 s; with --jobs 1 13.0 s = parent start-up 9.0 s" in notes
     assert "jax (a fresh `import jax` alone: 2.5 s)" in notes
     assert "ch 03: grade one" not in notes
     targets = lines[-6:]

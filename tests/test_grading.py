@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -360,3 +361,67 @@ def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
                           text=True, check=False)
     assert done.stdout.strip() == "True []", done.stdout + done.stderr[-2000:]
+
+
+def test_exercises_split_into_balanced_parts_in_their_own_order():
+    exercises = for_chapter("04")
+    cases = {e.name: [None] * n for e, n in zip(exercises, (120, 110, 90, 120, 40), strict=True)}
+    parts = grading.split_exercises(exercises, cases, 2)
+    assert len(parts) == 2
+    assert sorted(e.name for part in parts for e in part) == sorted(e.name for e in exercises)
+    for part in parts:
+        assert part == [e for e in exercises if e in part]  # the assignment's order
+    loads = [sum(len(cases[e.name]) for e in part) for part in parts]
+    assert abs(loads[0] - loads[1]) <= 120
+    assert len(grading.split_exercises(exercises, cases, 9)) == len(exercises)
+    assert grading.split_exercises(exercises, cases, 1) == [exercises]
+
+
+def test_a_part_pays_a_framework_start_up_only_where_it_must():
+    """Chapter 01: a numpy exercise and two TensorFlow/JAX ones, in two parts: the two
+    framework exercises share one child rather than each part importing the frameworks."""
+    exercises = for_chapter("01")
+    cases = {e.name: [None] * 120 for e in exercises}
+    parts = grading.split_exercises(exercises, cases, 2)
+    assert sorted(sorted(e.name for e in part) for part in parts) == [
+        ["jacobian_by_rows", "qa_gradients"], ["predict_tape_gradient"]]
+
+
+def test_a_lone_submission_runs_its_exercises_in_parts_at_once(batch, monkeypatch):
+    assignment = grading.prepare("03", int(SEED), batch["cache"])
+    spare = grading.SpareSlots(1)
+    run = grading.GradingRun(int(SEED), sandbox.Limits(per_exercise=10, per_submission=30),
+                             sandbox.Sandbox(unsafe=True), {"03": assignment}, "03",
+                             spare=spare)
+    both_running = threading.Barrier(2, timeout=20)  # broken unless two parts overlap
+    parts, original = [], grading._run_part
+
+    def part(grading_run, assignment, exercises, *rest):
+        parts.append([e.name for e in exercises])
+        both_running.wait()
+        return original(grading_run, assignment, exercises, *rest)
+
+    monkeypatch.setattr(grading, "_run_part", part)
+    result = grading.grade_submission(run, batch["folder"] / "good.ipynb", "good")
+    assert sorted(parts) == [["matmul_vjp"], ["unbroadcast"]]
+    assert tuple(e.score for e in result.exercises) == batch["expected"]["good"]
+    assert spare.take(5) == 1  # the slot it borrowed is back
+
+
+def test_every_slot_is_idle_again_when_the_batch_ends(monkeypatch, tmp_path):
+    seen = []
+
+    def fake_grade_one(run, out, path, stem):
+        idle = run.spare.take(10)
+        run.spare.give(idle)
+        seen.append(idle)
+        return grading.SubmissionResult(path, stem, "03")
+
+    monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
+    run = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    paths = [tmp_path / f"{n}.ipynb" for n in range(4)]
+    batch_module.run_all(run, tmp_path, paths, [p.stem for p in paths], jobs=3)
+    assert run.spare.take(10) == 3
+    lone = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    batch_module.run_all(lone, tmp_path, paths[:1], ["0"], jobs=3)
+    assert seen[-1] == 2 and lone.spare.take(10) == 3  # a lone submission may use 2 more
