@@ -13,6 +13,7 @@ import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from . import refcache, sandbox, slicing
@@ -278,12 +279,26 @@ def warm_compile_cache(assignments: dict[str, Assignment], seed: int,
     for path in notebooks:
         result = grade_submission(run, path, clean_stem(path))
         full = bool(result.exercises) and all(e.passed for e in result.exercises)
+        if full and result.chapter in assignments:
+            _save_costs(run, path, result.chapter, seed, reference_cache)
         print(f"compiled {path.name} into {folder} ({result.seconds:.1f} s): "
               f"{result.score:g}/{len(result.exercises)}" + ("" if full else
               f"  WARNING: not a full-marks solution. {result.error}"))
         status = status or (0 if full else 1)
     refcache.share(folder)
     return status
+
+
+def _save_costs(run: GradingRun, path: Path, chapter: str, seed: int,
+                reference_cache: Path | None) -> None:
+    """Grade the solution again, now that JAX's programs are compiled as a grading run finds
+    them, and keep what each exercise's cases took, to split submissions evenly."""
+    result = grade_submission(replace(run, sandbox=replace(
+        run.sandbox, compile_cache_writable=False)), path, clean_stem(path))
+    if result.exercises and all(e.passed for e in result.exercises):
+        entry = refcache.entry_path(refcache.folder(reference_cache), chapter, seed)
+        refcache.save_costs(refcache.costs_path(entry),
+                            {e.name: e.seconds for e in result.exercises})
 
 
 def grade_one(run: GradingRun, out: Path, path: Path, stem: str) -> SubmissionResult:
@@ -307,7 +322,8 @@ def run_all(run: GradingRun, out: Path, paths: list[Path], stems: list[str], job
     its exercises in parts at once (grading one submission, or the last of a batch)."""
     lock = threading.Lock()
     done = [0]
-    pending = iter(enumerate(zip(paths, stems, strict=True)))
+    order = sorted(range(len(paths)), key=lambda i: -answered_exercises(paths[i]))
+    pending = iter([(i, (paths[i], stems[i])) for i in order])
     results: list[SubmissionResult | None] = [None] * len(paths)
     workers = max(1, min(jobs, len(paths)))
     run.spare.give(max(0, jobs - workers))
@@ -341,6 +357,26 @@ def run_all(run: GradingRun, out: Path, paths: list[Path], stems: list[str], job
         for future in [pool.submit(worker) for _ in range(workers)]:
             future.result()  # a failure outside grade_one's own handling is raised here
     return [result for result in results if result is not None]
+
+
+# A notebook larger than this is not read ahead of its turn (it is read when graded).
+ORDERING_READ_LIMIT = 16 * 1024**2
+
+
+def answered_exercises(path: Path) -> int:
+    """How many exercise cells no longer hold the stub's NotImplementedError: the work a
+    submission is likely to cost. Submissions start in that order, most first, so a batch
+    does not end with one long submission running alone while the other slots idle."""
+    try:
+        if not path.is_file() or path.stat().st_size > ORDERING_READ_LIMIT:
+            return 0  # a FIFO or a device is never read here
+    except OSError:
+        return 0
+    notebook, _ = read_notebook(path)
+    if notebook is None:
+        return 0
+    return sum(1 for cell in notebook.cells if "exercise" in cell.metadata.get("tags", [])
+               and "NotImplementedError" not in cell.source)
 
 
 def print_summary(results: list[SubmissionResult], out: Path) -> None:

@@ -32,6 +32,7 @@ import os
 import re
 import signal
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -271,6 +272,7 @@ def run_exercise(
     The exercise's invoke is resolved under its time limit: importing a framework takes a
     while, and the learner's cells may have left it broken."""
     (out / f"started_{name}").write_text("")
+    started = time.perf_counter()
     fn = namespace.get(name)
     report: dict = {"cases": []}
     arrays: dict = {}
@@ -314,6 +316,7 @@ def run_exercise(
             signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         report["printed"] = writer.text()[:2000]
+    report["seconds"] = round(time.perf_counter() - started, 3)
     np.savez(out / f"out_{name}.npz", **arrays)
     (out / f"out_{name}.json").write_text(json.dumps(report))
 

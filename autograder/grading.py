@@ -70,6 +70,9 @@ class Assignment:
     exercises: list[Exercise]
     cases: dict[str, list[Case]]
     references: dict[str, list[Outputs]]
+    # Seconds each exercise's cases took when `prepare --warm-with` graded a solution (the
+    # entry's .costs.json), to split a submission into parts of equal work; may be empty.
+    costs: dict[str, float] = field(default_factory=dict)
     # The child's input files per exercise, serialized once: every submission gets the same
     # cases, and the parent's work is serial under the GIL (it limits --jobs).
     _inputs: dict[str, tuple[bytes, str]] = field(default_factory=dict, repr=False)
@@ -98,7 +101,8 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
     if known.exists():
         exercises = [replace(e, known=_stored_mistakes(e, cases[e.name], known))
                      if e.frameworks and e.mistakes else e for e in exercises]
-    return Assignment(chapter, exercises, cases, refs)
+    return Assignment(chapter, exercises, cases, refs,
+                      refcache.load_costs(refcache.costs_path(path), set(cases)))
 
 
 def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
@@ -181,6 +185,9 @@ class ExerciseResult:
     max_score: float
     passed: bool
     output: str
+    # What the child says its cases took: only a trusted run's (prepare --warm-with) is used,
+    # to balance the exercises between parts (split_exercises).
+    seconds: float = 0.0
 
 
 @dataclass
@@ -336,8 +343,11 @@ def validated_report(value: Any) -> dict:
         raise untrusted.Untrusted("malformed case records")
     if not isinstance(defined, list) or not all(isinstance(d, str) for d in defined):
         raise untrusted.Untrusted("malformed list of defined names")
+    seconds = value.get("seconds")
+    if not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e6:
+        seconds = 0.0
     return {"cases": cases, "defined": defined[:30], "missing": value.get("missing") is True,
-            "timeout": value.get("timeout") is True}
+            "timeout": value.get("timeout") is True, "seconds": float(seconds)}
 
 
 def _valid_record(record: Any) -> bool:
@@ -603,8 +613,9 @@ def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
     """The exercise's result from this round, or None when the child never reached it."""
     report, arrays = read_outputs(out, exercise.name)
     if report is not None and not outcome.disk_exceeded:
-        return judge_outputs(exercise, assignment.cases[exercise.name],
-                             assignment.references[exercise.name], report, arrays)
+        return replace(judge_outputs(exercise, assignment.cases[exercise.name],
+                                     assignment.references[exercise.name], report, arrays),
+                       seconds=report["seconds"])
     if os.path.lexists(out / f"started_{exercise.name}") or outcome.disk_exceeded:
         return _result(exercise, False, _death_message(exercise.name, outcome))
     return None
@@ -680,7 +691,8 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
     cells, exercise_cells = program_cells(notebook)
     deadline = time.monotonic() + grading.limits.per_submission
     extra = grading.spare.take(len(assignment.exercises) - 1)
-    parts = split_exercises(assignment.exercises, assignment.cases, 1 + extra)
+    parts = split_exercises(assignment.exercises, assignment.cases, 1 + extra,
+                            assignment.costs)
     grading.spare.give(1 + extra - len(parts))
 
     def run_part(exercises: list[Exercise]) -> tuple[dict[str, ExerciseResult], list[dict]]:
@@ -716,26 +728,32 @@ def _run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exerc
         return _run_rounds(run, assignment, cells, exercises)
 
 
-# What a part pays once per group of exercises it runs, in hidden cases' worth of time: a
-# child's start-up, which for a framework group is the framework's import.
-GROUP_START_UP = {False: 10, True: 250}
+# What a part pays once per group of exercises it runs, in seconds: a child's start-up, which
+# for a framework group is the framework's import; and an exercise's cost per hidden case
+# when no trusted run measured it.
+GROUP_START_UP = {False: 0.1, True: 2.5}
+SECONDS_PER_CASE = 0.01
 
 
-def split_exercises(exercises: list[Exercise], cases: dict[str, list[Case]], count: int
-                    ) -> list[list[Exercise]]:
+def split_exercises(exercises: list[Exercise], cases: dict[str, list[Case]], count: int,
+                    costs: dict[str, float] | None = None) -> list[list[Exercise]]:
     """At most `count` parts of about equal work, each in the exercises' own order.
 
-    The work of an exercise is its number of hidden cases, plus the start-up of its group's
-    child in each part that runs that group (so a part that already imports TensorFlow
-    takes the next TensorFlow exercise first)."""
-    loads = [0] * max(1, min(count, len(exercises)))
+    An exercise's work is what its cases took when a solution was graded (`costs`), else
+    its number of cases; a part also pays the start-up of each group's child it runs (so a
+    part that already imports TensorFlow takes the next TensorFlow exercise first)."""
+    costs = costs or {}
+    loads = [0.0] * max(1, min(count, len(exercises)))
     parts: list[list[Exercise]] = [[] for _ in loads]
-    for exercise in sorted(exercises, key=lambda e: -len(cases[e.name])):
-        def load_with(i: int, exercise: Exercise = exercise) -> int:
+
+    def work(exercise: Exercise) -> float:
+        return costs.get(exercise.name) or len(cases[exercise.name]) * SECONDS_PER_CASE
+
+    for exercise in sorted(exercises, key=lambda e: -work(e)):
+        def load_with(i: int, exercise: Exercise = exercise) -> float:
             group = tuple(sorted(exercise.frameworks))
             new_group = all(tuple(sorted(e.frameworks)) != group for e in parts[i])
-            return loads[i] + len(cases[exercise.name]) + (
-                GROUP_START_UP[bool(group)] if new_group else 0)
+            return loads[i] + work(exercise) + (GROUP_START_UP[bool(group)] if new_group else 0)
         best = min(range(len(loads)), key=load_with)
         loads[best] = load_with(best)
         parts[best].append(exercise)

@@ -246,6 +246,37 @@ def _array(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
     return array
 
 
+# ---------------------------------------------------------------- measured costs
+
+
+def costs_path(entry: Path) -> Path:
+    return entry.with_name(f"{entry.stem}.costs.json")
+
+
+def save_costs(path: Path, costs: dict[str, float]) -> None:
+    """Seconds per exercise from grading a solution (`prepare --warm-with`), atomically."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".json")
+    try:
+        with os.fdopen(handle, "w") as file:
+            json.dump(costs, file)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def load_costs(path: Path, names: set[str]) -> dict[str, float]:
+    """The saved costs of these exercises; {} when there are none or they are malformed."""
+    try:
+        costs = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(costs, dict):
+        return {}
+    return {name: float(value) for name, value in costs.items() if name in names
+            and isinstance(value, (int, float)) and 0 < value < 1e6}
+
+
 # ---------------------------------------------------------------- known mistakes' outputs
 
 # What each exercise's known mistakes give on each hidden case, beside the entry. A wrong

@@ -233,11 +233,15 @@ def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batc
     cases, refs = refcache.load(entry, counts)
     prepared = subprocess.run(
         [sys.executable, "-m", "autograder", "prepare", "03", "--seed", SEED,
-         "--reference-cache", str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
-        timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+         "--reference-cache", str(tmp_path), "--warm-with",
+         str(ROOT / "solutions" / "03_unbroadcasting.ipynb")], cwd=ROOT, capture_output=True,
+        text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert prepared.returncode == 0, prepared.stderr[-3000:]
     (fresh,) = tmp_path.glob(f"03-{SEED}-*.npz")
     assert fresh.name == entry.name  # same grader sources and library versions
+    # The solution's grading measured what each exercise costs, for splitting submissions.
+    costs = grading.prepare("03", int(SEED), tmp_path).costs
+    assert set(costs) == set(counts) and all(seconds > 0 for seconds in costs.values())
     fresh_cases, fresh_refs = refcache.load(fresh, counts)
     for exercise in exercises:
         assert same_cases(cases[exercise.name], fresh_cases[exercise.name])
@@ -425,3 +429,43 @@ def test_every_slot_is_idle_again_when_the_batch_ends(monkeypatch, tmp_path):
     lone = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
     batch_module.run_all(lone, tmp_path, paths[:1], ["0"], jobs=3)
     assert seen[-1] == 2 and lone.spare.take(10) == 3  # a lone submission may use 2 more
+
+
+def test_submissions_with_more_answers_start_first_and_keep_their_places(monkeypatch, tmp_path):
+    learner = ROOT / "course" / "03_unbroadcasting.ipynb"
+    solution = ROOT / "solutions" / "03_unbroadcasting.ipynb"
+    paths = [tmp_path / "stubs.ipynb", tmp_path / "answered.ipynb", tmp_path / "fifo.ipynb",
+             tmp_path / "broken.ipynb"]
+    paths[0].write_bytes(learner.read_bytes())
+    paths[1].write_bytes(solution.read_bytes())
+    os.mkfifo(paths[2])  # never opened: reading it would block
+    paths[3].write_text("{not json")
+    assert [batch_module.answered_exercises(p) for p in paths] == [0, 2, 0, 0]
+    started = []
+
+    def fake_grade_one(run, out, path, stem):
+        started.append(path.name)
+        return grading.SubmissionResult(path, stem, "03")
+
+    monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
+    run = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    results = batch_module.run_all(run, tmp_path, paths, [p.stem for p in paths], jobs=1)
+    assert started[0] == "answered.ipynb"
+    assert [r.path for r in results] == paths
+
+
+def test_measured_costs_balance_the_parts_and_junk_costs_are_ignored(tmp_path):
+    exercises = for_chapter("05")
+    cases = {e.name: [None] * 120 for e in exercises}
+    costs = {"log1pexp": 1.0, "clip_gradient": 1.2, "fixed_point": 1.1, "bessel_i0": 3.5}
+    parts = grading.split_exercises(exercises, cases, 2, costs)
+    assert [[e.name for e in part] for part in parts] == [
+        ["bessel_i0"], ["log1pexp", "clip_gradient", "fixed_point"]]
+    path = tmp_path / "x.costs.json"
+    refcache.save_costs(path, {**costs, "other": 2.0, "fixed_point": -1, "clip_gradient": "x"})
+    assert refcache.load_costs(path, set(costs)) == {"log1pexp": 1.0, "bessel_i0": 3.5}
+    path.write_text("[1, 2]")
+    assert refcache.load_costs(path, set(costs)) == {}
+    report = {"cases": [], "defined": [], "seconds": "a while"}
+    assert grading.validated_report(report)["seconds"] == 0.0
+    assert grading.validated_report({**report, "seconds": 2.5})["seconds"] == 2.5
