@@ -28,6 +28,7 @@ import importlib.machinery
 import importlib.util
 import io
 import json
+import math
 import os
 import re
 import signal
@@ -222,10 +223,68 @@ def _record_item(item, key: str, arrays: dict) -> dict:
     return {"kind": "other", "module": type(item).__module__, "type": type(item).__name__}
 
 
+MAX_INDEX_BYTES = 5_000_000
+
+
+def pack_arrays(arrays: dict) -> dict:
+    """.npz members for these arrays: one flat buffer per dtype, and "index" (JSON: each
+    key's dtype, shape and offset). Reading an .npz member costs about 0.1 ms, and a chapter's
+    cases or outputs are thousands of small arrays: packed, the grader and the child read a
+    few members instead. The grader writes the child's inputs this way, and reads its
+    outputs (and its own reference cache) with unpack_arrays."""
+    parts: dict[str, list] = {}
+    sizes: dict[str, int] = {}
+    index = {}
+    for key, value in arrays.items():
+        array = np.asarray(value)
+        kind = array.dtype.str
+        index[key] = [kind, list(array.shape), sizes.get(kind, 0)]
+        parts.setdefault(kind, []).append(array.reshape(-1))
+        sizes[kind] = sizes.get(kind, 0) + array.size
+    packs = {kind: f"pack{i}" for i, kind in enumerate(sorted(parts))}
+    members = {packs[kind]: np.concatenate(parts[kind]).astype(kind, copy=False)
+               for kind in packs}  # concatenate makes a big-endian buffer native
+    table = json.dumps({"index": index, "packs": packs}).encode()
+    members["index"] = np.frombuffer(table, dtype=np.uint8)
+    return members
+
+
+def unpack_arrays(members: dict) -> dict:
+    """The arrays `pack_arrays` packed, as views of their buffers; every entry is checked
+    (the grader reads a sandboxed child's outputs with this): ValueError if one does not fit."""
+    raw = members.get("index")
+    if raw is None or raw.dtype != np.uint8 or raw.ndim != 1 or raw.size > MAX_INDEX_BYTES:
+        raise ValueError("no index of the packed arrays")
+    try:
+        table = json.loads(raw.tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ValueError("the index is not JSON") from None
+    index = table.get("index") if isinstance(table, dict) else None
+    packs = table.get("packs") if isinstance(table, dict) else None
+    if not isinstance(index, dict) or not isinstance(packs, dict):
+        raise ValueError("the index is not an object")
+    return {key: _unpacked(key, place, packs, members) for key, place in index.items()}
+
+
+def _unpacked(key: str, place, packs: dict, members: dict):
+    if not isinstance(place, list) or len(place) != 3:
+        raise ValueError(f"malformed entry for {key}")
+    kind, shape, start = place
+    if not isinstance(shape, list) or not all(
+            type(n) is int and n >= 0 for n in [*shape, start]):
+        raise ValueError(f"{key}: a negative or non-integer size")
+    buffer = members.get(packs.get(kind)) if isinstance(kind, str) else None
+    size = math.prod(shape)
+    if buffer is None or buffer.ndim != 1 or buffer.dtype.str != kind \
+            or start + size > buffer.size:
+        raise ValueError(f"{key} lies outside its buffer")
+    return buffer[start:start + size].reshape(shape)
+
+
 def _load_cases(inputs: Path, name: str) -> tuple[list[str], list[dict], dict]:
     meta = json.loads((inputs / f"inputs_{name}.json").read_text())
     with np.load(inputs / f"inputs_{name}.npz", allow_pickle=False) as data:
-        arrays = {key: data[key] for key in data.files}
+        arrays = unpack_arrays({key: data[key] for key in data.files})
     return meta["arguments"], meta["params"], arrays
 
 
@@ -317,7 +376,7 @@ def run_exercise(
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         report["printed"] = writer.text()[:2000]
     report["seconds"] = round(time.perf_counter() - started, 3)
-    np.savez(out / f"out_{name}.npz", **arrays)
+    np.savez(out / f"out_{name}.npz", **pack_arrays(arrays))
     (out / f"out_{name}.json").write_text(json.dumps(report))
 
 

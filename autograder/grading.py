@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import harness, refcache, references, sandbox, slicing, untrusted
+from . import child, harness, refcache, references, sandbox, slicing, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import (
     INPUT_INDEPENDENT,
@@ -311,7 +311,7 @@ def serialized_inputs(cases: list[Case]) -> tuple[bytes, str]:
     arrays = {f"c{index}_{argument}": value for index, case in enumerate(cases)
               for argument, value in case.arrays().items()}
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **child.pack_arrays(arrays))
     meta = json.dumps({
         "arguments": [argument for argument, _ in cases[0].args],
         "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
@@ -327,7 +327,7 @@ def read_outputs(out: Path, name: str) -> tuple[dict | None, dict[str, np.ndarra
     """The child's report and arrays, read as untrusted data; anything refused reads as None."""
     try:
         report = validated_report(untrusted.read_json(out / f"out_{name}.json"))
-        arrays = untrusted.read_npz(out / f"out_{name}.npz")
+        arrays = untrusted.read_packed_npz(out / f"out_{name}.npz")
     except untrusted.Untrusted:
         return None, {}
     return report, arrays

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .cases import Case
+from .child import pack_arrays, unpack_arrays
 
 ENV = "AUTODIFF_REFERENCE_CACHE"
 PACKAGE = Path(__file__).resolve().parent
@@ -104,27 +105,15 @@ def save(path: Path, cases: dict[str, list[Case]],
 
 
 def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    """An .npz holding `meta` (JSON) and the arrays packed into one buffer per dtype, with
-    where each lies in meta["index"]: an entry has thousands of small arrays, and reading
-    each as an .npz member of its own took 0.4 s of every grading run's start. Written to a
-    temporary file and renamed, so a reader sees all or nothing."""
-    parts: dict[str, list[np.ndarray]] = {}
-    sizes: dict[str, int] = {}
-    index = {}
-    for key, value in arrays.items():
-        array = np.asarray(value)
-        kind = array.dtype.str
-        index[key] = [kind, list(array.shape), sizes.get(kind, 0)]
-        parts.setdefault(kind, []).append(array.reshape(-1))
-        sizes[kind] = sizes.get(kind, 0) + array.size
-    kinds = sorted(parts)
-    packed = {f"pack{i}": np.concatenate(parts[kind]) for i, kind in enumerate(kinds)}
-    meta = {**meta, "index": index, "packs": {kind: f"pack{i}" for i, kind in enumerate(kinds)}}
-    packed["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    """An .npz of `meta` (JSON) and the arrays packed as the child packs its outputs
+    (child.pack_arrays: reading thousands of small members took 0.4 s of every grading
+    run's start). Written to a temporary file and renamed: a reader sees all or nothing."""
+    members = pack_arrays(arrays)
+    members["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".npz")
     try:
         with os.fdopen(handle, "wb") as file:
-            np.savez(file, **packed)
+            np.savez(file, **members)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -139,23 +128,10 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     except (OSError, ValueError, EOFError, TypeError, AttributeError, zipfile.BadZipFile) as error:
         raise Invalid(f"unreadable: {error}") from error
     meta = _meta(members)
-    index, packs = meta.get("index"), meta.get("packs")
-    if not isinstance(index, dict) or not isinstance(packs, dict):
-        raise Invalid("no index of the arrays")
-    arrays = {}
-    for key, place in index.items():
-        try:
-            kind, shape, start = place
-            if not all(isinstance(n, int) and n >= 0 for n in [*shape, start]):
-                raise ValueError("a negative or non-integer size")
-            buffer = members[packs[kind]]
-            size = int(np.prod(shape, dtype=np.int64))
-            if buffer.dtype.str != kind or start < 0 or start + size > buffer.size:
-                raise ValueError("outside its buffer")
-            arrays[key] = buffer[start:start + size].reshape(shape)
-        except (TypeError, ValueError, KeyError) as error:
-            raise Invalid(f"malformed array {key}: {error}") from error
-    return meta, arrays
+    try:
+        return meta, unpack_arrays(members)
+    except ValueError as error:
+        raise Invalid(str(error)) from error
 
 
 def _case_meta(name: str, index: int, case: Case, outputs: tuple[np.ndarray, ...],

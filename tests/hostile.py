@@ -9,6 +9,7 @@ its own `unbroadcast` into a pass. So the expected scores are (0, 1) in every mo
 from __future__ import annotations
 
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -41,6 +42,15 @@ def _huge_npz() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("c0_0.npy", member)
+    return buffer.getvalue()
+
+
+def _forged_index_npz() -> bytes:
+    """A packed npz whose index puts a billion float64 elements in a four-element buffer."""
+    table = {"index": {"c0_0": ["<f8", [10**9], 0]}, "packs": {"<f8": "pack0"}}
+    buffer = io.BytesIO()
+    np.savez(buffer, pack0=np.arange(4.0),
+             index=np.frombuffer(json.dumps(table).encode(), dtype=np.uint8))
     return buffer.getvalue()
 
 
@@ -94,6 +104,11 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
             + write_out), []),
         "huge_npz_header": (_exit_in_unbroadcast(
             f"import os\nBLOB = {_huge_npz()!r}\n"
+            "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": \"c0_0\"}]}'\n" + write_out
+            + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
+            "        f.write(BLOB)\n"), []),
+        "forged_packed_index": (_exit_in_unbroadcast(
+            f"import os\nBLOB = {_forged_index_npz()!r}\n"
             "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": \"c0_0\"}]}'\n" + write_out
             + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
             "        f.write(BLOB)\n"), []),
