@@ -174,12 +174,17 @@ def default_jobs() -> int:
     return max(1, min(cpus, _usable_memory() // MEMORY_PER_CHILD))
 
 
+# Where a container's limits are: cgroup v2, then v1 ((quota, period) files for the CPU).
+CGROUP_CPU_FILES: tuple[tuple[str, str | None], ...] = (
+    ("/sys/fs/cgroup/cpu.max", None),
+    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+CGROUP_MEMORY_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
 def _cgroup_cpus() -> int | None:
     """The CPU quota of this process's cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`), rounded
     up; None when there is none."""
-    for quota_file, period_file in (("/sys/fs/cgroup/cpu.max", None),
-                                    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us",
-                                     "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+    for quota_file, period_file in CGROUP_CPU_FILES:
         try:
             fields = Path(quota_file).read_text().split()
             if period_file:
@@ -201,8 +206,7 @@ def _usable_memory() -> int:
         available = int(text.split("MemAvailable:")[1].split()[0]) * 1024
     except (OSError, IndexError, ValueError):
         pass
-    for limit_file in ("/sys/fs/cgroup/memory.max",
-                       "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for limit_file in CGROUP_MEMORY_FILES:
         with contextlib.suppress(OSError, ValueError):
             available = min(available, int(Path(limit_file).read_text().strip()))
     return available

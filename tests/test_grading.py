@@ -469,3 +469,20 @@ def test_measured_costs_balance_the_parts_and_junk_costs_are_ignored(tmp_path):
     report = {"cases": [], "defined": [], "seconds": "a while"}
     assert grading.validated_report(report)["seconds"] == 0.0
     assert grading.validated_report({**report, "seconds": 2.5})["seconds"] == 2.5
+
+
+@pytest.mark.parametrize(("cpu_max", "memory_max", "expected"), [
+    ("max 100000", "max", 2),  # no quota: the two CPUs this test allows
+    ("150000 100000", "max", 2),  # 1.5 CPUs: rounded up
+    ("100000 100000", "max", 1),
+    ("max 100000", str(768 * 1024**2), 1),  # a 768 MiB container: one child at a time
+    ("400000 100000", str(3 * 1024**3), 2),
+])
+def test_default_jobs_follow_the_container_quota_and_memory(
+        tmp_path, monkeypatch, cpu_max, memory_max, expected):
+    (tmp_path / "cpu.max").write_text(cpu_max)
+    (tmp_path / "memory.max").write_text(memory_max)
+    monkeypatch.setattr(batch_module, "CGROUP_CPU_FILES", ((str(tmp_path / "cpu.max"), None),))
+    monkeypatch.setattr(batch_module, "CGROUP_MEMORY_FILES", (str(tmp_path / "memory.max"),))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert batch_module.default_jobs() == expected
