@@ -718,8 +718,9 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
 def _run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exercise],
               cells: list[str], exercise_cells: set[int], deadline: float
               ) -> tuple[dict[str, ExerciseResult], list[dict]]:
-    """Some of a submission's exercises, in a box of their own (folders, uid): parts of one
-    submission run at once and never share a process, a folder or a uid."""
+    """Some of a submission's exercises, in a box of their own: parts of one submission run
+    at once and never share a process or a folder, nor a uid where the grader has uid slots
+    (end_processes kills a round's whole uid)."""
     with sandbox.submission_box(grading.sandbox) as folders:
         _copy_child_files(folders)
         for exercise in exercises:
