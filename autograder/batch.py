@@ -168,8 +168,8 @@ MEMORY_PER_CHILD = 1024**3
 
 def default_jobs() -> int:
     """Children at once when --jobs is not given: the CPUs this process may run on (its
-    affinity, and a container's CPU quota: Gradescope and Docker set one), and no more than
-    the memory it may use allows."""
+    affinity, and its container's CPU quota where one is set), and no more than the memory
+    it may use allows."""
     cpus = min(len(os.sched_getaffinity(0)), _cgroup_cpus() or os.cpu_count() or 1)
     return max(1, min(cpus, _usable_memory() // MEMORY_PER_CHILD))
 
