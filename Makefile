@@ -35,7 +35,7 @@ TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 
 test: $(STAMP) lint
-	$(PY) -m pytest $(XDIST) tests
+	$(PY) -m pytest $(XDIST) --durations=15 tests
 	$(PY) -m pytest $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg solutions course
 
 course: $(STAMP)
