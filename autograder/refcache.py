@@ -22,9 +22,10 @@ import os
 import tempfile
 import threading
 import zipfile
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -110,10 +111,17 @@ def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> N
     run's start). Written to a temporary file and renamed: a reader sees all or nothing."""
     members = pack_arrays(arrays)
     members["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".npz")
+    _replace(path, lambda file: np.savez(file, **members))
+
+
+def _replace(path: Path, write: Callable[[BinaryIO], Any]) -> None:
+    """`write` into a temporary file beside `path`, then rename it over `path`: a reader
+    sees the old file or the whole new one, never a part."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-",
+                                         suffix=path.suffix)
     try:
         with os.fdopen(handle, "wb") as file:
-            np.savez(file, **members)
+            write(file)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -231,14 +239,7 @@ def costs_path(entry: Path) -> Path:
 
 def save_costs(path: Path, costs: dict[str, float]) -> None:
     """Seconds per exercise from grading a solution (`prepare --warm-with`), atomically."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".json")
-    try:
-        with os.fdopen(handle, "w") as file:
-            json.dump(costs, file)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    _replace(path, lambda file: file.write(json.dumps(costs).encode()))
 
 
 def load_costs(path: Path, names: set[str]) -> dict[str, float]:

@@ -111,9 +111,8 @@ def read_npz(path: Path, limit: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
 
 def read_packed_npz(path: Path, limit: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
     """The arrays of an npz the child packed (child.pack_arrays), every entry checked."""
+    arrays = read_npz(path, limit)
     try:
-        return unpack_arrays(read_npz(path, limit))
+        return unpack_arrays(arrays)
     except ValueError as error:
-        if isinstance(error, Untrusted):
-            raise
         raise Untrusted(f"{path.name}: {error}"[:300]) from None
