@@ -30,6 +30,7 @@ import ast
 import copy
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -235,6 +236,11 @@ JOBS_TARGET = 1.7  # --jobs 2 throughput / --jobs 1
 # Even: --jobs 2 on an odd batch of equal submissions leaves one running alone at the end, so
 # 5 could never show more than 5/3 = x1.67 however well the grader scales (the target is 1.7).
 BATCH = 6
+# A batch lasts at least this long with --jobs 1: the --jobs 2 ratio of six numpy submissions
+# (0.2-0.4 s each) rested on tens of milliseconds and moved from x1.3 to x2.1 between runs on
+# the same code; 36 of them gave x1.7-1.9 every time. Framework chapters keep BATCH.
+MIN_BATCH_SECONDS = 10.0
+MAX_BATCH = 6 * BATCH
 DEF_LINE = re.compile(r"^def\s+(\w+)\s*\(")
 SUBMISSION_LINE = re.compile(r"^\[\d+/\d+\] (\S+): .*\(([\d.]+) s,", re.MULTILINE)
 
@@ -363,6 +369,7 @@ def write_batch(chapter: str, folder: Path, count: int = BATCH
     """`count` submissions of the chapter and the scores a right grader gives them."""
     from autograder.exercises import for_chapter
 
+    folder.mkdir(parents=True, exist_ok=True)
     solution_path, learner_path = chapter_notebooks()[chapter]
     solution = nbformat.read(solution_path, as_version=4)
     learner = nbformat.read(learner_path, as_version=4)
@@ -465,9 +472,10 @@ class ChapterTimes:
     one: float  # `grade` of one submission as run_autograder runs it, start-up included
     one_serial: float  # the same with --jobs 1: one child at a time
     one_serial_child: float  # of which the grader reports for the submission itself
-    serial: float  # a batch of BATCH with --jobs 1
+    serial: float  # a batch of `batch` submissions with --jobs 1
     parallel: float  # the same batch with --jobs 2
     frameworks: tuple[str, ...] = ()
+    batch: int = BATCH
     wrong_grades: int = 0  # gradebook entries that disagree with what was planted
     # The same three runs with `grade --fork-server`.
     fork_one: float = 0.0
@@ -476,11 +484,11 @@ class ChapterTimes:
 
     @property
     def marginal(self) -> float:
-        return ratio(self.serial - self.one_serial, BATCH - 1)
+        return ratio(self.serial - self.one_serial, self.batch - 1)
 
     @property
     def fork_marginal(self) -> float:
-        return ratio(self.fork_serial - self.fork_one, BATCH - 1)
+        return ratio(self.fork_serial - self.fork_one, self.batch - 1)
 
     @property
     def fork_jobs_speedup(self) -> float:
@@ -502,7 +510,8 @@ def chapter_row(t: ChapterTimes) -> str:
             f"{t.one_serial:.1f} s) | {one:.2f} "
             f"{verdict(one <= ONE_TARGET)} | {t.marginal:.2f} s | {marginal:.3f} "
             f"{verdict(marginal <= MARGINAL_TARGET)} | x{t.jobs_speedup:.2f} "
-            f"(raw x{ratio(t.serial, t.parallel):.2f}) {verdict(t.jobs_speedup >= JOBS_TARGET)} "
+            f"(raw x{ratio(t.serial, t.parallel):.2f}, {t.batch} submissions) "
+            f"{verdict(t.jobs_speedup >= JOBS_TARGET)} "
             f"| {t.fork_one:.1f} s | {t.fork_marginal:.2f} s | "
             f"{ratio(t.fork_marginal, t.nbconvert):.3f} "
             f"{verdict(ratio(t.fork_marginal, t.nbconvert) <= MARGINAL_TARGET)} | "
@@ -551,15 +560,27 @@ def slow_notes(t: ChapterTimes, imports: dict[str, float] | None = None) -> list
     return notes
 
 
+def batch_size(submission_seconds: float) -> int:
+    """How many submissions a chapter's batches hold: BATCH, or as many more (a multiple of
+    BATCH, at most MAX_BATCH) as it takes to last MIN_BATCH_SECONDS with --jobs 1, judging by
+    what one submission took. Even, so --jobs 2 never ends on a lone submission."""
+    per_batch = max(submission_seconds, 1e-3) * BATCH
+    return BATCH * min(MAX_BATCH // BATCH, max(1, math.ceil(MIN_BATCH_SECONDS / per_batch)))
+
+
 def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     from autograder.exercises import for_chapter
 
     solution, _ = chapter_notebooks()[chapter]
-    paths, expected = write_batch(chapter, folder)
+    paths, expected = write_batch(chapter, folder / "first")
     prepared = run_prepare(chapter, solution, cache)
     nbconvert = run_nbconvert(paths[0], folder / "executed")
     one, _ = run_grader(paths[:1], folder / "one", None, cache)
     one_serial, stderr = run_grader(paths[:1], folder / "one-serial", 1, cache)
+    one_serial_child = sum(submission_seconds(stderr))
+    count = batch_size(one_serial_child)
+    if count > len(paths):
+        paths, expected = write_batch(chapter, folder / "batch", count)
     serial, _ = run_grader(paths, folder / "serial", 1, cache)
     parallel, _ = run_grader(paths, folder / "parallel", 2, cache)
     fork_one, _ = run_grader(paths[:1], folder / "fork-one", 1, cache, "--fork-server")
@@ -572,13 +593,14 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     if problems:  # reported, and the chapter fails; the other chapters are still measured
         print(f"  chapter {chapter}: GRADED WRONGLY:\n    " + "\n    ".join(problems))
     frameworks = sorted({f for e in for_chapter(chapter) for f in e.frameworks})
-    return ChapterTimes(chapter, nbconvert, prepared, one, one_serial,
-                        sum(submission_seconds(stderr)), serial, parallel, tuple(frameworks),
-                        len(problems), fork_one, fork_serial, fork_parallel)
+    return ChapterTimes(chapter, nbconvert, prepared, one, one_serial, one_serial_child, serial,
+                        parallel, tuple(frameworks), count, len(problems), fork_one,
+                        fork_serial, fork_parallel)
 
 
 def bench_grading(chapters: Sequence[str]) -> bool:
-    section(f"3. Grading speed per chapter: seed {GRADE_SEED}, batches of {BATCH} built from "
+    section(f"3. Grading speed per chapter: seed {GRADE_SEED}, batches of {BATCH} (or as many "
+            f"more as last {MIN_BATCH_SECONDS:.0f} s with --jobs 1, up to {MAX_BATCH}) built from "
             "solutions/ (some exercise cells left as the course's stub), warm caches")
     print("prepare = `python -m autograder prepare CH --seed N --warm-with solution` (once per "
           "assignment, as Gradescope's setup.sh). Every gradebook is checked.", flush=True)

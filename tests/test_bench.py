@@ -208,11 +208,21 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
     row = bench.chapter_row(t)
     assert row.startswith(f"| 06 | 30.0 s | 6.0 s (--jobs 1: 6.0 s) | 0.20 PASS | "
                           f"{marginal:.2f} s | {marginal / 30:.3f} PASS | x1.60")
-    assert "(raw x1.43) FAIL" in row
+    assert "(raw x1.43, 6 submissions) FAIL" in row
     assert t.fork_marginal == (7.5 - 5.0) / (bench.BATCH - 1)
     assert t.fork_jobs_speedup == 5.5 / 2.5  # (7.5 - 2) / (4.5 - 2)
     assert row.endswith(f"| 5.0 s | {t.fork_marginal:.2f} s | {t.fork_marginal / 30:.3f} PASS | "
                         "x2.20 PASS | 60 s |")
+
+
+def test_a_cheap_chapters_batch_lasts_long_enough_to_measure_jobs_2():
+    assert bench.batch_size(4.0) == bench.BATCH  # a framework chapter: 24 s already
+    cheap = bench.batch_size(0.3)  # a numpy chapter: 1.8 s per BATCH
+    assert cheap % bench.BATCH == 0 and cheap * 0.3 >= bench.MIN_BATCH_SECONDS
+    assert bench.BATCH < cheap <= bench.MAX_BATCH
+    assert bench.batch_size(0.0) == bench.MAX_BATCH  # bounded, even for nothing measured
+    t = times(batch=36, serial=40.0)
+    assert t.marginal == (40.0 - 6.0) / 35
 
 
 def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
