@@ -354,6 +354,34 @@ def test_wrong_bessel_i0_fails_with_its_hint(fn, hint):
     assert hint in str(report), str(report)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bessel_derivatives_on_a_bucket_are_the_elementwise_derivatives(dtype):
+    """invoke_bessel_i0 differentiates x flattened and padded to a bucket (one compiled
+    program per dtype, not per shape): its outputs must be those of differentiating each
+    element of x in its own shape (XLA's code for another length may round the last bit
+    differently, nothing more), and the padding compiles no new program."""
+    from autograder.harness import ch05 as harness
+
+    fn = _bessel(lambda x, t: jax.scipy.special.i1(x) * t)
+    rng = np.random.default_rng(5)
+    compiled = harness._bessel_i0_derivatives._cache_size()
+    for shape in [(1,), (6,), (2, 3), (16,), (3, 1, 4)]:
+        x = rng.uniform(-4, 4, shape).astype(dtype)
+        y, y_jvp, jvp, grad, second = harness.invoke_bessel_i0(fn, x, np.ones_like(x))
+        with harness.double_precision():
+            flat = jnp.asarray(x).reshape(-1)
+            expected = [jax.vmap(jax.grad(fn))(flat), jax.vmap(jax.grad(jax.grad(fn)))(flat)]
+        for got, want in zip((grad, second), expected, strict=True):
+            assert got.shape == x.shape and got.dtype == x.dtype
+            np.testing.assert_allclose(got, np.asarray(want).reshape(x.shape),
+                                       rtol=4 * np.finfo(dtype).eps, atol=0)
+        np.testing.assert_array_equal(y, np.i0(x).astype(dtype))
+        np.testing.assert_array_equal(y_jvp, y)
+        np.testing.assert_allclose(jvp, expected[0].reshape(x.shape), rtol=1e-5)
+    assert harness._bessel_i0_derivatives._cache_size() == compiled + 1
+    assert harness.bucketed(jnp.arange(17.0)).shape == (32,)
+
+
 # ---------------------------------------------------------------- the references themselves
 
 
