@@ -5,6 +5,7 @@ matplotlib with it, which costs every TensorFlow child 1-2 s)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -74,3 +75,58 @@ def test_the_grading_process_imports_tensorflow_without_keras():
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, check=True)
     assert json.loads(done.stdout.splitlines()[-1]) == [True, False, 3.0]
+
+
+STATE_CELLS = [
+    "import gc, json, sys\n"
+    "STATE = {'preloaded': 'jax' in sys.modules, 'frozen': gc.get_freeze_count() > 0}\n",
+    "import jax\n"
+    "STATE['x64'] = bool(jax.config.jax_enable_x64)\n"
+    "STATE['collecting'] = gc.isenabled()\n"
+    "open(OUT + '/state.json', 'w').write(json.dumps(STATE))\n",
+]
+
+
+def serve_cells(tmp_path, cells: list[str]) -> dict:
+    """Run a JAX round's child (the grader's own copied files, its real entry point) on these
+    cells, without confinement, and return the STATE they wrote."""
+    from autograder import sandbox
+
+    ctrl, out = tmp_path / "ctrl", tmp_path / "out"
+    ctrl.mkdir()
+    out.mkdir()
+    grading._copy_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, out, None))
+    program = {"cells": [f"OUT = {str(out)!r}\n", *cells], "exercises": [], "out": str(out),
+               "allowed": ["jax"], "time_limit": 60,
+               "confine": {"limits": {"memory": 8 << 30, "cpu_seconds": 300,
+                                      "file_size": 1 << 30}},
+               "invoke": {}, "depends": {}}
+    (ctrl / "program.json").write_text(json.dumps(program))
+    read, write = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, "-I", str(ctrl / "child.py"), str(write)],
+                              pass_fds=(write,), cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={"PATH": "/usr/bin:/bin"})
+    finally:
+        os.close(write)
+        os.close(read)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads((out / "state.json").read_text())
+
+
+def test_a_fresh_child_imports_its_framework_before_the_cells_with_the_collector_paused(
+        tmp_path):
+    """Paused, TensorFlow's import takes a fifth less; the objects it made are frozen, and
+    the collector runs again for the learner's code. The course's own notebooks quiet
+    TensorFlow's logging through the environment first, which changes nothing else."""
+    quiet = "import os\nos.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '3')  # quiet\n"
+    state = serve_cells(tmp_path, [quiet, *STATE_CELLS])
+    assert state == {"preloaded": True, "frozen": True, "x64": False, "collecting": True}
+
+
+def test_code_that_sets_the_environment_imports_the_framework_itself(tmp_path):
+    """JAX reads JAX_ENABLE_X64 when imported: the setting a submission makes before its
+    import must hold in the grader as it did in the notebook."""
+    cells = ["import os\nos.environ['JAX_ENABLE_X64'] = '1'\n", *STATE_CELLS]
+    state = serve_cells(tmp_path, cells)
+    assert state == {"preloaded": False, "frozen": False, "x64": True, "collecting": True}
