@@ -550,8 +550,8 @@ def _run_rounds(
 
 def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
                    by_name: dict[str, Exercise], allowed: tuple[str, ...],
-                   cells: list[str]) -> tuple[str, ...]:
-    """program.json for this round; returns the frameworks the child may import."""
+                   cells: list[str]) -> dict:
+    """program.json for this round; returns it."""
     limits = sandbox.child_limits(run.limits, frameworks=bool(allowed))
     reads = [n for name in names for n in harness.NAMESPACE_READS.get(
         by_name[name].invoke.partition(":")[0], ())]
@@ -564,7 +564,7 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
     path = run.box.ctrl / "program.json"
     path.write_text(json.dumps(program))
     sandbox.share_read_only(run.box, path)
-    return tuple(program["allowed"])
+    return program
 
 
 def child_frameworks(allowed: tuple[str, ...], cells: list[str]) -> list[str]:
@@ -587,8 +587,12 @@ def _run_group(
     while remaining:
         run.rounds += 1
         round_box = sandbox.fresh_round(run.box, run.rounds)
-        frameworks = _write_program(run, round_box, remaining, by_name, allowed, cells)
-        outcome = sandbox.run_child(run.sandbox, round_box, run.deadline, frameworks)
+        program = _write_program(run, round_box, remaining, by_name, allowed, cells)
+        # A fork server imported its framework before any submission: code that sets the
+        # environment first (JAX_ENABLE_X64) gets a fresh child that imports after it.
+        outcome = sandbox.run_child(run.sandbox, round_box, run.deadline,
+                                    tuple(program["allowed"]),
+                                    forked=not child.sets_environment(program["cells"]))
         if not outcome.started:
             raise sandbox.SandboxFailure(_launcher_message(outcome))
         cell_problems = _read_cell_problems(round_box.out) or cell_problems

@@ -471,14 +471,15 @@ def _bwrap_command(sandbox: Sandbox, box: Box, argv: list[str]) -> list[str]:
 
 
 def run_child(sandbox: Sandbox, box: Box, deadline: float,
-              allowed: tuple[str, ...] = ()) -> ChildResult:
+              allowed: tuple[str, ...] = (), forked: bool = True) -> ChildResult:
     """Run `python -I ctrl/child.py` in `box.work` until it ends or the deadline passes;
-    with --fork-server, fork the child from the server for the frameworks `allowed`.
+    with --fork-server (unless not `forked`), fork the child from the server for the
+    frameworks `allowed`.
 
     The child writes one byte to the `ready` pipe once it has confined itself; a child
     that never does so means the sandbox failed to start (SandboxFailure).
     """
-    if sandbox.fork:
+    if sandbox.fork and forked:
         return _run_forked(sandbox, box, deadline, allowed)
     ready_read, ready_write = os.pipe()
     argv = [sys.executable, "-I", str(box.ctrl / "child.py"), str(ready_write)]

@@ -42,6 +42,29 @@ def results(out: Path, stem: str) -> dict[str, dict]:
     return {test["name"].split()[0]: test for test in data["tests"]} | {"": data}
 
 
+# First in the notebook: a setting in the environment before TensorFlow is imported, and
+# whether something imported TensorFlow before this code ran (a fork server does).
+ENVIRONMENT_FIRST = ("import os, sys\n"
+                     "IMPORTED_BEFORE_ME = 'tensorflow' in sys.modules\n"
+                     "os.environ['TF_DETERMINISTIC_OPS'] = '1'\n")
+# Appended to the qa_gradients cell: right only where TensorFlow was imported after that.
+IMPORTED_AFTER_SETTINGS = ("\n_qa_gradients = qa_gradients\n"
+                           "def qa_gradients(*args, **kwargs):\n"
+                           "    if IMPORTED_BEFORE_ME:\n"
+                           "        raise RuntimeError('TensorFlow came before my settings')\n"
+                           "    return _qa_gradients(*args, **kwargs)\n")
+
+
+def environment_first_copy(solution: Path, folder: Path) -> Path:
+    notebook = nbformat.read(solution, as_version=4)
+    cell = next(c for c in notebook.cells if c.source.startswith("def qa_gradients("))
+    cell.source += IMPORTED_AFTER_SETTINGS
+    notebook.cells.insert(0, nbformat.v4.new_code_cell(ENVIRONMENT_FIRST))
+    path = folder / "4_environment.ipynb"
+    nbformat.write(notebook, path)
+    return path
+
+
 def tampering_copy(solution: Path, folder: Path) -> Path:
     notebook = nbformat.read(solution, as_version=4)
     cell = next(c for c in notebook.cells if c.source.startswith("def qa_gradients("))
@@ -58,7 +81,7 @@ def chapter_01(tmp_path_factory):
     folder = tmp_path_factory.mktemp("fork-01")
     solution = ROOT / "solutions" / "01_chain_rule.ipynb"
     paths = [tampering_copy(solution, folder), folder / "2_solution.ipynb",
-             folder / "3_learner.ipynb"]
+             folder / "3_learner.ipynb", environment_first_copy(solution, folder)]
     shutil.copy(solution, paths[1])
     shutil.copy(ROOT / "course" / "01_chain_rule.ipynb", paths[2])
     out = folder / "graded"
@@ -83,6 +106,16 @@ def test_what_a_submission_does_to_the_framework_stays_in_its_own_child(chapter_
     assert tamper["predict_tape_gradient"]["status"] == "passed"  # a numpy round: untouched
     assert solution["qa_gradients"]["status"] == "passed"  # and not in the next child
     assert solution["jacobian_by_rows"]["status"] == "passed"
+
+
+def test_code_that_sets_the_environment_first_gets_a_child_that_imports_after_it(chapter_01):
+    """TensorFlow and JAX read settings from the environment when imported (JAX_ENABLE_X64),
+    so a submission that sets it before its own import is graded in a fresh child, as its
+    notebook ran, not one forked from a server that imported the framework already."""
+    _, out = chapter_01
+    graded = results(out, "004-4_environment")
+    assert graded["qa_gradients"]["status"] == "passed", graded["qa_gradients"]["output"]
+    assert graded[""]["score"] == sum(t["max_score"] for t in graded[""]["tests"])
 
 
 def test_results_say_children_were_forked_without_bubblewrap(chapter_01):

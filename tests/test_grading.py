@@ -486,3 +486,19 @@ def test_default_jobs_follow_the_container_quota_and_memory(
     monkeypatch.setattr(batch_module, "CGROUP_MEMORY_FILES", (str(tmp_path / "memory.max"),))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert batch_module.default_jobs() == expected
+
+
+def test_the_seccomp_binding_loads_without_starting_a_process():
+    """ctypes.util.find_library runs `ldconfig -p` for each library pyseccomp looks up: two
+    processes in every child's start-up, inside its sandbox. The usual sonames load
+    directly."""
+    script = ("import subprocess\n"
+              "def refuse(*args, **kwargs):\n"
+              "    raise AssertionError(f'started a process: {args}')\n"
+              "subprocess.Popen = refuse\n"
+              "from autograder import confine\n"
+              "print(confine.import_pyseccomp().SyscallFilter.__name__)\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "SyscallFilter", done.stderr
+    assert confine.seccomp_available()
