@@ -77,3 +77,20 @@ def test_excess_is_below_one_exactly_where_the_entry_passes():
     ratios = excess(got, expected, tolerance(expected.dtype))
     np.testing.assert_array_equal(ratios <= 1, tolerance(expected.dtype).close(got, expected))
     assert compare_array("y", got, expected) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([np.float32, np.float64]).flatmap(
+    lambda dtype: st.tuples(
+        *[hnp.arrays(dtype, st.shared(hnp.array_shapes(max_dims=2, max_side=5), key="shape"),
+                     elements=st.floats(width=np.dtype(dtype).itemsize * 8))] * 2)))
+def test_close_is_numpys_isclose_with_atol_scaled_to_the_output(pair):
+    """Tolerance.close is written out for speed; it must answer as numpy.isclose does, NaN
+    and infinities included, entry by entry."""
+    got, expected = pair
+    tol = tolerance(expected.dtype)
+    scale = max(float(np.max(np.abs(expected), initial=0.0)), 1.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = np.isclose(got.astype(np.float64), expected.astype(np.float64), rtol=tol.rtol,
+                          atol=tol.atol * scale)
+    np.testing.assert_array_equal(tol.close(got, expected), want)
