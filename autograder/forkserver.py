@@ -184,6 +184,11 @@ class ForkedChild:
         self.pid = int(self._lines.pop(0)) if self._lines else None
         return self.pid
 
+    @property
+    def status_pipe(self) -> int:
+        """Readable when the monitor reports the child's exit (or is gone)."""
+        return self._status
+
     def poll(self) -> int | None:
         if self.returncode is None and select.select([self._status], [], [], 0)[0]:
             self._read()

@@ -526,29 +526,52 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, box: B
     streams = selectors.DefaultSelector()
     streams.register(process.stdout, selectors.EVENT_READ, "output")
     streams.register(ready, selectors.EVENT_READ, "ready")
+    exit_signal = _exit_signal(process)
+    if exit_signal is not None:
+        streams.register(exit_signal, selectors.EVENT_READ, "exit")
     next_disk_check = 0.0
-    while process.poll() is None:
-        now = time.monotonic()
-        if now >= deadline:
-            timed_out = True
-            break
-        if not sandbox.tmpfs and now >= next_disk_check:
-            full, next_disk_check = over_disk_quota(box), now + 0.25
-            if full:
+    try:
+        while process.poll() is None:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
                 break
-        for key, _ in streams.select(timeout=min(0.1, deadline - now)):
-            chunk = os.read(key.fileobj.fileno(), 65536)
-            if not chunk:
-                streams.unregister(key.fileobj)
-            elif key.data == "ready":
-                started = True
-            elif len(output) < OUTPUT_CAP:
-                output += chunk[: OUTPUT_CAP - len(output)]
-    started = started or _drained_ready(ready)
-    end_processes(process, box)
-    streams.close()
+            if not sandbox.tmpfs and now >= next_disk_check:
+                full, next_disk_check = over_disk_quota(box), now + 0.25
+                if full:
+                    break
+            for key, _ in streams.select(timeout=min(0.1, deadline - now)):
+                if key.data == "exit":
+                    continue  # readable once the child has exited: poll() now says so
+                chunk = os.read(key.fileobj.fileno(), 65536)
+                if not chunk:
+                    streams.unregister(key.fileobj)
+                elif key.data == "ready":
+                    started = True
+                elif len(output) < OUTPUT_CAP:
+                    output += chunk[: OUTPUT_CAP - len(output)]
+        started = started or _drained_ready(ready)
+        end_processes(process, box)
+    finally:
+        streams.close()
+        if exit_signal is not None and not isinstance(process, forkserver.ForkedChild):
+            os.close(exit_signal)  # the pidfd opened here
     return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
                        started, full, output.decode(errors="replace"))
+
+
+def _exit_signal(process: subprocess.Popen | forkserver.ForkedChild) -> int | None:
+    """A descriptor that becomes readable when the child exits, so the supervisor wakes at
+    once instead of at its next 0.1 s timeout: once the child has closed its pipes, a
+    select on them alone sleeps the whole timeout (in a batch, once per round). A forked
+    child's is the monitor's status pipe (its own, not to be closed here); a started
+    one's, a pidfd (Linux 5.3; None where there is none, and the timeout is the fallback)."""
+    if isinstance(process, forkserver.ForkedChild):
+        return process.status_pipe
+    try:
+        return os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _drained_ready(ready) -> bool:

@@ -194,7 +194,7 @@ def times(**changes) -> "bench.ChapterTimes":
     base = {"chapter": "06", "nbconvert": 30.0, "prepare": 60.0, "one": 6.0,
             "one_serial": 6.0, "one_serial_child": 4.0,
             "serial": 10.0, "parallel": 7.0, "frameworks": ("jax",), "fork_one": 5.0,
-            "fork_serial": 7.5, "fork_parallel": 4.5}
+            "fork_serial": 7.5, "fork_parallel": 4.5, "fork_one_child": 3.0}
     return bench.ChapterTimes(**{**base, **changes})
 
 
@@ -210,9 +210,13 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
                           f"{marginal:.2f} s | {marginal / 30:.3f} PASS | x1.60")
     assert "(raw x1.43, 6 submissions) FAIL" in row
     assert t.fork_marginal == (7.5 - 5.0) / (bench.BATCH - 1)
+    assert t.fork_startup == 2.0  # the fork run's own: 5 - 3
     assert t.fork_jobs_speedup == 5.5 / 2.5  # (7.5 - 2) / (4.5 - 2)
     assert row.endswith(f"| 5.0 s | {t.fork_marginal:.2f} s | {t.fork_marginal / 30:.3f} PASS | "
-                        "x2.20 PASS | 60 s |")
+                        "x2.20 (6) PASS | 60 s |")
+    bigger = times(fork_batch=60, fork_serial=11.0, fork_one_child=4.5)
+    assert bigger.fork_marginal == (11.0 - 5.0) / 59  # per submission of its own batch
+    assert bigger.fork_jobs_speedup == 10.5 / 4.0  # its own start-up, 0.5 s
 
 
 def test_a_cheap_chapters_batch_lasts_long_enough_to_measure_jobs_2():

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import confine, sandbox
+from autograder import confine, forkserver, sandbox
 from autograder.exercises import for_chapter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,3 +155,39 @@ def test_the_fork_server_is_refused_without_its_own_uid_or_seccomp(monkeypatch):
     monkeypatch.setattr(sandbox, "_reserve_uid_slots", lambda found, jobs: None)
     with pytest.raises(sandbox.SandboxUnavailable, match="seccomp"):
         sandbox.detect("auto", fork=True)
+
+
+def test_a_started_childs_exit_signal_is_readable_once_it_exits_and_not_before():
+    """The supervisor waits on this descriptor too, so a child whose pipes are already closed
+    is seen to exit at once, not at the next 0.1 s timeout (once per round of a batch)."""
+    process = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdout.close(); "
+                                "time.sleep(30)"], stdout=subprocess.PIPE)
+    signal_fd = sandbox._exit_signal(process)
+    try:
+        assert signal_fd is not None, "no pidfd on this kernel: the timeout is the fallback"
+        assert not select.select([signal_fd], [], [], 0.2)[0]
+        process.kill()
+        assert select.select([signal_fd], [], [], 5)[0]
+        assert process.wait(timeout=5) == -9
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+        os.close(signal_fd)
+
+
+def test_a_forked_childs_exit_signal_is_its_monitors_status_pipe():
+    status_read, status_write = os.pipe()
+    output_read, output_write = os.pipe()
+    os.close(output_write)
+    child = forkserver.ForkedChild(status_read, os.fdopen(output_read, "rb"))
+    try:
+        os.write(status_write, b"4242\n")
+        assert child.read_pid(time.monotonic() + 5) == 4242
+        assert sandbox._exit_signal(child) == status_read
+        assert not select.select([status_read], [], [], 0)[0] and child.poll() is None
+        os.write(status_write, b"3\n")  # the monitor reports the exit code
+        assert select.select([status_read], [], [], 5)[0] and child.poll() == 3
+    finally:
+        child.close()
+        os.close(status_write)
