@@ -34,6 +34,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -487,8 +488,8 @@ class ChapterTimes:
     fork_one: float = 0.0
     fork_serial: float = 0.0
     fork_parallel: float = 0.0
-    fork_one_child: float = 0.0  # of which the grader reports for the submission itself
-    fork_batch: int = BATCH  # sized again by fork_one_child
+    fork_typical: float = 0.0  # the median submission's seconds in a --fork-server batch
+    fork_batch: int = BATCH  # sized again by fork_typical
 
     @property
     def marginal(self) -> float:
@@ -500,8 +501,9 @@ class ChapterTimes:
 
     @property
     def fork_startup(self) -> float:
-        """The fork-server run's fixed start-up: its own, as it starts servers too."""
-        return max(0.0, self.fork_one - self.fork_one_child)
+        """The fork-server run's fixed start-up: grading one submission less what a further
+        one costs (the servers' imports are paid once, as the grader's own start-up is)."""
+        return max(0.0, self.fork_one - self.fork_typical)
 
     @property
     def fork_jobs_speedup(self) -> float:
@@ -598,9 +600,9 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
         paths, expected = write_batch(chapter, folder / "batch", count)
     serial = fastest_batch(paths, folder / "serial", 1, cache)
     parallel = fastest_batch(paths, folder / "parallel", 2, cache)
-    fork_one, fork_stderr = run_grader(paths[:1], folder / "fork-one", 1, cache, "--fork-server")
-    fork_one_child = sum(submission_seconds(fork_stderr))
-    fork_count = batch_size(fork_one_child)
+    fork_one, _ = run_grader(paths[:1], folder / "fork-one", 1, cache, "--fork-server")
+    fork_typical = typical_submission(paths, folder / "fork-sizing", cache, "--fork-server")
+    fork_count = batch_size(fork_typical)
     if fork_count != count:
         fork_paths, fork_expected = write_batch(chapter, folder / "fork-batch", fork_count)
     else:
@@ -618,7 +620,15 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     frameworks = sorted({f for e in for_chapter(chapter) for f in e.frameworks})
     return ChapterTimes(chapter, nbconvert, prepared, one, one_serial, one_serial_child, serial,
                         parallel, tuple(frameworks), count, len(problems), fork_one,
-                        fork_serial, fork_parallel, fork_one_child, fork_count)
+                        fork_serial, fork_parallel, fork_typical, fork_count)
+
+
+def typical_submission(paths: Sequence[Path], out: Path, cache: Path, *flags: str) -> float:
+    """The median seconds the grader reports per submission of a --jobs 1 batch: what each
+    further one costs. A lone submission's own seconds are no measure of that with
+    --fork-server, since they include waiting for the server's import of its framework."""
+    _, stderr = run_grader(paths, out, 1, cache, *flags)
+    return statistics.median(submission_seconds(stderr))
 
 
 def fastest_batch(paths: Sequence[Path], out: Path, jobs: int, cache: Path, *flags: str

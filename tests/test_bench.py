@@ -160,6 +160,14 @@ def test_submission_seconds_are_read_from_the_graders_progress_lines():
     assert bench.submission_seconds(stderr) == [3.6, 1.25]
 
 
+def test_a_typical_submission_is_the_median_not_the_first_that_waited_for_a_server(
+        monkeypatch, tmp_path):
+    stderr = "".join(f"[{i}/3] s{i}.ipynb: 1/1 ({seconds} s, 9 s elapsed)\n"
+                     for i, seconds in enumerate((2.8, 0.2, 0.3), 1))
+    monkeypatch.setattr(bench, "run_grader", lambda *args: (3.3, stderr))
+    assert bench.typical_submission([tmp_path / "s.ipynb"], tmp_path, tmp_path) == 0.3
+
+
 # ---------------------------------------------------------------- ratios and verdicts
 
 
@@ -194,7 +202,7 @@ def times(**changes) -> "bench.ChapterTimes":
     base = {"chapter": "06", "nbconvert": 30.0, "prepare": 60.0, "one": 6.0,
             "one_serial": 6.0, "one_serial_child": 4.0,
             "serial": 10.0, "parallel": 7.0, "frameworks": ("jax",), "fork_one": 5.0,
-            "fork_serial": 7.5, "fork_parallel": 4.5, "fork_one_child": 3.0}
+            "fork_serial": 7.5, "fork_parallel": 4.5, "fork_typical": 3.0}
     return bench.ChapterTimes(**{**base, **changes})
 
 
@@ -214,7 +222,7 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
     assert t.fork_jobs_speedup == 5.5 / 2.5  # (7.5 - 2) / (4.5 - 2)
     assert row.endswith(f"| 5.0 s | {t.fork_marginal:.2f} s | {t.fork_marginal / 30:.3f} PASS | "
                         "x2.20 (6) PASS | 60 s |")
-    bigger = times(fork_batch=60, fork_serial=11.0, fork_one_child=4.5)
+    bigger = times(fork_batch=60, fork_serial=11.0, fork_typical=4.5)
     assert bigger.fork_marginal == (11.0 - 5.0) / 59  # per submission of its own batch
     assert bigger.fork_jobs_speedup == 10.5 / 4.0  # its own start-up, 0.5 s
 
