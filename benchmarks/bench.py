@@ -532,14 +532,25 @@ def chapter_row(t: ChapterTimes) -> str:
             f"{verdict(ratio(t.fork_marginal, t.nbconvert) <= MARGINAL_TARGET)} | "
             f"x{t.fork_jobs_speedup:.2f} ({t.fork_batch}) "
             f"{verdict(t.fork_jobs_speedup >= JOBS_TARGET)} "
-            f"| {t.prepare:.0f} s |")
+            f"| {t.prepare:.0f} s | {' and '.join(batch_ways(t)) or 'neither'} |")
+
+
+FRESH, FORKED = "fresh children", "--fork-server"
+
+
+def batch_ways(t: ChapterTimes) -> list[str]:
+    """The ways of grading this chapter's batch that meet both batch targets at once (the
+    margin and --jobs 2): an instructor grades an assignment one way, so one way must."""
+    return [way for way, marginal, speedup in (
+        (FRESH, t.marginal, t.jobs_speedup), (FORKED, t.fork_marginal, t.fork_jobs_speedup))
+        if ratio(marginal, t.nbconvert) <= MARGINAL_TARGET and speedup >= JOBS_TARGET]
 
 
 TABLE_HEADER = [
     "| ch | nbconvert --execute | grade one | ratio | marginal per extra submission | ratio | "
     "--jobs 2 vs 1 throughput | --fork-server: grade one | marginal | ratio | --jobs 2 vs 1 "
-    "| prepare (once) |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| prepare (once) | batch targets met by |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -661,11 +672,10 @@ def bench_grading(chapters: Sequence[str]) -> bool:
 
 
 def grading_passed(rows: Sequence[ChapterTimes]) -> bool:
-    """Right gradebooks and grade one, and each batch target in at least one of the two
-    ways to grade a batch (fresh interpreters, or --fork-server): the instructor picks."""
-    right, one, marginal, jobs, fork_marginal, fork_jobs = (
-        line.endswith("PASS") for line in grading_targets(rows))
-    return right and one and (marginal or fork_marginal) and (jobs or fork_jobs)
+    """Right gradebooks and grade one, and on every chapter one way to grade a batch (fresh
+    interpreters, or --fork-server) that meets both batch targets: the instructor picks."""
+    right, one, *_, batches = (line.endswith("PASS") for line in grading_targets(rows))
+    return right and one and batches
 
 
 def grading_table(rows: Sequence[ChapterTimes], imports: dict[str, float] | None = None
@@ -701,6 +711,9 @@ def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
                     "chapter", f"worst {fork_marginal:.3f}", fork_marginal <= MARGINAL_TARGET),
         target_line(f"with --fork-server: --jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput",
                     f"worst x{fork_jobs:.2f}", fork_jobs >= JOBS_TARGET),
+        target_line("on every chapter, one way to grade a batch meets both batch targets",
+                    ", ".join(f"{r.chapter}: {' and '.join(batch_ways(r)) or 'neither'}"
+                              for r in rows), all(batch_ways(r) for r in rows)),
     ]
 
 
