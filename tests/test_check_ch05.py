@@ -12,10 +12,13 @@ import numpy as np
 import pytest
 
 from autograder import check
-from autograder.cases import NOTEBOOK, draw_cases
+from autograder.cases import NOTEBOOK, draw_cases, grading_profile
 from autograder.exercises.ch05_custom_derivatives_jax import (
     BESSEL_I0,
+    CLIP_BOUNDS,
     CLIP_GRADIENT,
+    CLIP_GRADING,
+    CLIP_SHAPES,
     EXERCISES,
     FIXED_POINT,
     LOG1PEXP,
@@ -480,3 +483,20 @@ def test_the_clip_reference_is_clipped():
         np.testing.assert_allclose(vjp, np.clip(g, lo, hi))
         np.testing.assert_allclose(rows, vjp)
         assert (np.abs(chained) <= 3 * max(-lo, hi) + 1e-5).all()
+
+
+def test_clip_cases_compile_once_per_shape_and_dtype_yet_meet_every_bounds_pair():
+    """lo and hi are static: each (lo, hi, shape, dtype) compiles the learner's function
+    again, so every hidden case of one shape and dtype shares its bounds; across the
+    shapes, each dtype still meets every pair, asymmetric ones included."""
+    cases = [*CLIP_GRADIENT.edge_cases(), *draw_cases(CLIP_GRADIENT.strategy(
+        grading_profile(20261124)), grading_profile(20261124))]
+    bounds_of: dict[tuple, set] = {}
+    for case in cases:
+        lo, hi, x, _ = case.values()
+        bounds_of.setdefault((x.shape, x.dtype), set()).add((lo, hi))
+    assert all(len(pairs) == 1 for pairs in bounds_of.values()), bounds_of
+    for dtype in (np.float32, np.float64):
+        met = {pair for (_, kind), pairs in bounds_of.items() if kind == dtype for pair in pairs}
+        assert met == set(CLIP_BOUNDS)
+    assert len(bounds_of) <= 2 * (len(CLIP_SHAPES) + len(CLIP_GRADING))
