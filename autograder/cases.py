@@ -125,6 +125,24 @@ def shape_menu(
     return st.sampled_from(tuple(notebook) + (tuple(grading) if grading_sized(profile) else ()))
 
 
+def dtype_and_shape(
+    profile: Profile, notebook: Sequence[Shape], grading: Sequence[Shape] = ()
+) -> st.SearchStrategy[tuple[np.dtype, Shape]]:
+    """One of a menu's shapes (as shape_menu) with the one dtype it comes in: float32 and
+    float64 in turn along the menu.
+
+    JAX compiles the learner's function (or traces and lowers it, and reads the compiled
+    program from the grader's cache) once per shape and dtype, about 30-50 ms each in a
+    fresh child. Every shape in both dtypes would be twice the programs of the menu. A
+    mistake shows in a shape (a rule written for vectors fails on a matrix) or in a dtype
+    (float32 in, float64 out), not in one pairing of the two: every shape is still drawn,
+    and each dtype with half of them, so a menu should give each dtype a shape with more
+    than one axis.
+    """
+    shapes = tuple(notebook) + (tuple(grading) if grading_sized(profile) else ())
+    return st.sampled_from([(FLOAT_DTYPES[i % 2], shape) for i, shape in enumerate(shapes)])
+
+
 def dtypes() -> st.SearchStrategy[np.dtype]:
     return st.sampled_from(FLOAT_DTYPES)
 

@@ -6,9 +6,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from autograder.cases import draw_cases, grading_profile
+from autograder.cases import (
+    FLOAT_DTYPES,
+    NOTEBOOK,
+    Case,
+    draw_cases,
+    dtype_and_shape,
+    grading_profile,
+)
 from autograder.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,3 +67,27 @@ def test_framework_exercises_draw_a_bounded_set_of_shapes(exercise):
     assert len(signatures) <= MAX_SIGNATURES, sorted(signatures)
     assert {dtype for signature in signatures for _, _, dtype in signature} == {
         "float32", "float64"} or exercise.name in FLOAT32_ONLY
+
+
+def test_dtype_and_shape_draws_every_shape_in_one_dtype_each_dtype_in_turn():
+    notebook, grading = ((1,), (6,), (2, 3)), ((3, 1, 4), (16,))
+    for profile, shapes in ((NOTEBOOK, notebook), (grading_profile(7), notebook + grading)):
+        drawn = draw_cases(dtype_and_shape(profile, notebook, grading).map(
+            lambda pair: Case((("x", np.zeros(pair[1], pair[0])),))), profile)
+        dtype_of: dict[tuple, set] = {}
+        for case in drawn:
+            x = case.values()[0]
+            dtype_of.setdefault(x.shape, set()).add(x.dtype)
+        assert set(dtype_of) == set(shapes)
+        assert all(dtype_of[shape] == {FLOAT_DTYPES[i % 2]} for i, shape in enumerate(shapes))
+
+
+def test_chapter_05_compiles_each_shape_once_with_its_edge_cases():
+    """Chapter 05's JAX exercises draw each shape in one dtype (dtype_and_shape): grading a
+    submission compiles at most one program per shape, plus one for an edge case's own
+    (shape, dtype)."""
+    profile = grading_profile(1234)
+    for exercise in (e for e in EXERCISES.values() if e.chapter == "05"):
+        cases = [*exercise.edge_cases(), *draw_cases(exercise.strategy(profile), profile)]
+        arrays = {(case.values()[-1].shape, case.values()[-1].dtype) for case in cases}
+        assert len(arrays) <= 6, (exercise.name, sorted(arrays, key=str))

@@ -485,18 +485,19 @@ def test_the_clip_reference_is_clipped():
         assert (np.abs(chained) <= 3 * max(-lo, hi) + 1e-5).all()
 
 
-def test_clip_cases_compile_once_per_shape_and_dtype_yet_meet_every_bounds_pair():
+def test_clip_cases_compile_once_per_shape_yet_meet_every_bounds_pair():
     """lo and hi are static: each (lo, hi, shape, dtype) compiles the learner's function
-    again, so every hidden case of one shape and dtype shares its bounds; across the
-    shapes, each dtype still meets every pair, asymmetric ones included."""
+    again, so every hidden case of one shape shares its dtype and bounds (the edge cases
+    too); across the shapes, both dtypes and every bounds pair, asymmetric ones included,
+    are met."""
     cases = [*CLIP_GRADIENT.edge_cases(), *draw_cases(CLIP_GRADIENT.strategy(
         grading_profile(20261124)), grading_profile(20261124))]
-    bounds_of: dict[tuple, set] = {}
+    kinds_of: dict[tuple, set] = {}
     for case in cases:
         lo, hi, x, _ = case.values()
-        bounds_of.setdefault((x.shape, x.dtype), set()).add((lo, hi))
-    assert all(len(pairs) == 1 for pairs in bounds_of.values()), bounds_of
-    for dtype in (np.float32, np.float64):
-        met = {pair for (_, kind), pairs in bounds_of.items() if kind == dtype for pair in pairs}
-        assert met == set(CLIP_BOUNDS)
-    assert len(bounds_of) <= 2 * (len(CLIP_SHAPES) + len(CLIP_GRADING))
+        kinds_of.setdefault(x.shape, set()).add((x.dtype, lo, hi))
+    assert set(kinds_of) == {*CLIP_SHAPES, *CLIP_GRADING}
+    assert all(len(kinds) == 1 for kinds in kinds_of.values()), kinds_of
+    met = {kind for kinds in kinds_of.values() for kind in kinds}
+    assert {dtype for dtype, _, _ in met} == {np.dtype(np.float32), np.dtype(np.float64)}
+    assert {(lo, hi) for _, lo, hi in met} == set(CLIP_BOUNDS)

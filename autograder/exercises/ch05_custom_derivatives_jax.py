@@ -27,7 +27,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..cases import Case, Profile, Shape, dtypes, float_arrays, shape_menu
+from ..cases import Case, Profile, Shape, dtype_and_shape, float_arrays
 from ..exercise import Exercise, Mistake, learner_function
 
 FRAMEWORKS = ("jax",)
@@ -67,14 +67,16 @@ def _between(dtype: np.dtype, shape: Shape, low: float, high: float) -> st.Searc
 
 
 # The elementwise exercises' shapes: each (shape, dtype) compiles the learner's function once
-# per transformation, so the menu is short, but it has a length of one, a 2-D array (a rule
-# that assumes a vector fails) and, when grading, a longer vector and a size-1 middle axis.
+# per transformation, so the menu is short, and each shape comes in one dtype (cases.
+# dtype_and_shape): a length of one and a 2-D array (a rule that assumes a vector fails) in
+# float32, a vector in float64, and, when grading, a size-1 middle axis in float64 and a longer
+# vector in float32.
 ELEMENTWISE_SHAPES: tuple[Shape, ...] = ((1,), (6,), (2, 3))
-ELEMENTWISE_GRADING: tuple[Shape, ...] = ((16,), (3, 1, 4))
+ELEMENTWISE_GRADING: tuple[Shape, ...] = ((3, 1, 4), (16,))
 
 
-def _shapes(profile: Profile) -> st.SearchStrategy[Shape]:
-    return shape_menu(profile, ELEMENTWISE_SHAPES, ELEMENTWISE_GRADING)
+def _dtype_and_shape(profile: Profile) -> st.SearchStrategy[tuple[np.dtype, Shape]]:
+    return dtype_and_shape(profile, ELEMENTWISE_SHAPES, ELEMENTWISE_GRADING)
 
 
 def _rng_vector(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
@@ -86,8 +88,7 @@ def _rng_vector(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
 
 @st.composite
 def _log1pexp_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype = draw(dtypes())
-    shape = draw(_shapes(profile))
+    dtype, shape = draw(_dtype_and_shape(profile))
     x = draw(float_arrays(dtype, shape, bound=40.0))
     t = draw(float_arrays(dtype, shape))
     g = draw(float_arrays(dtype, shape))
@@ -298,8 +299,9 @@ LOG1PEXP = Exercise(
 # ---------------------------------------------------------------- clip_gradient (custom_vjp)
 
 
-# x is 2-D (the check vmaps the VJP over rows): one element, one row, a non-square block,
-# and when grading one column, a taller and a wider block.
+# x is 2-D (the check vmaps the VJP over rows), each shape in one dtype (cases.
+# dtype_and_shape): one element and a non-square block in float32, one row in float64, and
+# when grading, one column in float64, a taller block in float32 and a wider one in float64.
 CLIP_SHAPES: tuple[Shape, ...] = ((1, 1), (1, 5), (3, 4))
 CLIP_GRADING: tuple[Shape, ...] = ((4, 1), (7, 2), (2, 9))
 # lo and hi are static (nondiff_argnums): each pair compiles the learner's function again, so
@@ -307,21 +309,19 @@ CLIP_GRADING: tuple[Shape, ...] = ((4, 1), (7, 2), (2, 9))
 CLIP_BOUNDS = ((-0.1, 0.2), (-0.5, 1.5), (-1.0, 1.0), (-2.5, 0.5))
 
 
-def clip_bounds(shape: Shape, dtype: np.dtype) -> tuple[float, float]:
-    """The bounds of every case of this shape and dtype: one pair each, so a submission's
-    clip_gradient is compiled once per shape and dtype (12 programs at most), not once per
-    bounds, shape and dtype (20 of a possible 48 were drawn, 27 ms each). Each dtype still
-    meets every pair: the shapes of the menu take them in turn, float64 one step on."""
+def clip_bounds(shape: Shape) -> tuple[float, float]:
+    """The bounds of every case of this shape: one pair each, so a submission's
+    clip_gradient is compiled once per shape (6 programs when grading), not once per
+    bounds, shape and dtype (20 of a possible 48 were drawn, 27 ms each). The shapes of
+    the menu take the pairs in turn, so every pair is met, each dtype with two of them."""
     shapes = (*CLIP_SHAPES, *CLIP_GRADING)
-    step = shapes.index(shape) + int(np.dtype(dtype) == np.float64)
-    return CLIP_BOUNDS[step % len(CLIP_BOUNDS)]
+    return CLIP_BOUNDS[shapes.index(shape) % len(CLIP_BOUNDS)]
 
 
 @st.composite
 def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype = draw(dtypes())
-    shape = draw(shape_menu(profile, CLIP_SHAPES, CLIP_GRADING))
-    lo, hi = clip_bounds(shape, dtype)
+    dtype, shape = draw(dtype_and_shape(profile, CLIP_SHAPES, CLIP_GRADING))
+    lo, hi = clip_bounds(shape)
     x = draw(float_arrays(dtype, shape, bound=3.0))
     g = draw(float_arrays(dtype, shape))
     return Case((("lo", lo), ("hi", hi), ("x", x), ("g", g)))
@@ -329,16 +329,16 @@ def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 def _clip_edges() -> list[Case]:
     rng = np.random.default_rng(6)
-    shapes = [  # with the bounds clip_bounds gives them, so they compile nothing more
+    shapes = [  # in their dtype, with their bounds from the menu: they compile nothing more
         ((3, 4), np.float32, "clip to [-1, 1]"),
-        ((3, 4), np.float64, "an asymmetric interval [-2.5, 0.5], float64"),
+        ((4, 1), np.float64, "an asymmetric interval [-2.5, 0.5], float64"),
         ((1, 1), np.float32, "a single element"),
         ((1, 5), np.float64, "one row, float64"),
     ]
     return [
         Case(
             (
-                *zip(("lo", "hi"), clip_bounds(shape, np.dtype(dtype)), strict=True),
+                *zip(("lo", "hi"), clip_bounds(shape), strict=True),
                 ("x", rng.uniform(-3, 3, size=shape).round(2).astype(dtype)),
                 ("g", (rng.uniform(-6, 6, size=shape)).round(2).astype(dtype)),
             ),
@@ -490,8 +490,7 @@ FIXED_POINT_LARGEST_A = 100.0
 
 @st.composite
 def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype = draw(dtypes())
-    shape = draw(_shapes(profile))
+    dtype, shape = draw(_dtype_and_shape(profile))
     a = draw(_between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
     g = draw(float_arrays(dtype, shape))
     return Case((("a", a), ("g", g)))
@@ -614,8 +613,7 @@ FIXED_POINT = Exercise(
 
 @st.composite
 def _bessel_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype = draw(dtypes())
-    shape = draw(_shapes(profile))
+    dtype, shape = draw(_dtype_and_shape(profile))
     magnitude = draw(_between(dtype, shape, 0.25, 8.0))
     signs = draw(hnp.arrays(dtype, shape, elements=st.sampled_from([-1.0, 1.0])))
     x = (magnitude * signs).astype(dtype)
