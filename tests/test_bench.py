@@ -366,3 +366,20 @@ def test_latency_only_and_grading_only_exclude_each_other():
     assert bench.arguments(["--latency-only"]).latency_only
     with pytest.raises(SystemExit):
         bench.arguments(["--latency-only", "--grading-only"])
+
+
+def test_side_by_side_measures_alternate_and_keep_each_ones_fastest(monkeypatch):
+    monkeypatch.setattr(bench, "BATCH_RUNS", 3)
+    calls: list[str] = []
+    nbconvert_times, grader_times = iter([9.0, 8.0, 12.0]), iter([2.5, 2.7, 2.4])
+
+    def nbconvert() -> float:
+        calls.append("nbconvert")
+        return next(nbconvert_times)
+
+    def grade_one() -> float:
+        calls.append("grade one")
+        return next(grader_times)
+
+    assert bench.fastest_side_by_side([nbconvert, grade_one]) == [8.0, 2.4]
+    assert calls == ["nbconvert", "grade one"] * 3
