@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
-import math
-import os
 import re
 import sys
 import threading
@@ -16,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from . import refcache, sandbox, slicing
+from . import early, refcache, sandbox, slicing
 from .exercises import for_chapter
 from .grading import (
     Assignment,
@@ -139,77 +137,24 @@ def grade(
     *, submissions: list[Path], out: Path, jobs: int | None = None, seed: int | None = None,
     timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
     unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
-    fork_server: bool = False,
+    fork_server: bool = False, started: early.Start | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
-    grader failed on any (counted and named); 2 when nothing could be graded at all."""
-    paths = [p for p in submissions if p.suffix == ".ipynb" or p.is_file()]
-    if not paths:
-        print("No submissions given: pass .ipynb files.", file=sys.stderr)
-        return 2
-    jobs = default_jobs() if jobs is None else max(1, jobs)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, fork_server)
-        compiled = refcache.compile_cache(reference_cache)
-        box.compile_cache = str(compiled) if compiled.is_dir() else None
-    except (OSError, sandbox.SandboxUnavailable) as error:
-        print(f"Cannot grade: {error}", file=sys.stderr)
+    grader failed on any (counted and named); 2 when nothing could be graded at all.
+    `started`: the sandbox and warm children `early.start` made for these arguments."""
+    if started is None:
+        started = early.start(
+            submissions=submissions, out=out, jobs=jobs, sandbox_mode=sandbox_mode,
+            unsafe_no_sandbox=unsafe_no_sandbox, reference_cache=reference_cache,
+            fork_server=fork_server, assignment=assignment)
+    if started.box is None:
+        print(started.problem, file=sys.stderr)
         return 2
     try:
-        return _grade_with(box, paths, out, jobs, seed, timeout, assignment, reference_cache)
+        return _grade_with(started.box, started.paths, out, started.jobs, seed, timeout,
+                           assignment, reference_cache)
     finally:
-        box.close()
-
-
-# Memory a child may need at once: a TensorFlow child's resident set is about 0.6 GiB.
-MEMORY_PER_CHILD = 1024**3
-
-
-def default_jobs() -> int:
-    """Children at once when --jobs is not given: the CPUs this process may run on (its
-    affinity, and its container's CPU quota where one is set), and no more than the memory
-    it may use allows."""
-    cpus = min(len(os.sched_getaffinity(0)), _cgroup_cpus() or os.cpu_count() or 1)
-    return max(1, min(cpus, _usable_memory() // MEMORY_PER_CHILD))
-
-
-# Where a container's limits are: cgroup v2, then v1 ((quota, period) files for the CPU).
-CGROUP_CPU_FILES: tuple[tuple[str, str | None], ...] = (
-    ("/sys/fs/cgroup/cpu.max", None),
-    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
-CGROUP_MEMORY_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
-
-
-def _cgroup_cpus() -> int | None:
-    """The CPU quota of this process's cgroup (v2 `cpu.max`, v1 `cpu.cfs_quota_us`), rounded
-    up; None when there is none."""
-    for quota_file, period_file in CGROUP_CPU_FILES:
-        try:
-            fields = Path(quota_file).read_text().split()
-            if period_file:
-                fields.append(Path(period_file).read_text().strip())
-            quota, period = int(fields[0]), int(fields[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if quota > 0 and period > 0:
-            return max(1, math.ceil(quota / period))
-    return None
-
-
-def _usable_memory() -> int:
-    """Bytes this process may still use: the machine's available memory, or less under a
-    cgroup memory limit (`memory.max`, v1 `memory.limit_in_bytes`)."""
-    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    try:
-        text = Path("/proc/meminfo").read_text()
-        available = int(text.split("MemAvailable:")[1].split()[0]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    for limit_file in CGROUP_MEMORY_FILES:
-        with contextlib.suppress(OSError, ValueError):
-            available = min(available, int(Path(limit_file).read_text().strip()))
-    return available
+        started.box.close()
 
 
 def _start_fork_servers(box: sandbox.Sandbox, chapters: set[str]) -> None:
@@ -260,7 +205,7 @@ def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | Non
             return 2
         count = sum(len(cases) for cases in assignments[chapter].cases.values())
         print(f"chapter {chapter}, seed {seed}: {count} hidden cases and their references in "
-              f"{refcache.entry_path(refcache.folder(reference_cache), chapter, seed)}")
+              f"{refcache.entry_path(early.folder(reference_cache), chapter, seed)}")
         stored = save_known_mistakes(assignments[chapter], seed, reference_cache)
         if stored:
             print(f"chapter {chapter}: what {stored} known mistakes give on those cases, for "
@@ -274,7 +219,7 @@ def warm_compile_cache(assignments: dict[str, Assignment], seed: int,
     (then the cache holds what it compiled, but the notebook is not a solution)."""
     if not notebooks:
         return 0
-    folder = refcache.compile_cache(reference_cache)
+    folder = early.compile_cache(reference_cache)
     folder.mkdir(parents=True, exist_ok=True)
     box = sandbox.Sandbox(unsafe=True, compile_cache=str(folder), compile_cache_writable=True)
     run = GradingRun(seed, sandbox.Limits(per_exercise=120, per_submission=600), box,
@@ -300,7 +245,7 @@ def _save_costs(run: GradingRun, path: Path, chapter: str, seed: int,
     result = grade_submission(replace(run, sandbox=replace(
         run.sandbox, compile_cache_writable=False)), path, clean_stem(path))
     if result.exercises and all(e.passed for e in result.exercises):
-        entry = refcache.entry_path(refcache.folder(reference_cache), chapter, seed)
+        entry = refcache.entry_path(early.folder(reference_cache), chapter, seed)
         refcache.save_costs(refcache.costs_path(entry),
                             {e.name: e.seconds for e in result.exercises})
 

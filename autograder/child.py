@@ -37,7 +37,9 @@ import signal
 import sys
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -401,7 +403,7 @@ def _load_confine(folder: Path):
     return module
 
 
-_PRELOADED: list[str] | None = None  # the frameworks preload() imported, in a fork server
+_PRELOADED: list[str] | None = None  # what preload() imported: a fork server, a warm child
 
 
 def preload(allowed: list[str]) -> None:
@@ -452,7 +454,30 @@ def sets_environment(cells: list[str]) -> bool:
 
 
 def main() -> None:
-    serve(Path(__file__).resolve().parent, int(sys.argv[1]))
+    inputs, ready = Path(__file__).resolve().parent, int(sys.argv[1])
+    if sys.argv[2:3] == ["--warm"]:
+        wait_warm(inputs, ready, int(sys.argv[3]), json.loads(sys.argv[4]))
+    serve(inputs, ready)
+
+
+def wait_warm(inputs: Path, ready: int, go: int, allowed: list[str]) -> None:
+    """A warm child: import the frameworks before the submission is known, then wait for
+    the grader's go (one byte on `go`) and serve the program it wrote by then.
+
+    The grader starts these before it has imported itself and read the submission, so a
+    TensorFlow child's second and a half of import overlaps its own start-up (sandbox.
+    WarmChild). As in a fork server, only framework code runs before confinement. Landlock
+    confines the calling thread only, so the import must have left no other thread; and
+    end of file on `go` means the grader did not need this child."""
+    preload(allowed)
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        sys.exit(f"warm child: the import left {threads} threads running, which Landlock "
+                 "would not confine; grade with fresh children (the grader's own fault).")
+    if os.read(go, 1) != b"1":
+        os._exit(0)
+    os.close(go)
+    serve(inputs, ready)
 
 
 def serve(inputs: Path, ready: int) -> None:
@@ -460,10 +485,20 @@ def serve(inputs: Path, ready: int) -> None:
     program = json.loads((inputs / "program.json").read_text())
     allowed = program.get("allowed", [])
     if _PRELOADED is not None and allowed != _PRELOADED:
-        raise RuntimeError(f"forked from {_PRELOADED}, but this round allows {allowed}")
-    _load_confine(inputs).confine(program["confine"])
-    os.write(ready, b"1")  # confined: only now may submitted code run
-    os.close(ready)
+        raise RuntimeError(f"preloaded {_PRELOADED}, but this round allows {allowed}")
+    workers = program.get("workers") or [program["exercises"]]
+    names, first, siblings = [name for worker in workers for name in worker], True, []
+    confinement = _load_confine(inputs)
+
+    def confine() -> None:
+        confinement.confine(program["confine"])
+
+    if len(workers) > 1 and _preloaded_for_workers(allowed, program["cells"]):
+        names, first, siblings, ready = fork_workers(workers, ready, confine)
+    confine()
+    if ready >= 0:
+        os.write(ready, b"1")  # confined: only now may submitted code run
+        os.close(ready)
     out = Path(program["out"])
     harness = _load_harness(inputs)
     if _PRELOADED is None:
@@ -473,12 +508,71 @@ def serve(inputs: Path, ready: int) -> None:
                 import_frameworks(allowed)
     namespace: dict = {"__name__": "__main__"}
     problems = run_cells(program["cells"], namespace)
-    (out / "cells.json").write_text(json.dumps(problems))
-    for name in program["exercises"]:
+    if first:
+        (out / "cells.json").write_text(json.dumps(problems))
+    for name in names:
         run_exercise(inputs, out, name, namespace, program, harness)
+    _leave(siblings)
+
+
+def _preloaded_for_workers(allowed: list[str], cells: list[str]) -> bool:
+    """Whether the frameworks are imported, here before confinement when need be, so that
+    workers forked now share the import (framework code only, as in a fork server)."""
+    if _PRELOADED is not None:
+        return True
+    if not allowed or sets_environment(cells):
+        return False
+    try:
+        preload(allowed)
+    except Exception:  # the learner's own import, after confinement, says what failed
+        return False
+    return True
+
+
+def _leave(workers: list[int]) -> NoReturn:
+    """Wait for these workers, then leave at once: the learner's atexit handlers and
+    threads have no say in the result."""
+    for pid in workers:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
     sys.stdout.flush()
-    # Leave at once: the learner's atexit handlers and threads have no say in the result.
     os._exit(0)
+
+
+def fork_workers(workers: list[list[str]], ready: int, confine: Callable[[], None]
+                 ) -> tuple[list[str], bool, list[int], int]:
+    """Fork one worker process per list of exercises: each confines itself, then runs the
+    cells and its own exercises. The process that forked them confines itself, says so on
+    `ready` and waits for them; it runs no submitted code, so a worker that crashes ends its
+    own exercise only. Returns in each worker (its exercises, whether it is the first, which
+    writes cells.json, the workers it must wait for: none, and no `ready`: -1).
+
+    The grader asks for workers when a submission's exercises may run at once: one child
+    imports the framework and its workers share the import (copy-on-write) instead of each
+    part's child paying it. They fork before confinement, as a fork server's children do:
+    Landlock lets each process read its own /proc/<pid> only, which TensorFlow needs; and
+    before the learner's cells: TensorFlow and JAX start thread pools at their first
+    operation, and a fork copies the calling thread only, so only a process with one thread
+    forks; otherwise it runs every exercise itself."""
+    everything = [name for worker in workers for name in worker]
+    if len(os.listdir("/proc/self/task")) != 1:
+        return everything, True, [], ready
+    started: list[int] = []
+    sys.stdout.flush()  # or what is buffered would be written once per worker
+    for index, worker in enumerate(workers):
+        try:
+            pid = os.fork()
+        except OSError:  # no process left to fork: this process runs the rest itself
+            rest = [name for later in workers[index:] for name in later]
+            return rest, not started, started, ready
+        if pid == 0:
+            os.close(ready)
+            return worker, index == 0, [], -1
+        started.append(pid)
+    confine()
+    os.write(ready, b"1")
+    os.close(ready)
+    _leave(started)
 
 
 if __name__ == "__main__":

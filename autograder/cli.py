@@ -137,10 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
     if command == "grade":
+        from .early import start
+
+        started = start(**args)  # the sandbox and warm children, before the grader's imports
         from .batch import grade
 
         without_keras()
-        return grade(**args)
+        return grade(**args, started=started)
     if command == "prepare":
         from .batch import prepare_cache
 

@@ -9,15 +9,15 @@ engine as the notebook checks and alone writes results.json, feedback.txt and gr
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import secrets
-import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import child, harness, refcache, references, sandbox, slicing, untrusted
+from . import child, early, harness, refcache, references, sandbox, slicing, untrusted
 from .cases import Case, draw_cases, grading_profile
 from .engine import (
     INPUT_INDEPENDENT,
@@ -44,8 +44,6 @@ from .exercise import Exercise, Mistake, Outputs, Raised
 from .exercises import for_chapter
 from .report import NOT_ANSWERED, Failure, Report
 
-CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
-HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
 SKIPPED_TAGS = {"display-only"}
 RECORD_KINDS = {"array", "other", "sequence", "error"}
 NOT_ANSWERED_TEXT = "Not answered:"
@@ -91,7 +89,7 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
     exercises = for_chapter(chapter)
     if not exercises:
         raise ValueError(f"Chapter {chapter!r} has no graded exercises.")
-    path = refcache.entry_path(refcache.folder(cache), chapter, seed)
+    path = refcache.entry_path(early.folder(cache), chapter, seed)
     try:
         cases, refs = refcache.load(path, {e.name: len(e.outputs) for e in exercises})
     except refcache.Invalid:
@@ -128,7 +126,7 @@ def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = 
     what they give beside the references (what `prepare` does once), so that a wrong
     answer's hint never imports a framework into a grading run. Returns how many mistakes
     were stored (0: none to store, or already stored)."""
-    entry = refcache.entry_path(refcache.folder(cache), assignment.chapter, seed)
+    entry = refcache.entry_path(early.folder(cache), assignment.chapter, seed)
     path = refcache.mistakes_path(entry)
     exercises = [e for e in assignment.exercises if e.frameworks and e.mistakes]
     if not exercises or path.is_file():
@@ -526,6 +524,10 @@ class Run:
     deadline: float
     exercise_cells: frozenset[int] = frozenset()
     rounds: int = 0
+    # A warm child started in this box for its first round (sandbox.WarmChild), until used.
+    warm: sandbox.WarmChild | None = None
+    # Exercises that the child's workers run at once, one list per worker (else all in one).
+    workers: list[list[str]] = field(default_factory=list)
 
 
 def _run_rounds(
@@ -560,11 +562,18 @@ def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
                "out": str(round_box.out), "allowed": child_frameworks(allowed, needed),
                "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
                "invoke": {name: by_name[name].invoke for name in names},
+               "workers": _round_workers(run.workers, names),
                "depends": {name: list(by_name[name].depends_on) for name in names}}
     path = run.box.ctrl / "program.json"
     path.write_text(json.dumps(program))
     sandbox.share_read_only(run.box, path)
     return program
+
+
+def _round_workers(workers: list[list[str]], names: list[str]) -> list[list[str]]:
+    """The workers' lists cut to this round's exercises; none unless they hold them all."""
+    kept = [cut for worker in workers if (cut := [name for name in worker if name in names])]
+    return kept if sorted(name for cut in kept for name in cut) == sorted(names) else []
 
 
 def child_frameworks(allowed: tuple[str, ...], cells: list[str]) -> list[str]:
@@ -585,14 +594,16 @@ def _run_group(
     remaining = [e.name for e in exercises]
     cell_problems: list[dict] = []
     while remaining:
-        run.rounds += 1
-        round_box = sandbox.fresh_round(run.box, run.rounds)
+        warm = _usable_warm_child(run, allowed, cells)
+        if warm is None:
+            run.rounds += 1
+        round_box = warm.box if warm else sandbox.fresh_round(run.box, run.rounds)
         program = _write_program(run, round_box, remaining, by_name, allowed, cells)
         # A fork server imported its framework before any submission: code that sets the
         # environment first (JAX_ENABLE_X64) gets a fresh child that imports after it.
-        outcome = sandbox.run_child(run.sandbox, round_box, run.deadline,
-                                    tuple(program["allowed"]),
-                                    forked=not child.sets_environment(program["cells"]))
+        outcome = warm.run(run.deadline, run.sandbox) if warm else sandbox.run_child(
+            run.sandbox, round_box, run.deadline, tuple(program["allowed"]),
+            forked=not child.sets_environment(program["cells"]))
         if not outcome.started:
             raise sandbox.SandboxFailure(_launcher_message(outcome))
         cell_problems = _read_cell_problems(round_box.out) or cell_problems
@@ -610,6 +621,21 @@ def _run_group(
                 results[name] = _result(by_name[name], False, message)
             break
     return results, cell_problems
+
+
+def _usable_warm_child(run: Run, allowed: tuple[str, ...], cells: list[str]
+                       ) -> sandbox.WarmChild | None:
+    """The box's warm child, for its first round only, when it imported what this round
+    allows and the code does not set the environment the framework reads at import (as for a
+    fork server); otherwise it is stopped, and the round starts a fresh child."""
+    warm, run.warm = run.warm, None
+    if warm is None:
+        return None
+    if warm.allowed == tuple(child_frameworks(allowed, cells)) and not child.sets_environment(
+            cells):
+        return warm
+    warm.stop()
+    return None
 
 
 def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
@@ -691,20 +717,23 @@ def grade_submission(grading: GradingRun, path: Path, stem: str) -> SubmissionRe
 def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignment,
                     grading: GradingRun) -> None:
     """Run the submission's exercises in one part, or, when child slots are idle (grading
-    one submission, or the last of a batch), in several parts at once."""
+    one submission, or the last of a batch), in several at once: as parts, or, when they
+    all need one framework, as workers of one child that imports it once."""
     cells, exercise_cells = program_cells(notebook)
     deadline = time.monotonic() + grading.limits.per_submission
     extra = grading.spare.take(len(assignment.exercises) - 1)
     parts = split_exercises(assignment.exercises, assignment.cases, 1 + extra,
                             assignment.costs)
     grading.spare.give(1 + extra - len(parts))
+    workers = [[e.name for e in part] for part in parts] if _one_framework(parts) else []
 
     def run_part(exercises: list[Exercise]) -> tuple[dict[str, ExerciseResult], list[dict]]:
-        return _run_part(grading, assignment, exercises, cells, exercise_cells, deadline)
+        return _run_part(grading, assignment, exercises, cells, exercise_cells, deadline,
+                         workers)
 
     try:
-        if len(parts) == 1:
-            outcomes = [run_part(parts[0])]
+        if len(parts) == 1 or workers:
+            outcomes = [run_part(assignment.exercises)]
         else:
             with ThreadPoolExecutor(max_workers=len(parts)) as pool:
                 outcomes = list(pool.map(run_part, parts))
@@ -719,18 +748,43 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
     result.exercises = [_with_dependencies(e, verdicts) for e in assignment.exercises]
 
 
+def _one_framework(parts: list[list[Exercise]]) -> bool:
+    """Whether these parts are several, and all their exercises need one framework (and
+    so one child may import it once for all of them)."""
+    groups = {tuple(sorted(e.frameworks)) for part in parts for e in part}
+    return len(parts) > 1 and len(groups) == 1 and groups != {()}
+
+
 def _run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exercise],
-              cells: list[str], exercise_cells: set[int], deadline: float
+              cells: list[str], exercise_cells: set[int], deadline: float,
+              workers: list[list[str]] | None = None,
               ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     """Some of a submission's exercises, in a box of their own: parts of one submission run
     at once and never share a process or a folder, nor a uid where the grader has uid slots
-    (end_processes kills a round's whole uid)."""
-    with sandbox.submission_box(grading.sandbox) as folders:
-        _copy_child_files(folders)
+    (end_processes kills a round's whole uid). `workers`: the exercises the child's worker
+    processes run at once (child.fork_workers)."""
+    warm = grading.sandbox.take_warm(tuple(sorted(exercises[0].frameworks)))
+    with _part_box(grading.sandbox, warm) as folders:
         for exercise in exercises:
             write_inputs(folders, exercise.name, assignment.input_files(exercise.name))
-        run = Run(grading.sandbox, folders, grading.limits, deadline, frozenset(exercise_cells))
+        run = Run(grading.sandbox, folders, grading.limits, deadline, frozenset(exercise_cells),
+                  rounds=1 if warm else 0, warm=warm, workers=workers or [])
         return _run_rounds(run, assignment, cells, exercises)
+
+
+@contextlib.contextmanager
+def _part_box(box: sandbox.Sandbox, warm: sandbox.WarmChild | None) -> Iterator[sandbox.Box]:
+    """The warm child's folders (its first round's are made already), or a new box with the
+    child's files in it."""
+    if warm is not None:
+        try:
+            yield warm.base
+        finally:
+            warm.close()
+        return
+    with sandbox.submission_box(box) as folders:
+        sandbox.install_child_files(folders)
+        yield folders
 
 
 # What a part pays once per group of exercises it runs, in seconds: a child's start-up, which
@@ -777,21 +831,6 @@ def _with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
              if name in verdicts and not verdicts[name].passed]
     note = dependency_note(exercise, wrong)
     return replace(result, output=f"{result.output}\n{note}") if note else result
-
-
-def _copy_child_files(folders: sandbox.Box) -> None:
-    """child.py, confine.py and the harness package into ctrl, readable (not writable) by
-    the child: the harness is how the child calls each exercise, as the notebook check does."""
-    for source in CHILD_FILES:
-        shutil.copy(source, folders.ctrl / source.name)
-        sandbox.share_read_only(folders, folders.ctrl / source.name)
-    harness = folders.ctrl / HARNESS.name
-    harness.mkdir(mode=0o750)  # as ctrl itself: the parent's, the child's uid may only read
-    if folders.uid is not None:
-        os.chown(harness, 0, folders.uid)
-    for source in sorted(HARNESS.glob("*.py")):
-        shutil.copy(source, harness / source.name)
-        sandbox.share_read_only(folders, harness / source.name)
 
 
 def _chapter_problem(chapter: str | None, wanted: str | None, path: Path) -> str:

@@ -32,7 +32,6 @@ import numpy as np
 from .cases import Case
 from .child import pack_arrays, unpack_arrays
 
-ENV = "AUTODIFF_REFERENCE_CACHE"
 PACKAGE = Path(__file__).resolve().parent
 VERSIONED = ("numpy", "hypothesis", "tensorflow", "jax", "jaxlib")
 FORMAT = 2  # 2: arrays packed into one buffer per dtype
@@ -41,22 +40,6 @@ Entry = tuple[dict[str, list[Case]], dict[str, list[tuple[np.ndarray, ...]]]]
 
 class Invalid(ValueError):
     """A cache entry that cannot be used as it is: it is recomputed."""
-
-
-def folder(override: Path | None = None) -> Path:
-    """--reference-cache, else $AUTODIFF_REFERENCE_CACHE, else the user's cache folder."""
-    if override is not None:
-        return override
-    if os.environ.get(ENV):
-        return Path(os.environ[ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "autodiff-course" / "references"
-
-
-def compile_cache(override: Path | None = None) -> Path:
-    """JAX's persistent compilation cache for the grader's children, beside the references.
-    JAX keys its entries by program, compiler options and versions itself."""
-    return folder(override) / "jax"
 
 
 def share(path: Path) -> None:

@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import fcntl
 import importlib.util
+import json
 import os
 import queue
 import selectors
@@ -52,6 +53,8 @@ UID_RANGE = 1024  # how many slot uids all graders on this machine share
 # uses for its whole run, so two graders on one machine never share (and kill) a uid.
 UID_LOCKS = Path("/run/autodiff-grader")
 MODES = ("auto", "bubblewrap", "fallback")
+CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
+HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,9 @@ class Sandbox:
     fork: bool = False
     fork_servers: dict[tuple[str, ...], forkserver.ForkServer] = field(default_factory=dict)
     fork_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Children started before their submission was known (WarmChild), not yet taken.
+    warm_children: list[WarmChild] = field(default_factory=list)
+    warm_started: int = 0
 
     @property
     def mode(self) -> str:
@@ -128,11 +134,45 @@ class Sandbox:
                 self.fork_servers[allowed] = server
             return server
 
-    def close(self) -> None:
-        """Stop the fork servers (the uid locks go with the process)."""
+    def start_warm_children(self, allowed: tuple[str, ...], count: int) -> None:
+        """Start `count` warm children for these frameworks (see WarmChild)."""
+        for _ in range(count):
+            warm = WarmChild.start(self, allowed)
+            with self.fork_lock:
+                self.warm_children.append(warm)
+                self.warm_started += 1
+
+    def take_warm(self, allowed: tuple[str, ...]) -> WarmChild | None:
+        """A warm child for these frameworks, or None."""
         with self.fork_lock:
+            for warm in self.warm_children:
+                if warm.allowed == allowed:
+                    self.warm_children.remove(warm)
+                    return warm
+        return None
+
+    def take_uid(self) -> int:
+        """A slot uid for a new submission box, waiting for one to come back; while none is
+        free, idle warm children are stopped one by one, so a box never waits on a uid that
+        a warm child nobody takes holds."""
+        assert self.uid_slots is not None
+        while True:
+            try:
+                return self.uid_slots.get(timeout=0.05)
+            except queue.Empty:
+                with self.fork_lock:
+                    idle = self.warm_children.pop() if self.warm_children else None
+                if idle is not None:
+                    idle.close()
+
+    def close(self) -> None:
+        """Stop the fork servers and warm children (the uid locks go with the process)."""
+        with self.fork_lock:
+            warm, self.warm_children = self.warm_children, []
             for server in self.fork_servers.values():
                 server.close()
+        for child in warm:
+            child.close()
             self.fork_servers.clear()
 
 
@@ -318,6 +358,10 @@ def _isolation_layers(box: Sandbox) -> list[str]:
     if box.seccomp:
         layers.append("seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
                       "non-UNIX sockets or raised rlimits")
+    if not box.fork:
+        layers.append("a child started before its submission was read, or whose exercises "
+                      "run in worker processes, imports its framework (framework code only) "
+                      "before it confines itself")
     if box.fork:
         layers.append("--fork-server: each child is forked from an interpreter that imported "
                       "numpy and its round's framework and nothing else, into its own process "
@@ -367,7 +411,7 @@ def _is_repo_root(path: str) -> bool:
 @contextlib.contextmanager
 def submission_box(box: Sandbox) -> Iterator[Box]:
     """A private folder tree for one submission, removed with everything in it."""
-    uid = box.uid_slots.get() if box.uid_slots is not None else None
+    uid = box.take_uid() if box.uid_slots is not None else None
     base = Path(tempfile.mkdtemp(prefix="grading-"))
     mounted = box.tmpfs and _mount_tmpfs(base)
     try:
@@ -399,6 +443,21 @@ def fresh_round(box: Box, round_number: int) -> Box:
         if box.uid is not None:
             os.chown(folder, box.uid, box.uid)
     return Box(box.base, box.ctrl, work, out, box.uid)
+
+
+def install_child_files(folders: Box) -> None:
+    """child.py, confine.py and the harness package into ctrl, readable (not writable) by
+    the child: the harness is how the child calls each exercise, as the notebook check does."""
+    for source in CHILD_FILES:
+        shutil.copy(source, folders.ctrl / source.name)
+        share_read_only(folders, folders.ctrl / source.name)
+    harness = folders.ctrl / HARNESS.name
+    harness.mkdir(mode=0o750)  # as ctrl itself: the parent's, the child's uid may only read
+    if folders.uid is not None:
+        os.chown(harness, 0, folders.uid)
+    for source in sorted(HARNESS.glob("*.py")):
+        shutil.copy(source, harness / source.name)
+        share_read_only(folders, harness / source.name)
 
 
 def share_read_only(box: Box, path: Path) -> None:
@@ -497,26 +556,112 @@ def run_child(sandbox: Sandbox, box: Box, deadline: float,
     if sandbox.fork and forked:
         return _run_forked(sandbox, box, deadline, allowed)
     ready_read, ready_write = os.pipe()
-    argv = [sys.executable, "-I", str(box.ctrl / "child.py"), str(ready_write)]
+    try:
+        process = _start_child(sandbox, box, [str(ready_write)], (ready_write,))
+    except SandboxFailure:
+        os.close(ready_read)
+        raise
+    finally:
+        os.close(ready_write)
+    return _supervise_started(process, ready_read, box, deadline, sandbox)
+
+
+def _start_child(sandbox: Sandbox, box: Box, arguments: list[str],
+                 descriptors: tuple[int, ...]) -> subprocess.Popen:
+    """`python -I ctrl/child.py ARGUMENTS` in its sandbox, in a process group of its own."""
+    argv = [sys.executable, "-I", str(box.ctrl / "child.py"), *arguments]
     command = _bwrap_command(sandbox, box, argv) if sandbox.bwrap else argv
     identity = {"user": box.uid, "group": box.uid, "extra_groups": []} if box.uid else {}
     try:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             command, cwd=box.work, env=scrubbed_environment(box.work, sandbox.compile_cache),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, process_group=0, close_fds=True,
-            pass_fds=(ready_write,), **identity)
+            pass_fds=descriptors, **identity)
     except OSError as error:
-        os.close(ready_read)
         raise SandboxFailure(f"could not start the child: {error}") from error
-    finally:
-        os.close(ready_write)
+
+
+def _supervise_started(process: subprocess.Popen, ready_read: int, box: Box,
+                       deadline: float, sandbox: Sandbox) -> ChildResult:
     ready = os.fdopen(ready_read, "rb")
     try:
         return _supervise(process, ready, box, deadline, sandbox)
     finally:
         ready.close()
         process.stdout.close()
+
+
+@dataclass
+class WarmChild:
+    """A child started before its submission is known, which imports its frameworks and
+    waits (child.wait_warm), in a submission box of its own.
+
+    Grading one submission is mostly a TensorFlow or JAX child's import (TensorFlow: 1.5 s);
+    the grader's own start-up (its imports, the references) is 0.3 s more, which a child
+    started after it waits out. A warm child imports meanwhile. It is confined by the same
+    layers as any child: only framework code runs before it confines itself, as in a fork
+    server. The part that takes it writes its inputs and program, then says go; a part
+    whose code sets the environment (read at import) or needs Keras runs a fresh child.
+    """
+
+    allowed: tuple[str, ...]
+    base: Box  # the submission box, as submission_box gives it
+    box: Box  # its first round's folders
+    process: subprocess.Popen
+    ready_read: int
+    go: int
+    folders: contextlib.ExitStack
+
+    @classmethod
+    def start(cls, sandbox: Sandbox, allowed: tuple[str, ...]) -> WarmChild:
+        folders = contextlib.ExitStack()
+        base = folders.enter_context(submission_box(sandbox))
+        ready_read = ready_write = go_read = go_write = -1
+        try:
+            install_child_files(base)
+            box = fresh_round(base, 1)
+            ready_read, ready_write = os.pipe()
+            go_read, go_write = os.pipe()
+            process = _start_child(
+                sandbox, box, [str(ready_write), "--warm", str(go_read), json.dumps(allowed)],
+                (ready_write, go_read))
+        except BaseException:
+            for fd in (ready_read, go_write):
+                if fd >= 0:
+                    os.close(fd)
+            folders.close()
+            raise
+        finally:
+            for fd in (ready_write, go_read):
+                if fd >= 0:
+                    os.close(fd)
+        return cls(allowed, base, box, process, ready_read, go_write, folders)
+
+    def run(self, deadline: float, sandbox: Sandbox) -> ChildResult:
+        """Say go (the program is written) and supervise it as a freshly started child."""
+        with contextlib.suppress(OSError):  # gone already: it reports that it never started
+            os.write(self.go, b"1")
+        os.close(self.go)
+        self.go = -1
+        ready, self.ready_read = self.ready_read, -1
+        return _supervise_started(self.process, ready, self.box, deadline, sandbox)
+
+    def stop(self) -> None:
+        """End the child, if it still runs; its folders stay with its box."""
+        if self.go >= 0:
+            os.close(self.go)
+            self.go = -1
+        if self.ready_read >= 0:
+            end_processes(self.process, self.box)
+            os.close(self.ready_read)
+            self.ready_read = -1
+            self.process.stdout.close()
+
+    def close(self) -> None:
+        """End the child and remove its folders (the uid slot goes back)."""
+        self.stop()
+        self.folders.close()
 
 
 def _run_forked(sandbox: Sandbox, box: Box, deadline: float,

@@ -95,7 +95,7 @@ def serve_cells(tmp_path, cells: list[str]) -> dict:
     ctrl, out = tmp_path / "ctrl", tmp_path / "out"
     ctrl.mkdir()
     out.mkdir()
-    grading._copy_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, out, None))
+    sandbox.install_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, out, None))
     program = {"cells": [f"OUT = {str(out)!r}\n", *cells], "exercises": [], "out": str(out),
                "allowed": ["jax"], "time_limit": 60,
                "confine": {"limits": {"memory": 8 << 30, "cpu_seconds": 300,

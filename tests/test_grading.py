@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from autograder import batch as batch_module
-from autograder import confine, grading, refcache, sandbox
+from autograder import confine, early, grading, refcache, sandbox
 from autograder.exercises import for_chapter
 
 from .submissions import ROOT, write_all
@@ -29,7 +29,7 @@ def grade(paths: list[Path], out: Path, cache: Path) -> subprocess.CompletedProc
                "--jobs", "2", "--seed", SEED, "--timeout", "10", "--assignment", "03"]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-                               refcache.ENV: str(cache)})
+                               early.ENV: str(cache)})
 
 
 def package_digest() -> str:
@@ -482,10 +482,10 @@ def test_default_jobs_follow_the_container_quota_and_memory(
         tmp_path, monkeypatch, cpu_max, memory_max, expected):
     (tmp_path / "cpu.max").write_text(cpu_max)
     (tmp_path / "memory.max").write_text(memory_max)
-    monkeypatch.setattr(batch_module, "CGROUP_CPU_FILES", ((str(tmp_path / "cpu.max"), None),))
-    monkeypatch.setattr(batch_module, "CGROUP_MEMORY_FILES", (str(tmp_path / "memory.max"),))
+    monkeypatch.setattr(early, "CGROUP_CPU_FILES", ((str(tmp_path / "cpu.max"), None),))
+    monkeypatch.setattr(early, "CGROUP_MEMORY_FILES", (str(tmp_path / "memory.max"),))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert batch_module.default_jobs() == expected
+    assert early.default_jobs() == expected
 
 
 def test_the_seccomp_binding_loads_without_starting_a_process():

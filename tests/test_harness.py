@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import grading, harness, sandbox
+from autograder import harness, sandbox
 from autograder.cases import Case
 from autograder.engine import call_learner
 from autograder.exercises import EXERCISES
@@ -111,7 +111,7 @@ print("ok")
 def test_the_child_imports_the_harness_the_grader_copied_and_nothing_of_the_grader(tmp_path):
     ctrl = tmp_path / "ctrl"
     ctrl.mkdir()
-    grading._copy_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, tmp_path, None))
+    sandbox.install_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, tmp_path, None))
     assert sorted(p.name for p in (ctrl / "harness").iterdir()) == sorted(
         p.name for p in HARNESS.glob("*.py"))
     done = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(CHILD_SCRIPT), str(ctrl)],
