@@ -722,23 +722,21 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
     cells, exercise_cells = program_cells(notebook)
     deadline = time.monotonic() + grading.limits.per_submission
     extra = grading.spare.take(len(assignment.exercises) - 1)
-    parts = split_exercises(assignment.exercises, assignment.cases, 1 + extra,
-                            assignment.costs)
-    grading.spare.give(1 + extra - len(parts))
-    workers = [[e.name for e in part] for part in parts] if _one_framework(parts) else []
+    parts, workers, used = _parts_and_workers(assignment, 1 + extra)
+    grading.spare.give(1 + extra - used)
 
     def run_part(exercises: list[Exercise]) -> tuple[dict[str, ExerciseResult], list[dict]]:
         return _run_part(grading, assignment, exercises, cells, exercise_cells, deadline,
                          workers)
 
     try:
-        if len(parts) == 1 or workers:
-            outcomes = [run_part(assignment.exercises)]
+        if len(parts) == 1:
+            outcomes = [run_part(parts[0])]
         else:
             with ThreadPoolExecutor(max_workers=len(parts)) as pool:
                 outcomes = list(pool.map(run_part, parts))
     finally:
-        grading.spare.give(len(parts) - 1)
+        grading.spare.give(used - 1)
     verdicts: dict[str, ExerciseResult] = {}
     problems: list[dict] = []
     for part_verdicts, part_problems in outcomes:
@@ -748,11 +746,26 @@ def _run_submission(result: SubmissionResult, notebook: Any, assignment: Assignm
     result.exercises = [_with_dependencies(e, verdicts) for e in assignment.exercises]
 
 
-def _one_framework(parts: list[list[Exercise]]) -> bool:
-    """Whether these parts are several, and all their exercises need one framework (and
-    so one child may import it once for all of them)."""
-    groups = {tuple(sorted(e.frameworks)) for part in parts for e in part}
-    return len(parts) > 1 and len(groups) == 1 and groups != {()}
+def _parts_and_workers(assignment: Assignment, slots: int
+                       ) -> tuple[list[list[Exercise]], list[list[str]], int]:
+    """How a submission's exercises run on `slots` child slots: (its parts, each in a box of
+    its own; the workers of its framework part, each a list of exercise names; the slots
+    used).
+
+    When its framework exercises all need one framework, they are one part, whose child
+    imports it once and runs them in up to `slots` workers (child.fork_workers); its numpy
+    exercises, if any, are another part, whose child takes a tenth of a second beside them.
+    Otherwise each part runs in a child of its own (split_exercises)."""
+    exercises, cases, costs = assignment.exercises, assignment.cases, assignment.costs
+    framework = [e for e in exercises if e.frameworks]
+    if slots > 1 and len(framework) > 1 and len(
+            {tuple(sorted(e.frameworks)) for e in framework}) == 1:
+        workers = split_exercises(framework, cases, slots, costs)
+        numpy_part = [e for e in exercises if not e.frameworks]
+        return ([framework, *([numpy_part] if numpy_part else [])],
+                [[e.name for e in worker] for worker in workers], len(workers))
+    parts = split_exercises(exercises, cases, slots, costs)
+    return parts, [], len(parts)
 
 
 def _run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exercise],

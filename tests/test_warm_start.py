@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import queue
 from pathlib import Path
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -150,3 +151,27 @@ def test_code_that_sets_the_environment_gets_a_fresh_child_not_the_warm_one(fold
     assert all(t["status"] == "passed" for t in results.values()), results
     assert ran == {"warm": 0, "fresh": 1}
 
+
+
+def _assignment(chapter: str) -> SimpleNamespace:
+    exercises = for_chapter(chapter)
+    return SimpleNamespace(exercises=exercises, cases={e.name: [None] * 100 for e in exercises},
+                           costs={e.name: 0.2 for e in exercises})
+
+
+def test_framework_exercises_of_one_framework_share_a_child_and_numpy_ones_get_their_own():
+    parts, workers, used = grading._parts_and_workers(_assignment("01"), 2)
+    assert [[e.name for e in part] for part in parts] == [
+        ["qa_gradients", "jacobian_by_rows"], ["predict_tape_gradient"]]
+    assert sorted(map(sorted, workers)) == [["jacobian_by_rows"], ["qa_gradients"]]
+    assert used == 2
+    parts, workers, used = grading._parts_and_workers(_assignment("04"), 3)
+    assert len(parts) == 1 and len(workers) == used == 3
+    assert sorted(n for w in workers for n in w) == sorted(e.name for e in for_chapter("04"))
+
+
+def test_one_slot_or_numpy_exercises_alone_take_no_workers():
+    parts, workers, used = grading._parts_and_workers(_assignment("04"), 1)
+    assert (len(parts), workers, used) == (1, [], 1)
+    parts, workers, used = grading._parts_and_workers(_assignment("02"), 2)
+    assert workers == [] and used == len(parts) == 2
