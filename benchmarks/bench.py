@@ -704,11 +704,12 @@ def grading_table(rows: Sequence[ChapterTimes], imports: dict[str, float] | None
     notes = [note for row in rows for note in slow_notes(row, imports)]
     if notes:
         notes.append("Without --fork-server, a framework exercise's child starts a fresh "
-                      "interpreter and imports its framework for every submission, after "
-                      "confining itself: that import is the floor of its grading time. With "
-                      "it, the import is paid once per batch; what is left per submission is "
-                      "the learner's cells and every hidden case through the framework "
-                      "(tf.function traces, JAX compilation per new shape).")
+                      "interpreter and imports its framework for every submission: that "
+                      "import is the floor of its grading time (grading one, the child starts "
+                      "before the grader has imported itself, and its workers share the "
+                      "import). With it, the import is paid once per batch; what is left per "
+                      "submission is the learner's cells and every hidden case through the "
+                      "framework (tf.function traces, JAX compilation per new shape).")
     return [*TABLE_HEADER, *map(chapter_row, rows),
             *(["what stays slow:", *notes] if notes else []), *grading_targets(rows)]
 
