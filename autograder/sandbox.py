@@ -171,9 +171,9 @@ class Sandbox:
             warm, self.warm_children = self.warm_children, []
             for server in self.fork_servers.values():
                 server.close()
+            self.fork_servers.clear()
         for child in warm:
             child.close()
-            self.fork_servers.clear()
 
 
 def bubblewrap() -> str | None:

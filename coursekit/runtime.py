@@ -32,9 +32,16 @@ def replaced_packages(modules: Mapping[str, ModuleType] | None = None) -> list[s
     for name, module in sorted(modules.items()):
         loaded = _loaded_version(module) if "." not in name else None
         installed = _installed_versions(providers.get(name, []))
-        if loaded and installed and loaded not in installed:
+        if loaded and installed and not any(_names(loaded, v) for v in installed):
             replaced.append(f"{name} {loaded} -> {', '.join(sorted(installed))}")
     return replaced
+
+
+def _names(loaded: str, installed: str) -> bool:
+    """Whether a module's own version names this installed one: the same, or the same
+    release whose post-release or local label the module leaves out (certifi
+    2026.10.19.post1 says `__version__ = "2026.10.19"`), which is no reason to restart."""
+    return installed == loaded or installed.startswith((f"{loaded}.post", f"{loaded}+"))
 
 
 def _loaded_version(module: ModuleType) -> str | None:

@@ -11,20 +11,35 @@ import pytest
 from coursekit.runtime import RestartNeeded, replaced_packages, stop_if_restart_needed
 
 
+def _installed(folder, loaded: str, on_disk: str):
+    """`stalepkg` imported saying `loaded`, while its distribution on disk says `on_disk`."""
+    (folder / "stalepkg").mkdir()
+    (folder / "stalepkg" / "__init__.py").write_text(f'__version__ = "{loaded}"\n')
+    info = folder / f"stalepkg-{on_disk}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: stalepkg\nVersion: {on_disk}\n")
+    (info / "top_level.txt").write_text("stalepkg\n")
+    importlib.invalidate_caches()
+    return importlib.import_module("stalepkg")
+
+
 @pytest.fixture
 def replaced_package(tmp_path, monkeypatch):
     """`stalepkg` 1.0 imported, while the distribution on disk now says 2.0 (pip upgraded it)."""
-    (tmp_path / "stalepkg").mkdir()
-    (tmp_path / "stalepkg" / "__init__.py").write_text('__version__ = "1.0"\n')
-    info = tmp_path / "stalepkg-2.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: stalepkg\nVersion: 2.0\n")
-    (info / "top_level.txt").write_text("stalepkg\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.invalidate_caches()
-    module = importlib.import_module("stalepkg")
-    yield module
+    yield _installed(tmp_path, "1.0", "2.0")
     sys.modules.pop("stalepkg", None)
+
+
+def test_a_version_without_the_distributions_post_release_label_is_not_replaced(
+        tmp_path, monkeypatch):
+    """certifi 2026.10.19.post1 says `__version__ = "2026.10.19"`: no restart for that."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        module = _installed(tmp_path, "2026.10.19", "2026.10.19.post1")
+        assert replaced_packages({"stalepkg": module}) == []
+    finally:
+        sys.modules.pop("stalepkg", None)
 
 
 def test_nothing_is_reported_when_the_loaded_versions_are_installed():

@@ -175,3 +175,13 @@ def test_one_slot_or_numpy_exercises_alone_take_no_workers():
     assert (len(parts), workers, used) == (1, [], 1)
     parts, workers, used = grading._parts_and_workers(_assignment("02"), 2)
     assert workers == [] and used == len(parts) == 2
+
+
+def test_closing_the_sandbox_stops_its_warm_children_and_fork_servers():
+    slots: queue.Queue = queue.Queue()
+    box = sandbox.Sandbox(uid_slots=slots)
+    idle, server = FakeWarmChild(("jax",), 1, slots), FakeWarmChild(("tensorflow",), 2, slots)
+    box.warm_children, box.fork_servers = [idle], {("tensorflow",): server}
+    box.close()
+    assert idle.closed and server.closed
+    assert box.warm_children == [] and box.fork_servers == {}
