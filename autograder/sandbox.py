@@ -199,6 +199,19 @@ def _uid_can_run_python(uid: int) -> bool:
     return probe.returncode == 0
 
 
+def _uid_can_reach(uid: int, folder: str) -> bool:
+    """Whether the uid may pass through `folder` and every folder above it: the submission
+    boxes are made there, and bubblewrap binds them as that uid (a TMPDIR inside a folder
+    only root may enter, such as /root, cannot)."""
+    try:
+        probe = subprocess.run(["/bin/sh", "-c", 'test -x "$1"', "sh", folder], user=uid,
+                               group=uid, extra_groups=[], capture_output=True, timeout=10,
+                               cwd="/", env={"PATH": "/usr/bin:/bin"}, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0
+
+
 def _can_mount_tmpfs() -> bool:
     if os.geteuid() != 0:
         return False
@@ -274,7 +287,8 @@ def _reserve_uid_slots(found: Sandbox, jobs: int) -> None:
         uids, found.uid_locks = claim_uids(jobs)
     except OSError:  # no /run to hold the locks in: never risk sharing a uid
         uids = []
-    found.run_as_root = not uids or not _uid_can_run_python(uids[0])
+    found.run_as_root = (not uids or not _uid_can_run_python(uids[0])
+                         or not _uid_can_reach(uids[0], tempfile.gettempdir()))
     if found.run_as_root:
         release_uids(found.uid_locks)
         found.uid_locks = []
@@ -347,8 +361,8 @@ def _isolation_layers(box: Sandbox) -> list[str]:
         layers.append(f"own unprivileged uid per job ({UID_BASE}+), all its processes "
                       f"killed after each round, at most {PROCESS_LIMIT} processes")
     elif box.run_as_root:
-        layers.append("runs as root without capabilities (this Python is not readable by an "
-                      "unprivileged uid)")
+        layers.append("runs as root without capabilities (this Python, or the temporary "
+                      "folder, is not reachable by an unprivileged uid)")
     layers.append("no_new_privs")
     if box.landlock_abi:
         layers.append(f"Landlock ABI {box.landlock_abi}: reads only Python, system libraries "
@@ -774,15 +788,26 @@ def _live_members(group: int) -> list[int]:
 
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process whose real uid is `uid`, until none is left."""
+    """SIGKILL every process whose real uid is `uid`, until none is left running. A zombie
+    is not waited for: it runs nothing, and the child just ended (bubblewrap, started as
+    that uid) stays one until its parent, this grader, reaps it, so waiting for it cost a
+    second per round."""
     for _ in range(20):
-        victims = [pid for pid in _pids() if _real_uid(pid) == uid]
+        victims = [pid for pid in _pids() if _real_uid(pid) == uid and not _zombie(pid)]
         if not victims:
             return
         for pid in victims:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _pids() -> list[int]:

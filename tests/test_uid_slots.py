@@ -7,8 +7,10 @@ would let one grader kill the other's children (a wrong 0 for an honest student)
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,38 @@ def test_a_lock_folder_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
     link.symlink_to(target)
     with pytest.raises(sandbox.SandboxFailure, match="not this grader's own folder"):
         sandbox.claim_uids(1, link)
+
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching to a slot uid needs root")
+def test_a_slot_uid_reaches_a_shared_folder_but_not_one_inside_a_private_one():
+    """Submission boxes are made in the temporary folder and bound by bubblewrap as the slot
+    uid: where it cannot reach that folder (a TMPDIR under /root), the grader must not use
+    slot uids, or every child fails to start."""
+    top = Path(tempfile.mkdtemp(prefix="uid-reach-", dir="/tmp"))  # /tmp: anyone may pass
+    try:
+        top.chmod(0o711)
+        (top / "shared").mkdir(mode=0o711)
+        (top / "private" / "tmp").mkdir(parents=True)
+        (top / "private").chmod(0o700)
+        assert sandbox._uid_can_reach(sandbox.UID_BASE, str(top / "shared"))
+        assert not sandbox._uid_can_reach(sandbox.UID_BASE, str(top / "private" / "tmp"))
+    finally:
+        shutil.rmtree(top)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting a process as a slot uid needs root")
+def test_killing_a_uid_does_not_wait_for_its_zombies(monkeypatch):
+    """The child the grader just started as a slot uid is a zombie until the grader reaps it:
+    kill_uid must not wait for it (it waited 20 x 0.05 s, a second of every round)."""
+    uid = sandbox.UID_BASE + sandbox.UID_RANGE - 1  # the last slot: no grader here holds it
+    process = subprocess.Popen(["/bin/true"], user=uid, group=uid, extra_groups=[], cwd="/")
+    try:
+        while not sandbox._zombie(process.pid):  # exited, not yet reaped
+            os.sched_yield()
+        naps: list[float] = []
+        monkeypatch.setattr(sandbox.time, "sleep", naps.append)
+        sandbox.kill_uid(uid)
+        assert naps == []
+    finally:
+        process.wait()
