@@ -460,6 +460,13 @@ def main() -> None:
     serve(inputs, ready)
 
 
+def thread_count() -> int:
+    """This process's threads: a fork copies the calling one only, and Landlock confines the
+    calling one only, so a fork server, a warm child and a child that forks workers check
+    that the framework's import left no other."""
+    return len(os.listdir("/proc/self/task"))
+
+
 def wait_warm(inputs: Path, ready: int, go: int, allowed: list[str]) -> None:
     """A warm child: import the frameworks before the submission is known, then wait for
     the grader's go (one byte on `go`) and serve the program it wrote by then.
@@ -473,7 +480,7 @@ def wait_warm(inputs: Path, ready: int, go: int, allowed: list[str]) -> None:
     as in a fresh child."""
     with contextlib.suppress(Exception):
         preload(allowed)
-    threads = len(os.listdir("/proc/self/task"))
+    threads = thread_count()
     if threads != 1:
         sys.exit(f"warm child: the import left {threads} threads running, which Landlock "
                  "would not confine; grade with fresh children (the grader's own fault).")
@@ -557,9 +564,8 @@ def fork_workers(workers: list[list[str]], ready: int, confine: Callable[[], Non
     before the learner's cells: TensorFlow and JAX start thread pools at their first
     operation, and a fork copies the calling thread only, so only a process with one thread
     forks; otherwise it runs every exercise itself."""
-    everything = [name for worker in workers for name in worker]
-    if len(os.listdir("/proc/self/task")) != 1:
-        return everything, True, [], ready
+    if thread_count() != 1:
+        return [name for worker in workers for name in worker], True, [], ready
     started: list[int] = []
     sys.stdout.flush()  # or what is buffered would be written once per worker
     for index, worker in enumerate(workers):

@@ -99,11 +99,16 @@ def _chapter_in_metadata(path: Path) -> str | None:
     try:
         if path.stat().st_size > METADATA_READ_LIMIT:
             return None
-        course = json.loads(path.read_bytes()).get("metadata", {}).get("course", {})
-        return str(course["chapter"]) if isinstance(course, dict) and "chapter" in course \
-            else None
+        metadata = json.loads(path.read_bytes()).get("metadata", {})
+        return chapter_in(metadata) if isinstance(metadata, dict) else None
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def chapter_in(metadata: dict) -> str | None:
+    """The chapter a notebook's metadata names (`course.chapter`), or None."""
+    course = metadata.get("course", {})
+    return str(course["chapter"]) if isinstance(course, dict) and "chapter" in course else None
 
 
 def folder(override: Path | None = None) -> Path:

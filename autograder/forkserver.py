@@ -144,7 +144,7 @@ def main() -> None:
     channel = socket.socket(fileno=int(sys.argv[1]))
     child = _load_child()
     child.preload(json.loads(sys.argv[2]))
-    threads = len(os.listdir("/proc/self/task"))
+    threads = child.thread_count()
     if threads != 1:
         # A fork copies only the calling thread; a lock another one held stays locked.
         sys.exit(f"fork server: the import left {threads} threads running, so forking it is "

@@ -262,8 +262,7 @@ def _cell(data: Any) -> Cell:
 
 
 def chapter_of(notebook: Any) -> str | None:
-    course = notebook.metadata.get("course", {})
-    return str(course["chapter"]) if isinstance(course, dict) and "chapter" in course else None
+    return early.chapter_in(notebook.metadata)
 
 
 def program_cells(notebook: Any) -> tuple[list[str], set[int]]:

@@ -376,7 +376,7 @@ def _isolation_layers(box: Sandbox) -> list[str]:
         layers.append("a child started before its submission was read, or whose exercises "
                       "run in worker processes, imports its framework (framework code only) "
                       "before it confines itself")
-    if box.fork:
+    else:
         layers.append("--fork-server: each child is forked from an interpreter that imported "
                       "numpy and its round's framework and nothing else, into its own process "
                       "group, uid and network namespace (root only); bubblewrap does not "
@@ -777,14 +777,20 @@ def _live_members(group: int) -> list[int]:
     """Processes of this process group that are still running (zombies do not count)."""
     members = []
     for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] != "Z" and int(fields[2]) == group:
+        fields = _stat_fields(pid)
+        if fields and fields[0] != "Z" and int(fields[2]) == group:
             members.append(pid)
     return members
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/<pid>/stat after the command name: state, parent, process group, ...; [] once
+    the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
 
 
 def kill_uid(uid: int) -> None:
@@ -803,11 +809,7 @@ def kill_uid(uid: int) -> None:
 
 
 def _zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
+    return _stat_fields(pid)[:1] == ["Z"]
 
 
 def _pids() -> list[int]:
