@@ -639,13 +639,15 @@ def _usable_warm_child(run: Run, allowed: tuple[str, ...], cells: list[str]
 
 def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
              outcome: sandbox.ChildResult) -> ExerciseResult | None:
-    """The exercise's result from this round, or None when the child never reached it."""
+    """The exercise's result from this round, or None when the child never reached it: an
+    exercise whose whole report was written is judged on it, even where the child filled its
+    folder later, and one never reached runs in the next round's fresh folders."""
     report, arrays = read_outputs(out, exercise.name)
-    if report is not None and not outcome.disk_exceeded:
+    if report is not None:
         return replace(judge_outputs(exercise, assignment.cases[exercise.name],
                                      assignment.references[exercise.name], report, arrays),
                        seconds=report["seconds"])
-    if os.path.lexists(out / f"started_{exercise.name}") or outcome.disk_exceeded:
+    if os.path.lexists(out / f"started_{exercise.name}"):
         return _result(exercise, False, _death_message(exercise.name, outcome))
     return None
 
@@ -671,20 +673,25 @@ def _death_message(name: str, outcome: sandbox.ChildResult) -> str:
     if outcome.timed_out:
         return f"`{name}` was stopped at the time limit for the whole submission."
     if outcome.disk_exceeded:
-        return (f"`{name}`'s run wrote more than the disk limit allows "
-                f"({sandbox.DISK_LIMIT // 1024**2} MiB, {sandbox.INODE_LIMIT} files).")
+        return (f"Your code wrote more than its folder holds ({_disk_limit()}) while `{name}` "
+                f"ran, so `{name}` could not finish. The other exercises were graded "
+                "separately, in fresh folders.")
     return (
         f"The process ended while `{name}` ran (exit code {outcome.returncode}): os._exit, "
         "a crash, or the memory limit. The other exercises were graded separately."
     )
 
 
+def _disk_limit() -> str:
+    return f"{sandbox.DISK_LIMIT // 1024**2} MiB and {sandbox.INODE_LIMIT} files"
+
+
 def _cells_died_message(outcome: sandbox.ChildResult) -> str:
     if outcome.timed_out:
         return "The notebook's cells did not finish within the time limit (an endless loop?)."
     if outcome.disk_exceeded:
-        return (f"The notebook wrote more than the disk limit allows "
-                f"({sandbox.DISK_LIMIT // 1024**2} MiB, {sandbox.INODE_LIMIT} files).")
+        return (f"Your notebook's cells wrote more than their folder holds ({_disk_limit()}) "
+                "before any exercise could be called. Write less to disk in the cells.")
     return (
         f"The notebook ended the process while its cells ran (exit code {outcome.returncode}),"
         " before any exercise could be called. Remove os._exit / crashing code from the cells."

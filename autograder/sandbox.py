@@ -11,8 +11,8 @@ child prints. Layers, strongest first, each recorded in every result:
 - an unprivileged uid of its own per job slot (when the grader runs as root and that uid
   can run Python), whose every process is killed after each round;
 - Landlock, seccomp, `no_new_privs`, dropped capabilities (see confine.py);
-- rlimits, a size-limited folder (tmpfs where it can be mounted, else a watchdog), one
-  deadline per submission, its process group killed after every round.
+- rlimits, size-limited folders (a tmpfs of their own per round where one can be mounted,
+  else a watchdog), one deadline per submission, its process group killed after every round.
 
 Without bubblewrap and Landlock the grader refuses to grade unless told `unsafe`.
 """
@@ -43,8 +43,12 @@ from . import confine, forkserver
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
 FILE_SIZE_LIMIT = 64 * 1024**2
 FRAMEWORK_MEMORY_LIMIT = 8 * 1024**3  # address space when TensorFlow or JAX may be imported
-DISK_LIMIT = 512 * 1024**2  # bytes a submission may keep in its folders
+DISK_LIMIT = 512 * 1024**2  # bytes a submission may keep in its folders, per round
 INODE_LIMIT = 5000
+# A round's tmpfs with less room left than this has been filled by the child: it is all the
+# child's (the grader writes nothing there), and what the child writes after its cells (its
+# report, its arrays) no longer fits.
+FULL_BYTES, FULL_FILES = 1024**2, 16
 PROCESS_LIMIT = 256  # threads count too: TensorFlow and JAX start dozens
 OUTPUT_CAP = 64 * 1024  # bytes of the child's own stdout/stderr kept for diagnosis
 UID_BASE = 64000  # the uids (and gids) of job slots: UID_BASE + slot
@@ -222,7 +226,7 @@ def _can_mount_tmpfs() -> bool:
     return mounted
 
 
-MNT_DETACH = 2
+MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -234,8 +238,9 @@ def mount_tmpfs(folder: Path, options: str) -> bool:
 
 
 def unmount(folder: Path) -> None:
-    """umount2(2) with MNT_DETACH (`umount -l`): gone now, even if still in use."""
-    _LIBC.umount2(os.fsencode(folder), MNT_DETACH)
+    """umount2(2) with MNT_DETACH (`umount -l`): gone now, even if still in use; a symbolic
+    link is not followed."""
+    _LIBC.umount2(os.fsencode(folder), MNT_DETACH | UMOUNT_NOFOLLOW)
 
 
 def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False,
@@ -343,8 +348,9 @@ def protections(box: Sandbox | None) -> list[str]:
         "output captured through a capped pipe; result files read without following links",
         "inputs only: no references, no seed in the child",
         "results read as bounded, validated JSON and arrays; only the grader writes results",
-        (f"folder limited to {DISK_LIMIT // 1024**2} MiB and {INODE_LIMIT} files "
-         f"({'size-limited tmpfs' if box.tmpfs else 'watchdog'})"),
+        (f"folders limited to {DISK_LIMIT // 1024**2} MiB and {INODE_LIMIT} files per round "
+         + ("(a size-limited tmpfs of their own, apart from the grader's files)" if box.tmpfs
+            else "(watchdog)")),
     ]
     active += _isolation_layers(box)
     if box.unsafe:
@@ -392,13 +398,15 @@ def _isolation_layers(box: Sandbox) -> list[str]:
 
 @dataclass(frozen=True)
 class Box:
-    """One submission's folders: `ctrl` the child reads, `work` and `out` it writes."""
+    """One submission's folders: `ctrl` the child reads, `work` and `out` it writes; with
+    `tmpfs`, each round's `work` and `out` sit on a size-limited tmpfs of their own."""
 
     base: Path
     ctrl: Path
     work: Path
     out: Path
     uid: int | None
+    tmpfs: bool = False
 
 
 def _readable_roots() -> list[str]:
@@ -424,39 +432,75 @@ def _is_repo_root(path: str) -> bool:
 
 @contextlib.contextmanager
 def submission_box(box: Sandbox) -> Iterator[Box]:
-    """A private folder tree for one submission, removed with everything in it."""
+    """A private folder tree for one submission, removed with everything in it.
+
+    `base` and `ctrl` are on the grader's own file system, which the child cannot write;
+    only each round's folders (fresh_round) are the child's, on a tmpfs of their own where
+    the grader may mount one, so the grader never needs room that the child can use up."""
     uid = box.take_uid() if box.uid_slots is not None else None
     base = Path(tempfile.mkdtemp(prefix="grading-"))
-    mounted = box.tmpfs and _mount_tmpfs(base)
+    folders = Box(base, base / "ctrl", base / "work", base / "out", uid, box.tmpfs)
     try:
         base.chmod(0o711)
-        ctrl = base / "ctrl"
-        ctrl.mkdir(mode=0o750)
+        folders.ctrl.mkdir(mode=0o750)
         if uid is not None:
-            os.chown(ctrl, 0, uid)
-        yield Box(base, ctrl, base / "work", base / "out", uid)
+            os.chown(folders.ctrl, 0, uid)
+        yield folders
     finally:
         if uid is not None:
             kill_uid(uid)
             box.uid_slots.put(uid)
-        if mounted:
-            unmount(base)
+        _discard_rounds(folders)
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _mount_tmpfs(base: Path) -> bool:
-    return mount_tmpfs(base, f"size={DISK_LIMIT + 64 * 1024**2},"
-                             f"nr_inodes={INODE_LIMIT + 100},mode=0700")
+def _mount_tmpfs(folder: Path) -> bool:
+    """A round's tmpfs: DISK_LIMIT bytes and INODE_LIMIT files for the child (the root, work
+    and out are the grader's three)."""
+    return mount_tmpfs(folder, f"size={DISK_LIMIT},nr_inodes={INODE_LIMIT + 3},mode=0711")
 
 
 def fresh_round(box: Box, round_number: int) -> Box:
-    """New, empty work and out folders: nothing a previous round planted is reused."""
-    work, out = box.base / f"work{round_number}", box.base / f"out{round_number}"
-    for folder in (work, out):
-        folder.mkdir(mode=0o700)
+    """New, empty work and out folders in `base/round<n>`: nothing a previous round planted
+    is reused. The previous rounds' folders go first (their results are read by now), and
+    with them the room they used: with `tmpfs`, the new round's folders are a new tmpfs, so
+    a child that filled one round's loses that round only, and making the next one never
+    needs room that child could have taken."""
+    _discard_rounds(box)
+    folder = box.base / f"round{round_number}"
+    folder.mkdir(mode=0o711)
+    if box.tmpfs and not _mount_tmpfs(folder):
+        error = ctypes.get_errno()
+        raise SandboxFailure(f"could not mount the round's tmpfs on {folder}: "
+                             f"{os.strerror(error)}")
+    work, out = folder / "work", folder / "out"
+    for child_folder in (work, out):
+        child_folder.mkdir(mode=0o700)
         if box.uid is not None:
-            os.chown(folder, box.uid, box.uid)
-    return Box(box.base, box.ctrl, work, out, box.uid)
+            os.chown(child_folder, box.uid, box.uid)
+    return Box(box.base, box.ctrl, work, out, box.uid, box.tmpfs)
+
+
+def _discard_rounds(box: Box) -> None:
+    """Remove every round's folders from `base`: a tmpfs is unmounted (its contents go with
+    it, unread), a plain folder removed without following links. Only the grader writes in
+    `base`, so each `round<n>` there is its own; the child's processes are gone by now."""
+    with os.scandir(box.base) as entries:
+        rounds = [Path(entry.path) for entry in entries if entry.name.startswith("round")]
+    for folder in rounds:
+        if box.tmpfs:
+            unmount(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def filled(box: Box) -> bool:
+    """Whether the child used up its round's tmpfs (less than FULL_BYTES or FULL_FILES
+    left): only the child writes there, so this is the child's doing, never the grader's."""
+    try:
+        found = os.statvfs(box.work.parent)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < FULL_BYTES or found.f_favail < FULL_FILES
 
 
 def install_child_files(folders: Box) -> None:
@@ -730,8 +774,11 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, box: B
         streams.close()
         if exit_signal is not None and not isinstance(process, forkserver.ForkedChild):
             os.close(exit_signal)  # the pidfd opened here
+    # Once more now that the child has ended: it may have filled its folder since the last
+    # check, and a tmpfs says so only when asked.
+    exceeded = full or (filled(box) if sandbox.tmpfs else over_disk_quota(box))
     return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
-                       started, full, output.decode(errors="replace"))
+                       started, exceeded, output.decode(errors="replace"))
 
 
 def _exit_signal(process: subprocess.Popen | forkserver.ForkedChild) -> int | None:

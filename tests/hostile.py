@@ -16,6 +16,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
+from autograder.sandbox import DISK_LIMIT, FILE_SIZE_LIMIT, INODE_LIMIT
+
 from .submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
 
 WRONG = GOOD_UNBROADCAST.replace("return summed", "return 2 * summed")
@@ -52,6 +54,25 @@ def _forged_index_npz() -> bytes:
     np.savez(buffer, pack0=np.arange(4.0),
              index=np.frombuffer(json.dumps(table).encode(), dtype=np.uint8))
     return buffer.getvalue()
+
+
+# Fills the child's folder: files of half the file-size limit until more than the disk limit
+# is written or the folder is full, then empty files until no more can be made.
+FILL_FOLDER = (
+    "import os\n"
+    f"block = b'x' * {FILE_SIZE_LIMIT // 2}\n"
+    f"for i in range({DISK_LIMIT // (FILE_SIZE_LIMIT // 2) + 2}):\n"
+    "    try:\n"
+    "        with open(f'hog{i}', 'wb') as f:\n"
+    "            f.write(block)\n"
+    "    except OSError:\n"
+    "        break\n"
+    f"for i in range({INODE_LIMIT * 2}):\n"
+    "    try:\n"
+    "        open(f'inode{i}', 'w').close()\n"
+    "    except OSError:\n"
+    "        break\n"
+)
 
 
 def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
@@ -142,6 +163,10 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
             "        open(f'inode{i}', 'w').close()\n"
             "    except OSError:\n"
             "        break\n"]),
+        # Fills its folder in one exercise, which ends the round: the grader's next round
+        # must not need room there (it once failed with ENOSPC, a GRADING ERROR), and the
+        # other exercise runs again in fresh folders and keeps its point.
+        "fills_its_folder": (_exit_in_unbroadcast(FILL_FOLDER), []),
         "reads_parent_proc": (_correct_if("_peek()"), [
             "import os\n"
             "def _peek():\n"
@@ -210,7 +235,8 @@ def write_corpus(folder: Path, targets: dict[str, Path]) -> dict[str, tuple[floa
         notebook = always_run(fill(learner, unbroadcast, GOOD_MATMUL, extra), extra)
         nbformat.write(notebook, folder / f"{name}.ipynb")
         expected[name] = (0, 1)
-    # A full disk leaves no room for any result: the hog costs its whole run, nothing else.
+    # The hog fills its folder in the cells, which every round runs: no exercise has room
+    # for its result, so it costs the whole submission, nothing else.
     expected["disk_hog"] = (0, 0)
     honest = fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, [])
     for name in ("honest", "grades.csv", "..."):

@@ -191,3 +191,18 @@ def test_results_state_the_layers_that_were_active(graded):
         assert "--fork-server" in text and "bubblewrap:" not in text
     else:
         assert "Landlock ABI" in text and "bubblewrap:" not in text
+
+
+def test_a_submission_that_fills_its_folder_loses_what_that_cost_only(graded):
+    """Filling the folder is the student's doing, said as such, never a grading error: the
+    exercise that filled it scores 0, the other runs again in fresh folders and keeps its
+    point; cells that fill it cost every exercise."""
+    table = rows(graded)
+    limit = f"{sandbox.DISK_LIMIT // 1024**2} MiB"
+    for name, exercise in (("fills_its_folder", "unbroadcast"), ("disk_hog", "")):
+        row = table[f"{name}.ipynb"]
+        assert not row["grading_error"], row
+        text = (graded["out"] / row["submission"] / "feedback.txt").read_text()
+        said = (f"Your code wrote more than its folder holds ({limit}" if exercise
+                else f"Your notebook's cells wrote more than their folder holds ({limit}")
+        assert said in text and "GRADING ERROR" not in text, text

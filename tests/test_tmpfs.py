@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 from autograder import sandbox
@@ -28,3 +30,40 @@ def test_a_tmpfs_is_mounted_with_its_limits_and_unmounted(tmp_path):
     finally:
         sandbox.unmount(folder)
     assert not mounted(folder) and not (folder / "inside").exists()
+
+
+def fill(folder: Path) -> None:
+    """What a hostile child does: write until no byte, then no file, fits any more."""
+    with contextlib.suppress(OSError), (folder / "hog").open("wb") as hog:
+        for _ in range(sandbox.DISK_LIMIT // 2**20 + 2):
+            hog.write(b"x" * 2**20)
+    with contextlib.suppress(OSError):
+        for index in range(sandbox.INODE_LIMIT + 10):
+            (folder / f"f{index}").touch()
+
+
+def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(
+        tmp_path, monkeypatch):
+    """Each round's folders are a tmpfs of their own (where the grader may mount one), the
+    grader's files are not on it, and a new round first discards the last: a child that
+    fills its folder is seen to (its verdict, not a grading error), and the grader's next
+    round still has its folders and its program (it once failed there with ENOSPC)."""
+    monkeypatch.setattr(sandbox, "DISK_LIMIT", 4 * 2**20)
+    monkeypatch.setattr(sandbox, "INODE_LIMIT", 50)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    box = sandbox.Sandbox(unsafe=True, tmpfs=sandbox._can_mount_tmpfs())
+    assert box.tmpfs == (os.geteuid() == 0)
+    with sandbox.submission_box(box) as folders:
+        first = sandbox.fresh_round(folders, 1)
+        fill(first.work)
+        if box.tmpfs:
+            assert mounted(first.work.parent) and not mounted(folders.base)
+            assert sandbox.filled(first)
+        else:
+            assert sandbox.over_disk_quota(first)
+        (folders.ctrl / "program.json").write_bytes(b"x" * 2**20)  # the grader's own room
+        second = sandbox.fresh_round(folders, 2)
+        assert not first.work.parent.exists() and not list(second.work.iterdir())
+        assert not (sandbox.filled(second) if box.tmpfs else sandbox.over_disk_quota(second))
+        assert mounted(second.work.parent) if box.tmpfs else True
+    assert not folders.base.exists() and not mounted(second.work.parent)
