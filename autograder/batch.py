@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
-import re
 import sys
 import threading
 import time
 import traceback
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -41,9 +41,43 @@ def output_folders(paths: list[Path]) -> list[str]:
     return [f"{index:0{width}d}-{clean_stem(path)}" for index, path in enumerate(paths, 1)]
 
 
+STEM_BYTES = 100  # a cleaned stem's most UTF-8 bytes: well under the usual 255 per name
+
+
 def clean_stem(path: Path) -> str:
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem).strip("._-")
-    return stem[:80] or "submission"
+    return clean_name(path.stem)
+
+
+def clean_name(stem: str) -> str:
+    """A file name's stem as a safe folder name that keeps the student's name in any script.
+
+    NFC first (macOS hands over NFD names; one student, one folder). Letters, combining marks
+    and digits of every script are kept, as are `.` and `-` between them; every run of other
+    characters (spaces, punctuation, symbols, controls, bidi overrides, undecodable bytes)
+    becomes one `_`. No `/`, `\\`, NUL or any of `<>:"|?*`, no leading or trailing `.`, `_`,
+    `-`; at most STEM_BYTES of UTF-8, cut after a letter's last mark; never empty. The index
+    before it in output_folders keeps two submissions apart whatever this gives.
+    """
+    clusters: list[str] = []  # a letter or digit with its combining marks, or one `.`, `-`, `_`
+    for char in unicodedata.normalize("NFC", stem):
+        kind = unicodedata.category(char)[0]
+        if kind == "M":
+            if clusters and clusters[-1] not in (".", "_", "-"):
+                clusters[-1] += char  # a mark after no letter (say after `_`) is dropped
+        elif kind in "LN" or char in ".-":
+            clusters.append(char)
+        elif not clusters or clusters[-1] != "_":
+            clusters.append("_")
+    kept: list[str] = []
+    size = 0
+    for cluster in clusters:
+        size += len(cluster.encode())
+        if size > STEM_BYTES:
+            if not kept:  # one letter with more marks than fit: cut among its marks
+                kept.append(cluster.encode()[:STEM_BYTES].decode(errors="ignore"))
+            break
+        kept.append(cluster)
+    return "".join(kept).strip("._-") or "submission"
 
 
 def chapters_needed(paths: list[Path], assignment: str | None) -> set[str]:

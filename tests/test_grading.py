@@ -9,11 +9,14 @@ import os
 import subprocess
 import sys
 import threading
+import unicodedata
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from autograder import batch as batch_module
 from autograder import confine, early, grading, refcache, sandbox
@@ -502,3 +505,63 @@ def test_the_seccomp_binding_loads_without_starting_a_process():
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "SyscallFilter", done.stderr
     assert confine.seccomp_available()
+
+
+# Output folder names (issue 31 item 4): the student's name survives in every script.
+
+UNSAFE = set('/\\<>:"|?*') | {chr(c) for c in range(32)} | {"\x7f"}
+
+
+def test_a_chinese_name_keeps_its_letters_and_its_place():
+    paths = [Path(f"submissions/{i}.ipynb") for i in range(11)]
+    paths.append(Path("submissions/张三 作业3 (1).ipynb"))
+    assert batch_module.output_folders(paths)[-1] == "012-张三_作业3_1"
+
+
+def test_nfd_and_nfc_names_give_the_same_folder():
+    name = "José Müller hw3"
+    nfd, nfc = unicodedata.normalize("NFD", name), unicodedata.normalize("NFC", name)
+    assert nfd != nfc
+    assert batch_module.clean_name(nfd) == batch_module.clean_name(nfc) == "José_Müller_hw3"
+
+
+@pytest.mark.parametrize("stem, expected", [
+    ("محمد علي - واجب", "محمد_علي_-_واجب"),  # Arabic
+    ("Иван Петров, ДЗ №3", "Иван_Петров_ДЗ_3"),  # Cyrillic
+    ("राम शर्मा गृहकार्य", "राम_शर्मा_गृहकार्य"),  # Devanagari, its vowel signs and viramas kept
+    ("1 tamper", "1_tamper"),
+    ("hw.v2", "hw.v2"),
+])
+def test_letters_marks_and_digits_of_every_script_are_kept(stem, expected):
+    assert batch_module.clean_name(stem) == expected
+
+
+@pytest.mark.parametrize("stem, expected", [
+    ("../x", "x"), ("a/b", "a_b"), ("a\\b", "a_b"), ("a\x00b", "a_b"),
+    ("\u202egpj.exe", "gpj.exe"), ("ab\u202ecd", "ab_cd"), ("..", "submission"),
+    (".", "submission"), ("....", "submission"), (".hidden", "hidden"), ("", "submission"),
+    ("!?*", "submission"), ('<a>:"b"|c?', "a_b_c"), ("a\udcffb", "a_b"), ("\u0301x", "x"),
+])
+def test_hostile_names_give_a_plain_folder(stem, expected):
+    assert batch_module.clean_name(stem) == expected
+
+
+def test_a_long_name_is_cut_in_bytes_between_letters_and_never_inside_one():
+    long = "é" * 60 + "张" * 100  # e + U+0301 after NFD: a letter and its mark are one unit
+    name = batch_module.clean_name(unicodedata.normalize("NFD", long))
+    assert len(name.encode()) <= batch_module.STEM_BYTES
+    assert name == "é" * 50
+    decomposed = batch_module.clean_name("ab" + "e\u0301\u0323" * 40)  # NFC: ẹ and a mark
+    assert decomposed == "ab" + "\u1eb9\u0301" * 19  # 97 bytes: a 20th would not fit
+    zalgo = batch_module.clean_name("z" + "\u0301" * 500)
+    assert zalgo == "\u017a" + "\u0301" * 49  # one letter with too many marks: cut among them
+
+
+@given(st.text())
+@settings(max_examples=500, deadline=None)
+def test_any_text_gives_a_safe_bounded_folder_name(text):
+    name = batch_module.clean_name(text)
+    assert name and not name.startswith(".") and not set(name) & UNSAFE
+    assert all(unicodedata.category(c)[0] in "LMN" or c in "._-" for c in name)
+    assert len(name.encode("utf-8")) <= batch_module.STEM_BYTES
+    assert batch_module.clean_name(unicodedata.normalize("NFD", text)) == name
