@@ -21,7 +21,7 @@ from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from .compare import compare_outputs
 from .exercise import Evidence, Exercise, Outputs, Raised
 from .fingerprint import fingerprint
-from .harness import MethodNotFollowed, learner_traceback, plain_call, raised_in
+from .harness import MethodNotFollowed, learner_traceback, new_check, plain_call, raised_in
 from .references import reference_outputs
 from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
@@ -269,6 +269,7 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
         )
         base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
         return replace(base, status=ERROR, note=note)
+    new_check()  # the same code gets the same verdict, first check or tenth, as in the grader
     source = fingerprint(fn)
     known = _LAST.get((exercise.name, profile))
     if known is None:

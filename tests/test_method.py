@@ -319,3 +319,158 @@ def qa_with_a_traced_second_part(x, W, b, y0):
 def test_a_graph_traced_on_an_earlier_case_is_not_a_method_failure():
     report = check.qa_gradients(qa_with_a_traced_second_part)
     assert report.passed, str(report)
+
+
+# ---------------------------------------------------------------- the same verdict every time
+# Issue 31: a vmap answer failed its first check and passed every later one, because a function
+# once seen following the method was let off when a compiled part replayed without Python.
+# Now compiled code runs its Python while watched, and no check remembers an earlier one.
+
+
+def rows_by_vmap_of_the_pullback(x, W, b):
+    """One jax.vjp, its pullback mapped over the one-hot rows: one VJP per row, as jacrev."""
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
+    return rows
+
+
+def rows_by_a_loop_of_the_pullback(x, W, b):
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    eye = jnp.eye(y.shape[0], dtype=y.dtype)
+    return jnp.stack([pullback(eye[i])[0] for i in range(y.shape[0])])
+
+
+@jax.jit
+def _rows_jitted(x, W, b):
+    return rows_by_a_loop_of_the_pullback(x, W, b)
+
+
+def rows_by_a_jitted_loop(x, W, b):
+    """Follows the method inside jax.jit: a later call of the same shapes replays the
+    compiled program without calling Python, unless the check makes it."""
+    return _rows_jitted(x, W, b)
+
+
+def rows_by_vectorized_map(x, W, b):
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
+    m = y.shape[0]
+    return tf.vectorized_map(lambda e: tape.gradient(y, x, output_gradients=e),
+                             tf.eye(m, dtype=y.dtype))
+
+
+def rows_by_one_vmapped_sum(x, W, b):
+    """A vmap, but not of VJPs: one pullback of the ones cotangent, inside vmap over nothing
+    that multiplies it. Right values (by hand), 0 VJPs per row: must fail."""
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    pullback(jnp.ones_like(y))
+    return rows_by_hand(x, W, b)
+
+
+@tf.function
+def _qa_whole(x, W, b, y0):
+    """Both parts in one tf.function, part 1 by tf.gradients (which needs a graph)."""
+    h = x @ W + b
+    loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
+    (g1,) = tf.gradients(loss, h)
+    with tf.GradientTape() as tape:
+        tape.watch([W, b])
+        h = x @ W + b
+    return tape.gradient(h, [W, b], output_gradients=g1)
+
+
+def qa_in_a_tf_function(x, W, b, y0):
+    return _qa_whole(tf.constant(x), tf.constant(W), tf.constant(b), tf.constant(y0))
+
+
+FOLLOWING = [("jacobian_by_rows", rows_by_vmap_of_the_pullback),
+             ("jacobian_by_rows", rows_by_a_loop_of_the_pullback),
+             ("jacobian_by_rows", rows_by_a_jitted_loop),
+             ("jacobian_by_rows", rows_by_vectorized_map),
+             ("qa_gradients", qa_with_a_traced_second_part),
+             ("qa_gradients", qa_in_a_tf_function)]
+
+
+@pytest.mark.parametrize(("exercise", "fn"), FOLLOWING, ids=[fn.__name__ for _, fn in FOLLOWING])
+def test_an_answer_that_follows_the_method_passes_its_first_check_and_every_later_one(
+        exercise, fn):
+    reports = [getattr(check, exercise)(fn) for _ in range(3)]
+    assert all(report.passed for report in reports), "\n".join(map(str, reports))
+
+
+def rows_by_the_jitted_loop_after_the_learner_ran_it(x, W, b):
+    return _rows_jitted(x, W, b)
+
+
+def test_a_function_the_learner_ran_before_the_check_still_passes():
+    """The learner's own cell traced the jitted function on these shapes before the check."""
+    rng = np.random.default_rng(0)
+    for n, m in [(1, 1), (2, 3), (3, 2), (4, 4)]:
+        _rows_jitted(rng.normal(size=n).astype(np.float32),
+                     rng.normal(size=(n, m)).astype(np.float32),
+                     rng.normal(size=m).astype(np.float32))
+    report = check.jacobian_by_rows(rows_by_the_jitted_loop_after_the_learner_ran_it)
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize(("exercise", "fn"), [("jacobian_by_rows", rows_by_one_vmapped_sum),
+                                              ("jacobian_by_rows", rows_by_hand),
+                                              ("qa_gradients", qa_in_one_tape_call)])
+def test_an_answer_that_does_not_follow_the_method_fails_its_first_check_and_every_later_one(
+        exercise, fn):
+    reports = [getattr(check, exercise)(fn) for _ in range(3)]
+    assert all(report.status == FAILED for report in reports), "\n".join(map(str, reports))
+    assert len({report.headline() for report in reports}) == 1
+
+
+def test_a_layer_whose_custom_gradient_runs_in_a_tf_function_passes_every_time():
+    forward = tf.function(layer_with_a_module_level_custom_gradient)
+
+    def layer_in_a_tf_function(x, w):
+        return forward(x, w)
+
+    reports = [check.linear_layer(layer_in_a_tf_function) for _ in range(3)]
+    assert all(report.passed for report in reports), "\n".join(map(str, reports))
+
+
+_HELPER = {"hvp": None}
+
+
+def hvp_through_a_helper(f, x, v):
+    return _HELPER["hvp"](f, x, v)
+
+
+def test_hvp_is_judged_on_what_its_helpers_do_now_not_on_an_earlier_check():
+    """The traced-shape memory was kept per function across checks: a fixed helper behind an
+    unchanged function kept failing. Each check now traces afresh."""
+    _HELPER["hvp"] = hvp_by_columns
+    assert check.hvp(hvp_through_a_helper).status == FAILED
+    _HELPER["hvp"] = hvp_reverse_over_reverse
+    report = check.hvp(hvp_through_a_helper)
+    assert report.passed, str(report)
+
+
+VMAP_ROWS = '''def jacobian_by_rows(x, W, b):
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
+    return rows
+'''
+
+
+def test_the_grader_gives_the_vmap_answer_the_notebook_check_s_verdict(tmp_path):
+    notebook = nbformat.read(ROOT / "solutions" / "01_chain_rule.ipynb", as_version=4)
+    _replace_exercise(notebook, "jacobian_by_rows", VMAP_ROWS)
+    nbformat.write(notebook, tmp_path / "submission.ipynb")
+    out = tmp_path / "graded"
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
+         "--out", str(out), "--seed", "7", "--jobs", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (results,) = out.glob("*-submission/results.json")
+    tests = {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
+    assert tests["jacobian_by_rows"]["status"] == "passed", tests["jacobian_by_rows"]["output"]

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .method import MethodNotFollowed as MethodNotFollowed  # the child catches it by name
+from .method import new_check as new_check  # both sides start each check afresh
 from .precision import exact_precision
 
 Invoke = Callable[..., Any]

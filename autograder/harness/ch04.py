@@ -21,7 +21,8 @@ import tensorflow as tf
 
 from . import method
 
-_GRAPHS: dict[int, tuple[Callable, Callable, set]] = {}  # id(fn) -> (fn, tf.function, signatures)
+# id(fn) -> (fn, tf.function, signatures), forgotten when a check starts (method.per_check)
+_GRAPHS: dict[int, tuple[Callable, Callable, set]] = method.per_check({})
 # Input signatures per function that are also run inside tf.function. Each new one traces
 # the learner's function again (30-40 ms, with AutoGraph), and a function that breaks in
 # graph mode (.numpy(), Python state) breaks on any signature, so a few suffice: 6 made
@@ -42,14 +43,13 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     @tf.custom_gradient, or the learner's gradient rule never ran."""
     with _custom_gradients() as calls:
         result = _invoke(fn, args, variables=(1,))
-    if calls == [0] and not method.was_seen_following(fn):  # not a graph traced before
+    if calls == [0]:
         raise method.MethodNotFollowed(
             "linear_layer must compute its output with a "
             "function decorated with @tf.custom_gradient (def forward(x): ... return x @ w, "
             "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
             "differentiated your code itself and your gradient rule never ran.", result
         )
-    method.seen_following(fn)
     return result
 
 
@@ -94,7 +94,8 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
     level = logger.level
     logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
     try:
-        eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
+        with method.every_call_seen():  # a learner's own tf.function runs its Python too
+            eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
         graph_run = _graph(fn, _signature(values, g))
         graph = [] if graph_run is None else [
             np.asarray(t) for t in _explained(graph_run, fn, values, g)]

@@ -153,7 +153,8 @@ HVP_METHOD = (
     "hvp must compute H(x) v without the Hessian, but {found}. Use forward-over-reverse: "
     "jax.jvp(jax.grad(f), (x,), (v,))[1], whose largest array has x's size, not its square."
 )
-_HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = {}  # "" when it is
+# (fn, name, shape, dtype) -> what is as large as the Hessian ("" if nothing), per check
+_HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})
 
 
 def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:

@@ -6,6 +6,9 @@ frameworks' differentiation entry points are replaced by counting wrappers: on t
 (`jax.vjp`, `tf.gradients`), on `tf.GradientTape` itself, and in the learner's own globals
 (`from jax import jacrev` binds the function under the learner's name). Only frameworks that
 are already imported are touched: a learner who did not import one cannot have used it.
+While watched, compiled code runs its Python on every call (`every_call_seen`), and a map
+(`jax.vmap`, `tf.vectorized_map`) counts the calls it traces once per mapped row, so the
+count, and the verdict, is the same on the first check and the tenth.
 
 This runs in the learner's kernel and in the grader's child, like the rest of the harness.
 """
@@ -13,6 +16,7 @@ This runs in the learner's kernel and in the grader's child, like the rest of th
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -44,6 +48,18 @@ class Usage:
     gradients: int = 0  # every reverse-mode call: tape.gradient, tf.gradients, grad, pullback
     cotangent_vjps: int = 0  # those given a cotangent: output_gradients, grad_ys, a pullback
     builders: list[str] = field(default_factory=list)  # "jax.jacrev", "tape.jacobian", ...
+    # Calls seen while a jax.vmap / tf.vectorized_map traces its function, innermost last:
+    # [gradients, cotangent_vjps] of each, multiplied by its batch size when it returns.
+    open_maps: list[list[int]] = field(default_factory=list)
+
+    def add(self, gradients: int, cotangent_vjps: int) -> None:
+        """Count calls; inside a map's trace they wait for the map's batch size."""
+        if self.open_maps:
+            self.open_maps[-1][0] += gradients
+            self.open_maps[-1][1] += cotangent_vjps
+        else:
+            self.gradients += gradients
+            self.cotangent_vjps += cotangent_vjps
 
 
 @contextlib.contextmanager
@@ -59,10 +75,47 @@ def watching(fn: Callable[..., Any]) -> Iterator[Usage]:
         patches += _tf_patches(tf, usage)
     undo = _apply(patches, getattr(fn, "__globals__", {}))
     try:
-        yield usage
+        with every_call_seen():
+            yield usage
     finally:
         for owner, name, original in reversed(undo):
             _set(owner, name, original)
+
+
+@contextlib.contextmanager
+def every_call_seen() -> Iterator[None]:
+    """Compiled code runs its Python on every call while the body runs: `jax.jit` (and
+    `lax.map`, `lax.scan`) under `jax.disable_jit()`, and each call of a `tf.function`
+    traces afresh (still a graph: `tf.gradients` needs one). A traced program replays
+    without calling Python, so what a call does would otherwise depend on whether an earlier
+    call (an earlier check, or the learner's own cell) traced it: the same code must get the
+    same verdict on its first check and its tenth."""
+    with contextlib.ExitStack() as stack:
+        jax = sys.modules.get("jax")
+        if jax is not None:
+            stack.enter_context(jax.disable_jit())
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and hasattr(tf, "function"):
+            stack.enter_context(_tf_functions_retraced(tf))
+        yield
+
+
+@contextlib.contextmanager
+def _tf_functions_retraced(tf: Any) -> Iterator[None]:
+    """Each call of a tf.function traces a new tf.function of the same Python function (with
+    the same input signature): its Python, and so its gradient calls, run every time."""
+    function_type = type(tf.function(lambda: None))
+    original = function_type.__call__
+
+    def retraced(self: Any, *args: Any, **kwargs: Any) -> Any:
+        fresh = tf.function(self.python_function, input_signature=self.input_signature)
+        return original(fresh, *args, **kwargs)
+
+    function_type.__call__ = retraced
+    try:
+        yield
+    finally:
+        function_type.__call__ = original
 
 
 def _apply(patches: list[tuple[Any, str, Any]], learner_globals: dict) -> list:
@@ -100,7 +153,7 @@ def _jax_patches(jax: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
             inner = transform(*args, **kwargs)
 
             def call(*a: Any, **k: Any) -> Any:
-                usage.gradients += 1
+                usage.add(1, 0)
                 return inner(*a, **k)
 
             return call
@@ -108,7 +161,8 @@ def _jax_patches(jax: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
         return transformed
 
     patches = [(jax, "vjp", counted_vjp), (jax, "grad", counted(grad)),
-               (jax, "value_and_grad", counted(value_and_grad))]
+               (jax, "value_and_grad", counted(value_and_grad)),
+               (jax, "vmap", _counted_vmap(jax, usage))]
     patches += [(jax, name, _refused(getattr(jax, name), f"jax.{name}", usage))
                 for name in JAX_BUILDERS if hasattr(jax, name)]
     return patches
@@ -116,11 +170,45 @@ def _jax_patches(jax: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
 
 def _counted_pullback(pullback: Callable[..., Any], usage: Usage) -> Callable[..., Any]:
     def counted_pullback(*cotangents: Any) -> Any:
-        usage.gradients += 1
-        usage.cotangent_vjps += 1
+        usage.add(1, 1)
         return pullback(*cotangents)
 
     return counted_pullback
+
+
+def _counted_vmap(jax: Any, usage: Usage) -> Callable[..., Any]:
+    """jax.vmap whose traced calls count once per mapped row: a vmap of a pullback over the
+    rows of the identity is one VJP per row (it is how jax.jacrev builds its rows). The batch
+    size comes back as a marker output that vmap broadcasts to it."""
+    vmap = jax.vmap
+
+    def counted_vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
+                     *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        def marked(*a: Any, **k: Any) -> Any:
+            return fun(*a, **k), jax.numpy.zeros(())
+
+        mapped = vmap(marked, in_axes, (out_axes, 0), *args, **kwargs)
+
+        @functools.wraps(fun)
+        def call(*a: Any, **k: Any) -> Any:
+            return _in_map(usage, mapped, a, k)[0]
+
+        return call
+
+    return counted_vmap
+
+
+def _in_map(usage: Usage, mapped: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    """Run a map whose last output is a marker of shape (batch,), counting the calls its
+    trace makes batch times."""
+    usage.open_maps.append([0, 0])
+    try:
+        out = mapped(*args, **kwargs)
+    finally:
+        gradients, cotangent_vjps = usage.open_maps.pop()
+    batch = int(out[-1].shape[0])
+    usage.add(gradients * batch, cotangent_vjps * batch)
+    return out
 
 
 def _refused(original: Callable[..., Any], label: str, usage: Usage) -> Callable[..., Any]:
@@ -140,21 +228,34 @@ def _tf_patches(tf: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
     def counted_gradient(self: Any, target: Any, sources: Any, output_gradients: Any = None,
                          *args: Any, **kwargs: Any) -> Any:
         if not _called_from(inside):  # TensorFlow's own use (ForwardAccumulator, jacobian)
-            usage.gradients += 1
-            usage.cotangent_vjps += output_gradients is not None
+            usage.add(1, int(output_gradients is not None))
         return gradient(self, target, sources, output_gradients, *args, **kwargs)
 
     def counted_gradients(ys: Any, xs: Any, grad_ys: Any = None, *args: Any,
                           **kwargs: Any) -> Any:
         if not _called_from(inside):
-            usage.gradients += 1
-            usage.cotangent_vjps += grad_ys is not None
+            usage.add(1, int(grad_ys is not None))
         return gradients(ys, xs, grad_ys, *args, **kwargs)
 
-    patches = [(tape, "gradient", counted_gradient), (tf, "gradients", counted_gradients)]
+    patches = [(tape, "gradient", counted_gradient), (tf, "gradients", counted_gradients),
+               (tf, "vectorized_map", _counted_vectorized_map(tf, usage))]
     patches += [(tape, name, _refused(getattr(tape, name), f"tape.{name}", usage))
                 for name in TAPE_BUILDERS]
     return patches
+
+
+def _counted_vectorized_map(tf: Any, usage: Usage) -> Callable[..., Any]:
+    """tf.vectorized_map, whose traced calls count once per element, as in jax.vmap."""
+    vectorized_map = tf.vectorized_map
+
+    def counted(fn: Callable[..., Any], elems: Any, *args: Any, **kwargs: Any) -> Any:
+        def marked(*a: Any, **k: Any) -> Any:
+            return fn(*a, **k), tf.zeros(())
+
+        out = _in_map(usage, lambda: vectorized_map(marked, elems, *args, **kwargs), (), {})
+        return out[0]
+
+    return counted
 
 
 def _package_folder(module: Any) -> str:
@@ -169,23 +270,17 @@ def _called_from(folder: str) -> bool:
     return caller.startswith(folder) and not caller.startswith(autograph)
 
 
-_FOLLOWING: dict[int, Any] = {}  # id(fn) -> fn: functions seen following the method
+_PER_CHECK: list[dict] = []  # what a harness remembers about a learner's function
 
 
-def seen_following(fn: Any) -> None:
-    """Remember that `fn` was seen computing its answer the way the exercise asks."""
-    if len(_FOLLOWING) > 256:
-        _FOLLOWING.clear()
-    _FOLLOWING[id(fn)] = fn
+def per_check(memory: dict) -> dict:
+    """Register a harness's memory of learner functions (traced graphs, traced shapes) to be
+    forgotten when the next check starts, so no verdict depends on an earlier check."""
+    _PER_CHECK.append(memory)
+    return memory
 
 
-def unobserved(fn: Any, usage: Usage) -> bool:
-    """Too few calls were seen, but by a function seen following the method on an earlier
-    case, and no builder was used: part of it runs in a graph traced on an earlier call
-    (tf.function, jax.jit), which replays without calling Python, so the counts cannot see
-    it. Not a method failure."""
-    return not usage.builders and was_seen_following(fn)
-
-
-def was_seen_following(fn: Any) -> bool:
-    return _FOLLOWING.get(id(fn)) is fn
+def new_check() -> None:
+    """A check starts: forget what earlier checks learned about any function."""
+    for memory in _PER_CHECK:
+        memory.clear()
