@@ -7,7 +7,9 @@ Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhe
 answer or an exception inside the learner's function is reported, never raised. While it
 runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (autograder/waiting.py).
 `check.progress()` shows every chapter's exercises as passed, failed or not answered;
-`check.hint("unbroadcast")` offers a hint before any check fails.
+`check.hint("unbroadcast")` offers a hint before any check fails;
+`check.reset("unbroadcast")` gives the exercise's original cell back, to start it over
+(in a new cell below, and shown to copy: autograder/reset.py says why not in place).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .waiting import message, waiting
 if TYPE_CHECKING:
     from .hints import Hint
     from .progress import Progress
+    from .reset import Stub
 
 
 def _checker(name: str) -> Callable[[Any], Report]:
@@ -57,6 +60,16 @@ def hint(exercise: str, number: int = 1) -> Hint:
     return exercise_hint(exercise, number)
 
 
+def reset(exercise: str, notebook: str | Path | None = None) -> Stub:
+    """The original cell of `exercise`, to start it over: JupyterLab and Jupyter Notebook put
+    it in a new cell below; on Colab or in VS Code, copy it from the output. Your own cell is
+    left as it is. Read from this notebook (its cells carry their stubs); `notebook=` names
+    the .ipynb file where it cannot be found."""
+    from .reset import in_notebook
+
+    return in_notebook(exercise, notebook)
+
+
 def __getattr__(name: str) -> Callable[[Any], Report]:
     if name in EXERCISES:
         return _checker(name)
@@ -65,4 +78,4 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
 
 
 def __dir__() -> list[str]:
-    return sorted([*EXERCISES, "hint", "progress"])
+    return sorted([*EXERCISES, "hint", "progress", "reset"])

@@ -4,6 +4,8 @@ A learner copy is the solution notebook with every `### BEGIN SOLUTION` ... `###
 SOLUTION` block replaced by a stub that raises NotImplementedError naming the exercise.
 Both copies are executed here, so their stored outputs are what nbval compares against:
 the learner copy's check cells show "not answered yet", the solutions' show "passed".
+Each stubbed cell also keeps its stub in its metadata (`course.stub`), so `reset` can give a
+learner the original cell back from the notebook alone, without solutions/ (autograder/reset.py).
 """
 
 from __future__ import annotations
@@ -64,12 +66,16 @@ def strip_solutions(source: str, where: str = "cell") -> str:
 
 
 def learner_copy(solution: NotebookNode, name: str = "notebook") -> NotebookNode:
-    """The learner's notebook: solutions stubbed out, outputs cleared (to be re-executed)."""
+    """The learner's notebook: solutions stubbed out, each stub also recorded in its cell's
+    metadata (what reset restores), outputs cleared (to be re-executed)."""
     notebook = copy.deepcopy(solution)
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        cell.source = strip_solutions(cell.source, where=f"{name} cell {index}")
+        stub = strip_solutions(cell.source, where=f"{name} cell {index}")
+        if stub != cell.source:
+            cell.metadata.setdefault("course", {})["stub"] = stub
+        cell.source = stub
         cell.outputs = []
         cell.execution_count = None
     return notebook
@@ -111,12 +117,14 @@ def build(pair: Pair) -> None:
     nbformat.write(learner, pair.learner)
 
 
-def _sources(notebook: NotebookNode) -> list[tuple[str, str]]:
-    return [(cell.cell_type, cell.source) for cell in notebook.cells]
+def _sources(notebook: NotebookNode) -> list[tuple[str, str, object]]:
+    """Each cell's type, source and recorded stub: a copy without its stubs is out of sync."""
+    return [(cell.cell_type, cell.source, cell.metadata.get("course")) for cell in notebook.cells]
 
 
 def sync_problems(pair: Pair) -> list[str]:
-    """What differs between course/ and a fresh learner copy of solutions/ (sources only)."""
+    """What differs between course/ and a fresh learner copy of solutions/ (sources and
+    recorded stubs; not outputs)."""
     if not pair.learner.exists():
         return [f"{pair.learner} is missing"]
     solution = nbformat.read(pair.solution, as_version=4)
