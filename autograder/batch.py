@@ -216,12 +216,56 @@ def _grade_with(box: sandbox.Sandbox, paths: list[Path], out: Path, jobs: int,
     except ValueError as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
+    prepare_first_time(box, assignments, seed, reference_cache)
     limits = sandbox.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
     run = GradingRun(seed, limits, box, assignments, assignment, tuple(box.layers()))
     results = run_all(run, out, paths, output_folders(paths), jobs)
     write_gradebook(out, results)
     print_summary(results, out)
     return 1 if any(r.grading_error for r in results) else 0
+
+
+def prepare_first_time(box: sandbox.Sandbox, assignments: dict[str, Assignment], seed: int,
+                       reference_cache: Path | None) -> None:
+    """What `prepare --warm-with` adds for a TensorFlow or JAX chapter, done by the first
+    `grade` of its chapter and seed that finds it missing, so the command an instructor
+    types is as fast from its second submission on as after `prepare`: the known mistakes'
+    outputs (else a wrong answer's hint imports the framework into this process), and,
+    where the course's own solution notebook is at hand (a clone), JAX's compiled programs
+    and each exercise's cost (else every child compiles, and parts are split blindly)."""
+    for chapter, assignment in assignments.items():
+        if chapter not in early.WARM_GROUPS:
+            continue  # a numpy chapter has nothing more to prepare
+        entry = refcache.entry_path(early.folder(reference_cache), chapter, seed)
+        solution = trusted_solution(chapter)
+        missing = not refcache.mistakes_path(entry).is_file() or (
+            solution is not None and not refcache.costs_path(entry).is_file())
+        if not missing:
+            continue
+        print(f"chapter {chapter}, seed {seed}: preparing once (what `prepare` does; later "
+              "runs read it)", file=sys.stderr)
+        with contextlib.redirect_stdout(sys.stderr):
+            save_known_mistakes(assignment, seed, reference_cache)
+            if solution is not None and not refcache.costs_path(entry).is_file():
+                warm_compile_cache({chapter: assignment}, seed, reference_cache, [solution])
+                _use_compile_cache(box, reference_cache)
+
+
+def trusted_solution(chapter: str) -> Path | None:
+    """The course's own solution notebook of a chapter, beside the package in a clone of the
+    course (an installed wheel carries none): trusted code, as `prepare --warm-with` takes."""
+    folder = Path(__file__).resolve().parent.parent / "solutions"
+    found = sorted(folder.glob(f"{chapter}_*.ipynb")) if folder.is_dir() else []
+    return found[0] if found else None
+
+
+def _use_compile_cache(box: sandbox.Sandbox, reference_cache: Path | None) -> None:
+    """Children from now on read the compiled programs just written; fork servers started
+    before it existed are restarted with it (on demand, by the next round)."""
+    folder = early.compile_cache(reference_cache)
+    if box.compile_cache is None and folder.is_dir():
+        box.compile_cache = str(folder)
+        box.close_fork_servers()
 
 
 def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | None = None,

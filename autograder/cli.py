@@ -99,11 +99,14 @@ def parser() -> argparse.ArgumentParser:
     grade.add_argument("--reference-cache", type=Path, default=None,
                        help="folder of cached hidden cases and references (default: "
                             "$AUTODIFF_REFERENCE_CACHE, else ~/.cache/autodiff-course/references)")
-    grade.add_argument("--fork-server", action="store_true",
+    grade.add_argument("--fork-server", action=argparse.BooleanOptionalAction, default=None,
                        help="fork each child from an interpreter that imported numpy and its "
                             "framework once per batch, instead of importing TensorFlow or JAX "
                             "in every child (seconds per submission); forked children are "
-                            "confined by their own uid, Landlock and seccomp, not bubblewrap")
+                            "confined by their own uid, Landlock and seccomp, not bubblewrap. "
+                            "Default: on for a batch of a TensorFlow or JAX chapter larger than "
+                            "--jobs, where the machine allows it (and --sandbox is not "
+                            "bubblewrap); --no-fork-server never")
     prepare = commands.add_parser(
         "prepare", help="compute and cache a chapter's hidden cases and references for a seed")
     prepare.add_argument("chapters", nargs="+", metavar="CHAPTER", help="e.g. 03")

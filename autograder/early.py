@@ -54,23 +54,40 @@ class Start:
 
 
 def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode: str,
-          unsafe_no_sandbox: bool, reference_cache: Path | None, fork_server: bool,
+          unsafe_no_sandbox: bool, reference_cache: Path | None, fork_server: bool | None,
           assignment: str | None, **_: object) -> Start:
     """Choose the sandbox for this run and start its warm children; the submissions that
-    are notebooks or files."""
+    are notebooks or files. `fork_server` None: fork where it pays and is allowed
+    (`forks_by_default`)."""
     paths = [p for p in submissions if p.suffix == ".ipynb" or p.is_file()]
     jobs = default_jobs() if jobs is None else max(1, jobs)
     if not paths:
         return Start(paths, jobs, None, "No submissions given: pass .ipynb files.")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, fork_server)
+        box = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, bool(fork_server))
+        if fork_server is None and forks_by_default(paths, jobs, sandbox_mode, assignment):
+            sandbox.allow_fork_server_if_possible(box, sandbox_mode)
         compiled = compile_cache(reference_cache)
         box.compile_cache = str(compiled) if compiled.is_dir() else None
     except (OSError, sandbox.SandboxUnavailable) as error:
         return Start(paths, jobs, None, f"Cannot grade: {error}")
     start_warm_children(box, paths, assignment, jobs)
     return Start(paths, jobs, box)
+
+
+def forks_by_default(paths: list[Path], jobs: int, sandbox_mode: str,
+                     assignment: str | None) -> bool:
+    """Whether a run without --fork-server / --no-fork-server forks its children from a
+    server: a batch larger than --jobs (a lone submission's warm children start sooner than
+    a server) of TensorFlow or JAX chapters only, where a fresh child's framework import is
+    most of what each submission costs (bench: chapters 01, 04 and 05 meet the batch targets
+    only this way). Never under --sandbox bubblewrap. The numpy chapters keep fresh children
+    in bubblewrap, which start in a tenth of a second and scale better with --jobs."""
+    if len(paths) <= jobs or sandbox_mode == "bubblewrap":
+        return False
+    chapters = {assignment} if assignment else {_chapter_in_metadata(p) for p in paths}
+    return all(chapter in WARM_GROUPS for chapter in chapters)
 
 
 def start_warm_children(box: sandbox.Sandbox, paths: list[Path], assignment: str | None,

@@ -173,11 +173,17 @@ class Sandbox:
         """Stop the fork servers and warm children (the uid locks go with the process)."""
         with self.fork_lock:
             warm, self.warm_children = self.warm_children, []
+        self.close_fork_servers()
+        for child in warm:
+            child.close()
+
+    def close_fork_servers(self) -> None:
+        """Stop the fork servers; a later round starts its own again (with this sandbox's
+        settings as they are then)."""
+        with self.fork_lock:
             for server in self.fork_servers.values():
                 server.close()
             self.fork_servers.clear()
-        for child in warm:
-            child.close()
 
 
 def bubblewrap() -> str | None:
@@ -273,16 +279,31 @@ def _allow_fork_server(found: Sandbox, mode: str) -> None:
     """A forked child has no bubblewrap namespaces: Landlock must keep it to its folders,
     and it must not be able to reach the server it came from (another uid, or seccomp's
     ban on ptrace where it runs as the grader's own uid)."""
-    if mode == "bubblewrap":
-        raise SandboxUnavailable(
-            "--sandbox bubblewrap and --fork-server exclude each other: a forked child does "
-            "not run under bubblewrap. Choose one.")
-    if not found.landlock_abi or not (found.uid_slots is not None or found.seccomp):
-        raise SandboxUnavailable(
-            "--fork-server needs Landlock (Linux >= 5.13), and either a grader running as "
-            "root (each child gets its own uid) or seccomp (pip install pyseccomp, with the "
-            "system's libseccomp2); grade without --fork-server here.")
+    refusal = fork_server_refusal(found, mode)
+    if refusal:
+        raise SandboxUnavailable(refusal)
     found.fork, found.bwrap = True, None
+
+
+def fork_server_refusal(found: Sandbox, mode: str) -> str:
+    """Why this sandbox cannot fork its children from a server ("" when it can)."""
+    if mode == "bubblewrap":
+        return ("--sandbox bubblewrap and --fork-server exclude each other: a forked child does "
+                "not run under bubblewrap. Choose one.")
+    if not found.landlock_abi or not (found.uid_slots is not None or found.seccomp):
+        return ("--fork-server needs Landlock (Linux >= 5.13), and either a grader running as "
+                "root (each child gets its own uid) or seccomp (pip install pyseccomp, with the "
+                "system's libseccomp2); grade without --fork-server here.")
+    return ""
+
+
+def allow_fork_server_if_possible(found: Sandbox, mode: str) -> bool:
+    """Fork the children from a server where this sandbox allows it (the default for a batch
+    of a framework chapter); else keep the sandbox as it is."""
+    if fork_server_refusal(found, mode):
+        return False
+    found.fork, found.bwrap = True, None
+    return True
 
 
 def _reserve_uid_slots(found: Sandbox, jobs: int) -> None:
