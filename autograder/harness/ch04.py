@@ -97,8 +97,9 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
         with method.every_call_seen():  # a learner's own tf.function runs its Python too
             eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
         graph_run = _graph(fn, _signature(values, g))
-        graph = [] if graph_run is None else [
-            np.asarray(t) for t in _explained(graph_run, fn, values, g)]
+        with method.every_call_seen():  # its trace runs a learner's own tf.function afresh
+            graph = [] if graph_run is None else [
+                np.asarray(t) for t in _explained(graph_run, fn, values, g)]
     finally:
         logger.setLevel(level)
     for e, h in zip(eager, graph, strict=False):
@@ -139,8 +140,9 @@ def _graph(fn: Callable[..., Any], signature: tuple) -> Callable[..., tuple] | N
     if entry is None or entry[0] is not fn:
         if len(_GRAPHS) > 64:
             _GRAPHS.clear()
-        entry = _GRAPHS[id(fn)] = (fn, tf.function(lambda values, g: _forward_backward(
-            fn, values, g)), set())
+        graph = tf.function(lambda values, g: _forward_backward(fn, values, g))
+        setattr(graph, method.HARNESS_OWN, True)  # traced once per signature and check
+        entry = _GRAPHS[id(fn)] = (fn, graph, set())
     admitted = entry[2]
     if signature not in admitted:
         if len(admitted) >= GRAPH_SIGNATURES:

@@ -100,6 +100,9 @@ def every_call_seen() -> Iterator[None]:
         yield
 
 
+HARNESS_OWN = "_course_harness_own"  # set on the harness's own tf.function objects
+
+
 @contextlib.contextmanager
 def _tf_functions_retraced(tf: Any) -> Iterator[None]:
     """Each call of a tf.function traces a new tf.function of the same Python function (with
@@ -108,6 +111,8 @@ def _tf_functions_retraced(tf: Any) -> Iterator[None]:
     original = function_type.__call__
 
     def retraced(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(self, HARNESS_OWN, False):  # the harness's graph run: traced per check
+            return original(self, *args, **kwargs)
         fresh = tf.function(self.python_function, input_signature=self.input_signature)
         return original(fresh, *args, **kwargs)
 
