@@ -147,16 +147,23 @@ def feedback_text(result: SubmissionResult) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# What the grader writes for an instructor is UTF-8 whatever the locale; a file name that
+# is not valid UTF-8 (Python holds its bytes as surrogates) is written with its bytes
+# escaped (\udcff), never an error that would stop the batch.
+TEXT = {"encoding": "utf-8", "errors": "backslashreplace"}
+
+
 def write_submission(out: Path, result: SubmissionResult, run: GradingRun) -> None:
     folder = out / result.stem
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(results_json(result, run), indent=2))
-    (folder / "feedback.txt").write_text(feedback_text(result))
+    (folder / "results.json").write_text(json.dumps(results_json(result, run), indent=2),
+                                         **TEXT)
+    (folder / "feedback.txt").write_text(feedback_text(result), **TEXT)
 
 
 def write_gradebook(out: Path, results: list[SubmissionResult]) -> None:
     names = list(dict.fromkeys(e.name for r in results for e in r.exercises))
-    with (out / "grades.csv").open("w", newline="") as file:
+    with (out / "grades.csv").open("w", newline="", **TEXT) as file:
         writer = csv.writer(file)
         writer.writerow(["submission", "file", "chapter", *names, "total", "max", "problem",
                          "grading_error"])

@@ -565,3 +565,26 @@ def test_any_text_gives_a_safe_bounded_folder_name(text):
     assert all(unicodedata.category(c)[0] in "LMN" or c in "._-" for c in name)
     assert len(name.encode("utf-8")) <= batch_module.STEM_BYTES
     assert batch_module.clean_name(unicodedata.normalize("NFD", text)) == name
+
+
+def test_a_file_name_that_is_not_utf8_costs_nothing_but_its_escape(tmp_path):
+    """A name of bytes that are not UTF-8 (a Windows zip, a Latin-1 laptop) used to stop the
+    whole batch with UnicodeEncodeError when its feedback and the gradebook were written.
+    Under a C locale too: what the grader writes is UTF-8 whatever the locale."""
+    solution = ROOT / "solutions" / "03_unbroadcasting.ipynb"
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9 hw.ipynb"))
+    odd.write_bytes(solution.read_bytes())
+    plain = tmp_path / "plain.ipynb"
+    plain.write_bytes(solution.read_bytes())
+    out = tmp_path / "graded"
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(odd), str(plain), "--out", str(out),
+         "--seed", "3", "--jobs", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    with (out / "grades.csv").open(encoding="utf-8") as file:
+        rows = {row["submission"]: row for row in csv.DictReader(file)}
+    assert len(rows) == 2 and all(row["total"] == row["max"] for row in rows.values()), rows
+    feedback = next(out.glob("*caf*/feedback.txt")).read_text(encoding="utf-8")
+    assert "caf\\udce9 hw.ipynb" in feedback
