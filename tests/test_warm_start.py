@@ -113,8 +113,8 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
     monkeypatch.setattr(sandbox, "run_child", fresh)
     monkeypatch.setattr(grading, "_round_workers", asked)
     arguments = {"submissions": [path], "out": out, "jobs": 2, "sandbox_mode": "auto",
-                 "unsafe_no_sandbox": False, "reference_cache": None, "fork_server": False,
-                 "assignment": None}
+                 "unsafe_no_sandbox": False, "reference_cache": path.parent / "cache",
+                 "fork_server": False, "assignment": None}
     started = early.start(**arguments)
     assert started.box is not None, started.problem
     assert started.box.warm_started == 1
@@ -125,7 +125,12 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    return tmp_path_factory.mktemp("warm-05")
+    """With its own reference cache, prepared as the first `grade` of seed 11 prepares it
+    (its runs of the solution are not the submission's children counted below)."""
+    folder = tmp_path_factory.mktemp("warm-05")
+    assert batch.prepare_cache(chapters=["05"], seed=11, reference_cache=folder / "cache",
+                               warm_with=[SOLUTION_05]) == 0
+    return folder
 
 
 def test_a_lone_jax_submission_runs_in_its_warm_child_and_its_workers(folder, monkeypatch):
