@@ -178,10 +178,11 @@ def grade(
     *, submissions: list[Path], out: Path, jobs: int | None = None, seed: int | None = None,
     timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
     unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
-    fork_server: bool = False, started: early.Start | None = None,
+    fork_server: bool | None = None, started: early.Start | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all.
+    `fork_server` None: as the command line without the flag (early.forks_by_default).
     `started`: the sandbox and warm children `early.start` made for these arguments."""
     if started is None:
         started = early.start(

@@ -11,6 +11,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from functools import partial
 from pathlib import Path
 
 import jax
@@ -237,6 +238,21 @@ def _replace_exercise(notebook: nbformat.NotebookNode, name: str, source: str) -
     raise AssertionError(f"no exercise cell defines {name}")
 
 
+def graded_tests(notebook: nbformat.NotebookNode, tmp_path: Path, seed: int) -> dict:
+    """Grade the notebook alone, sandboxed, with --jobs 1: its results by exercise."""
+    nbformat.write(notebook, tmp_path / "submission.ipynb")
+    out = tmp_path / "graded"
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
+         "--out", str(out), "--seed", str(seed), "--jobs", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (results,) = out.glob("*-submission/results.json")
+    return {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
+
+
 def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp_path):
     """One sandboxed grading of chapter 06: hvp by jax.hessian fails on the method, with no
     case; a NameError shows no case and only the learner's frames; an unanswered helper is
@@ -245,17 +261,7 @@ def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp
     for name, source in [("hvp", HESSIAN_HVP), ("jacobian_via_jvp", UNDEFINED_NAME),
                          ("batch_jacobian", UNANSWERED_HELPER)]:
         _replace_exercise(notebook, name, source)
-    nbformat.write(notebook, tmp_path / "submission.ipynb")
-    out = tmp_path / "graded"
-    run = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
-         "--out", str(out), "--seed", "5", "--jobs", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    (results,) = out.glob("*-submission/results.json")
-    tests = {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
+    tests = graded_tests(notebook, tmp_path, seed=5)
     assert tests["jacobian_via_vjp"]["status"] == "passed", tests["jacobian_via_vjp"]["output"]
     method, name_error, stub = (tests[n]["output"] for n in
                                 ("hvp", "jacobian_via_jvp", "batch_jacobian"))
@@ -464,15 +470,23 @@ VMAP_ROWS = '''def jacobian_by_rows(x, W, b):
 def test_the_grader_gives_the_vmap_answer_the_notebook_check_s_verdict(tmp_path):
     notebook = nbformat.read(ROOT / "solutions" / "01_chain_rule.ipynb", as_version=4)
     _replace_exercise(notebook, "jacobian_by_rows", VMAP_ROWS)
-    nbformat.write(notebook, tmp_path / "submission.ipynb")
-    out = tmp_path / "graded"
-    run = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
-         "--out", str(out), "--seed", "7", "--jobs", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    (results,) = out.glob("*-submission/results.json")
-    tests = {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
+    tests = graded_tests(notebook, tmp_path, seed=7)
     assert tests["jacobian_by_rows"]["status"] == "passed", tests["jacobian_by_rows"]["output"]
+
+
+@partial(jax.jit, static_argnums=0)
+def _hvp_by_a_jitted_hessian(f, x, v):
+    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+
+
+def hvp_by_a_jitted_hessian(f, x, v):
+    """jax.hessian inside jax.jit: a case of a shape traced before replays without calling
+    it, so only a trace of the check's own (with every call seen) can name it every time."""
+    return _hvp_by_a_jitted_hessian(f, x, v)
+
+
+def test_a_jitted_hessian_gets_the_same_verdict_and_message_on_every_check():
+    reports = [check.hvp(hvp_by_a_jitted_hessian) for _ in range(3)]
+    assert all(report.status == FAILED for report in reports), "\n".join(map(str, reports))
+    assert {report.headline() for report in reports} == {reports[0].headline()}
+    assert "it used jax.hessian" in reports[0].headline(), reports[0].headline()

@@ -160,8 +160,8 @@ _HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_chec
 def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
     """invoke_scalar, and the method: no Jacobian or Hessian builder, and no array with as
     many entries as the Hessian in the computation (traced once per function and shape)."""
-    with method.watching(fn) as usage:
-        found = _hessian_built(fn, name, x, v)
+    found = _hessian_built(fn, name, x, v)
+    with method.watching(fn, every_call=False) as usage:  # the trace above saw every call
         result = _invoke("scalar", fn, name, (x, v))
     found = f"it used {usage.builders[0]}" if usage.builders else found
     if found:
@@ -170,8 +170,9 @@ def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
 
 
 def _hessian_built(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
-    """What in the traced computation is as large as the Hessian ("" if nothing), for an
-    x of 2 entries or more (with one entry, the Hessian is no larger than x)."""
+    """The builder the traced computation used, or what in it is as large as the Hessian
+    ("" if neither), traced once per function, shape, dtype and check with every call seen
+    (a jitted part runs its Python), so its verdict never depends on an earlier trace."""
     key = (fn, name, x.shape, str(x.dtype))
     if key not in _HESSIAN_FREE:
         if len(_HESSIAN_FREE) > 256:
@@ -181,12 +182,15 @@ def _hessian_built(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
 
 
 def _largest_array(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
-    if x.size < 2:
-        return ""
     f = scalar_function(name)
     try:
-        closed = jax.make_jaxpr(lambda a, b: fn(f, a, b))(jnp.asarray(x), jnp.asarray(v))
+        with method.watching(fn) as usage, _precision_for((x, v)):
+            closed = jax.make_jaxpr(lambda a, b: fn(f, a, b))(jnp.asarray(x), jnp.asarray(v))
     except Exception:  # not traceable: the builders are still watched in the eager run
+        return ""
+    if usage.builders:
+        return f"it used {usage.builders[0]}"
+    if x.size < 2:  # with one entry, the Hessian is no larger than x
         return ""
     shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
     shapes += list(_shapes(closed.jaxpr))

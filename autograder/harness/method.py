@@ -63,8 +63,10 @@ class Usage:
 
 
 @contextlib.contextmanager
-def watching(fn: Callable[..., Any]) -> Iterator[Usage]:
-    """Count the differentiation calls made while the body runs (see the module docstring)."""
+def watching(fn: Callable[..., Any], every_call: bool = True) -> Iterator[Usage]:
+    """Count the differentiation calls made while the body runs (see the module docstring).
+    `every_call` False leaves compiled code compiled: for a check that sees what it needs
+    in a trace of its own (hvp's), where running every case op by op cost seconds."""
     usage = Usage()
     patches: list[tuple[Any, str, Any]] = []  # (owner, attribute, wrapper)
     jax = sys.modules.get("jax")
@@ -75,7 +77,7 @@ def watching(fn: Callable[..., Any]) -> Iterator[Usage]:
         patches += _tf_patches(tf, usage)
     undo = _apply(patches, getattr(fn, "__globals__", {}))
     try:
-        with every_call_seen():
+        with every_call_seen() if every_call else contextlib.nullcontext():
             yield usage
     finally:
         for owner, name, original in reversed(undo):
