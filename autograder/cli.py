@@ -78,7 +78,9 @@ def parser() -> argparse.ArgumentParser:
     reset.add_argument("notebook", type=Path, metavar="NOTEBOOK.ipynb")
     reset.add_argument("exercise", metavar="EXERCISE", help="the function's name, e.g. unbroadcast")
     reset.add_argument("--solutions", type=Path, default=None,
-                       help="the solutions folder (default: solutions/ beside the notebook's)")
+                       help="a solutions folder to take the stub from; needed only for a copy "
+                            "made before its cells carried their stubs (default: the stub the "
+                            "cell carries, else solutions/ beside the notebook's folder)")
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
