@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from autograder import sandbox
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def mounted(folder: Path) -> list[str]:
@@ -67,3 +73,24 @@ def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(
         assert not (sandbox.filled(second) if box.tmpfs else sandbox.over_disk_quota(second))
         assert mounted(second.work.parent) if box.tmpfs else True
     assert not folders.base.exists() and not mounted(second.work.parent)
+
+
+def test_a_round_the_grader_cannot_mount_is_the_graders_failure_not_the_students(
+        tmp_path, monkeypatch):
+    """The other side of the line: where the grader's own mount of a round's tmpfs fails, the
+    submission is a GRADING ERROR (exit 1, 'not your fault'), never a verdict on its code."""
+    if not sandbox._can_mount_tmpfs():
+        pytest.skip("the grader mounts a tmpfs per round only as root")
+    from autograder import batch
+
+    monkeypatch.setattr(sandbox, "_mount_tmpfs", lambda folder: False)
+    submission = tmp_path / "solution.ipynb"
+    shutil.copy(ROOT / "solutions" / "03_unbroadcasting.ipynb", submission)
+    out = tmp_path / "graded"
+    assert batch.grade(submissions=[submission], out=out, jobs=1, seed=3,
+                       fork_server=False, reference_cache=tmp_path / "cache") == 1
+    with (out / "grades.csv").open(encoding="utf-8") as file:
+        (row,) = csv.DictReader(file)
+    assert "could not mount the round's tmpfs" in row["grading_error"], row
+    feedback = next(out.glob("*/feedback.txt")).read_text(encoding="utf-8")
+    assert "this is not your fault" in feedback, feedback
