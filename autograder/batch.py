@@ -246,15 +246,14 @@ def prepare_first_time(box: sandbox.Sandbox, assignments: dict[str, Assignment],
             continue  # a numpy chapter has nothing more to prepare
         entry = refcache.entry_path(early.folder(reference_cache), chapter, seed)
         solution = trusted_solution(chapter)
-        missing = not refcache.mistakes_path(entry).is_file() or (
-            solution is not None and not refcache.costs_path(entry).is_file())
-        if not missing:
+        to_warm = solution is not None and not refcache.costs_path(entry).is_file()
+        if refcache.mistakes_path(entry).is_file() and not to_warm:
             continue
         print(f"chapter {chapter}, seed {seed}: preparing once (what `prepare` does; later "
               "runs read it)", file=sys.stderr)
         with contextlib.redirect_stdout(sys.stderr):
             save_known_mistakes(assignment, seed, reference_cache)
-            if solution is not None and not refcache.costs_path(entry).is_file():
+            if to_warm:
                 warm_compile_cache({chapter: assignment}, seed, reference_cache, [solution])
                 _use_compile_cache(box, reference_cache)
 

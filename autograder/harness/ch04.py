@@ -94,10 +94,9 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
     level = logger.level
     logger.setLevel(logging.ERROR)  # many input signatures: quiet TF's retracing notes
     try:
-        with method.every_call_seen():  # a learner's own tf.function runs its Python too
+        with method.every_call_seen():  # a learner's own tf.function runs its Python in both
             eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
-        graph_run = _graph(fn, _signature(values, g))
-        with method.every_call_seen():  # its trace runs a learner's own tf.function afresh
+            graph_run = _graph(fn, _signature(values, g))
             graph = [] if graph_run is None else [
                 np.asarray(t) for t in _explained(graph_run, fn, values, g)]
     finally:

@@ -198,22 +198,22 @@ def _counted_vmap(jax: Any, usage: Usage) -> Callable[..., Any]:
 
         @functools.wraps(fun)
         def call(*a: Any, **k: Any) -> Any:
-            return _in_map(usage, mapped, a, k)[0]
+            return _in_map(usage, lambda: mapped(*a, **k))
 
         return call
 
     return counted_vmap
 
 
-def _in_map(usage: Usage, mapped: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-    """Run a map whose last output is a marker of shape (batch,), counting the calls its
-    trace makes batch times."""
+def _in_map(usage: Usage, run_map: Callable[[], tuple[Any, Any]]) -> Any:
+    """Run a map that returns (its output, a marker of shape (batch,)), counting the calls
+    its trace makes batch times; its output."""
     usage.open_maps.append([0, 0])
     try:
-        out = mapped(*args, **kwargs)
+        out, marker = run_map()
     finally:
         gradients, cotangent_vjps = usage.open_maps.pop()
-    batch = int(out[-1].shape[0])
+    batch = int(marker.shape[0])
     usage.add(gradients * batch, cotangent_vjps * batch)
     return out
 
@@ -259,8 +259,7 @@ def _counted_vectorized_map(tf: Any, usage: Usage) -> Callable[..., Any]:
         def marked(*a: Any, **k: Any) -> Any:
             return fn(*a, **k), tf.zeros(())
 
-        out = _in_map(usage, lambda: vectorized_map(marked, elems, *args, **kwargs), (), {})
-        return out[0]
+        return _in_map(usage, lambda: vectorized_map(marked, elems, *args, **kwargs))
 
     return counted
 
