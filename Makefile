@@ -19,7 +19,7 @@ $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 install: $(STAMP)
 
 # Compile the notebook checks' references into JAX's persistent cache once (not every launch).
-$(VENV)/.warm: $(STAMP) $(wildcard autograder/exercises/*.py) autograder/references.py
+$(VENV)/.warm: $(STAMP) $(wildcard autograder/exercises/*.py) autograder/judging/references.py
 	$(PY) -m autograder warm-up
 	touch $@
 

@@ -9,6 +9,6 @@ import sys
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from .cli import main
+from autograder.cli import main
 
 sys.exit(main())

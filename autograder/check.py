@@ -18,15 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import check_function, notebook_case_count
-from .exercises import EXERCISES
-from .report import Report
-from .waiting import message, waiting
+from autograder.exercises import EXERCISES
+from autograder.judging.engine import check_function, notebook_case_count
+from autograder.judging.report import Report
+from autograder.notebook.waiting import message, waiting
 
 if TYPE_CHECKING:
-    from .hints import Hint
-    from .progress import Progress
-    from .reset import Stub
+    from autograder.authoring.reset import Stub
+    from autograder.notebook.hints import Hint
+    from autograder.notebook.progress import Progress
 
 
 def _checker(name: str) -> Callable[[Any], Report]:
@@ -47,7 +47,7 @@ def _checker(name: str) -> Callable[[Any], Report]:
 def progress(folder: str | Path | None = None) -> Progress:
     """Every chapter's exercises as passed, failed or not answered, from the saved notebooks
     in `folder` (default: this notebook's folder, course/). Save first: it reads the files."""
-    from .progress import progress as course_progress
+    from autograder.notebook.progress import progress as course_progress
 
     return course_progress(Path.cwd() if folder is None else folder)
 
@@ -55,7 +55,7 @@ def progress(folder: str | Path | None = None) -> Progress:
 def hint(exercise: str, number: int = 1) -> Hint:
     """An optional hint for `exercise` before (or after) its check: a mistake learners make.
     `check.hint("unbroadcast", 2)` is the next one."""
-    from .hints import hint as exercise_hint
+    from autograder.notebook.hints import hint as exercise_hint
 
     return exercise_hint(exercise, number)
 
@@ -65,7 +65,7 @@ def reset(exercise: str, notebook: str | Path | None = None) -> Stub:
     it in a new cell below; on Colab or in VS Code, copy it from the output. Your own cell is
     left as it is. Read from this notebook (its cells carry their stubs); `notebook=` names
     the .ipynb file where it cannot be found."""
-    from .reset import in_notebook
+    from autograder.authoring.reset import in_notebook
 
     return in_notebook(exercise, notebook)
 

@@ -17,7 +17,7 @@ ROOT = Path.cwd()
 
 def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> int:
     """Execute solutions/ and regenerate course/ from it."""
-    from . import notebooks
+    from autograder.authoring import notebooks
 
     for pair in notebooks.pairs(solutions, course):
         if only and not any(pair.solution.name.startswith(prefix) for prefix in only):
@@ -29,7 +29,7 @@ def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> 
 
 def check_sync(*, solutions: Path, course: Path) -> int:
     """Exit 1, listing the notebooks, when course/ is not what solutions/ generates."""
-    from . import notebooks
+    from autograder.authoring import notebooks
 
     pairs = notebooks.pairs(solutions, course)
     problems = [p for pair in pairs for p in notebooks.sync_problems(pair)]
@@ -43,7 +43,7 @@ def check_sync(*, solutions: Path, course: Path) -> int:
 def course_map(*, root: Path) -> int:
     """Rewrite the README's course map, and each notebook's Colab cell, badges and solutions
     link, from course/ and the repository setting."""
-    from . import coursemap
+    from autograder.authoring import coursemap
 
     changed = coursemap.update_readme(root)
     print("README course map " + ("updated" if changed else "already up to date"))
@@ -142,33 +142,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
     if command == "grade":
-        from .early import start
+        from autograder.grading.start import start
 
         started = start(**args)  # the sandbox and warm children, before the grader's imports
-        from .batch import grade
+        from autograder.grading.command import grade
 
         without_keras()
         return grade(**args, started=started)
     if command == "prepare":
-        from .batch import prepare_cache
+        from autograder.grading.command import prepare_cache
 
         without_keras()
         return prepare_cache(**args)
     if command == "warm-up":
-        from .engine import warm_up
+        from autograder.judging.engine import warm_up
 
         print(f"prepared the references of {warm_up()} notebook cases")
         return 0
     if command == "gradescope":
-        from .gradescope import build_zip
+        from autograder.grading.gradescope import build_zip
 
         return build_zip(**args)
     if command == "reset":
-        from .reset import main as reset
+        from autograder.authoring.reset import main as reset
 
         return reset(**args)
     if command == "progress":
-        from .progress import main as progress
+        from autograder.notebook.progress import main as progress
 
         return progress(**args)
     commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}

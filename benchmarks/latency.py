@@ -45,7 +45,6 @@ def timed_imports() -> float:
     import numpy  # noqa: F401
     import tensorflow  # noqa: F401
 
-    from autograder import check  # noqa: F401
 
     return time.perf_counter() - started
 

@@ -11,11 +11,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from autograder.cases import NOTEBOOK, Case, Profile, draw_cases
-from autograder.compare import compare_array
-from autograder.engine import call_learner
-from autograder.exercise import Exercise
-from autograder.references import reference_outputs
+from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases
+from autograder.judging.compare import compare_array
+from autograder.judging.engine import call_learner
+from autograder.judging.exercise import Exercise
+from autograder.judging.references import reference_outputs
 
 CLEAR_MARGIN = 10.0
 

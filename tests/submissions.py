@@ -12,8 +12,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.exercise import Exercise
 from autograder.exercises.ch03_unbroadcasting import UNBROADCAST
+from autograder.judging.exercise import Exercise
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER_COPY = ROOT / "course" / "03_unbroadcasting.ipynb"

@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.notebooks import BEGIN, END, learner_copy
+from autograder.authoring.notebooks import BEGIN, END, learner_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))

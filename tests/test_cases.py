@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder.cases import (
+from autograder.exercises import EXERCISES
+from autograder.judging.cases import (
     FLOAT_DTYPES,
     NOTEBOOK,
     Case,
@@ -17,7 +18,6 @@ from autograder.cases import (
     dtype_and_shape,
     grading_profile,
 )
-from autograder.exercises import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ DRAW = """
 import sys
 sys.path.insert(0, {folder!r})
 {extra}
-from autograder.cases import NOTEBOOK, draw_cases, grading_profile
+from autograder.judging.cases import NOTEBOOK, draw_cases, grading_profile
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 for exercise in (UNBROADCAST, MATMUL_VJP):
     for profile in (NOTEBOOK, grading_profile(5)):

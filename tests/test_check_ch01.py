@@ -14,9 +14,6 @@ import pytest
 import tensorflow as tf
 
 from autograder import check
-from autograder.cases import NOTEBOOK, draw_cases
-from autograder.compare import compare_outputs
-from autograder.engine import call_learner, judge
 from autograder.exercises import for_chapter
 from autograder.exercises.ch01_chain_rule import (
     JACOBIAN_BY_ROWS,
@@ -25,6 +22,9 @@ from autograder.exercises.ch01_chain_rule import (
     TO_NUMPY_INVOKE,
 )
 from autograder.harness import invoker
+from autograder.judging.cases import NOTEBOOK, draw_cases
+from autograder.judging.compare import compare_outputs
+from autograder.judging.engine import call_learner, judge
 
 # ---------------------------------------------------------------- predict_tape_gradient
 

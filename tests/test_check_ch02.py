@@ -13,7 +13,6 @@ import pytest
 
 import coursekit.tape
 from autograder import check
-from autograder.engine import check_function
 from autograder.exercises.ch02_reverse_mode_tape import (
     BACKWARD,
     BFS_TRAP,
@@ -25,6 +24,7 @@ from autograder.exercises.ch02_reverse_mode_tape import (
     program_case,
     program_text,
 )
+from autograder.judging.engine import check_function
 
 # The learner's namespace: the tape's type and operations, found by the checks in
 # fn.__globals__ (here, this module's globals).
@@ -360,7 +360,7 @@ def test_the_bfs_trap_is_an_edge_case_and_breadth_first_is_wrong_there():
 
 
 def test_programs_have_fan_out():
-    from autograder.cases import NOTEBOOK, draw_cases
+    from autograder.judging.cases import NOTEBOOK, draw_cases
 
     cases = draw_cases(BACKWARD.strategy(NOTEBOOK), NOTEBOOK)
     reused = 0

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from autograder import check
-from autograder.cases import NOTEBOOK, draw_cases
-from autograder.engine import check_function
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
-from autograder.references import ReferenceDisagreement
+from autograder.judging.cases import NOTEBOOK, draw_cases
+from autograder.judging.engine import check_function
+from autograder.judging.references import ReferenceDisagreement
 
 # ---------------------------------------------------------------- right answers, several ways
 

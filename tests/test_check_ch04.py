@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from autograder.cases import NOTEBOOK, Case, draw_cases
-from autograder.engine import check_function, reference_outputs
 from autograder.exercises.ch04_custom_gradient_tf import (
     CLIP_COTANGENT,
     EXERCISES,
@@ -18,6 +16,8 @@ from autograder.exercises.ch04_custom_gradient_tf import (
     LOGADDEXP,
     SIGN_STE,
 )
+from autograder.judging.cases import NOTEBOOK, Case, draw_cases
+from autograder.judging.engine import check_function, reference_outputs
 
 # ---------------------------------------------------------------- right answers, several ways
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from autograder import check
-from autograder.cases import NOTEBOOK, draw_cases, grading_profile
 from autograder.exercises.ch05_custom_derivatives_jax import (
     BESSEL_I0,
     CLIP_BOUNDS,
@@ -23,7 +22,8 @@ from autograder.exercises.ch05_custom_derivatives_jax import (
     FIXED_POINT,
     LOG1PEXP,
 )
-from autograder.references import reference_outputs
+from autograder.judging.cases import NOTEBOOK, draw_cases, grading_profile
+from autograder.judging.references import reference_outputs
 
 # ---------------------------------------------------------------- log1pexp
 

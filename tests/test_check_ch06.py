@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from autograder import check
-from autograder.cases import NOTEBOOK, draw_cases
 from autograder.exercises import ch06_jacobians as ch
+from autograder.judging.cases import NOTEBOOK, draw_cases
 
 # ---------------------------------------------------------------- right answers, several ways
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autograder import engine
-from autograder.engine import check_function, forget_counterexamples
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
-from autograder.fingerprint import fingerprint
+from autograder.judging import engine
+from autograder.judging.engine import check_function, forget_counterexamples
+from autograder.judging.fingerprint import fingerprint
 
 from .answers import unbroadcast
 

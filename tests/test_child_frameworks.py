@@ -11,14 +11,14 @@ import sys
 
 import pytest
 
-from autograder import grading
+from autograder.grading import grade as grading
 
 from .submissions import ROOT
 
 # The child's guards, then the submission's imports, then what got loaded.
 PROBE = """
 import json, sys
-from autograder import child
+from autograder.sandbox.confined import child
 child._install_guards({allowed})
 import tensorflow as tf
 x = tf.constant([1.0, 2.0])
@@ -90,7 +90,7 @@ STATE_CELLS = [
 def serve_cells(tmp_path, cells: list[str]) -> dict:
     """Run a JAX round's child (the grader's own copied files, its real entry point) on these
     cells, without confinement, and return the STATE they wrote."""
-    from autograder import sandbox
+    from autograder.sandbox import sandbox
 
     ctrl, out = tmp_path / "ctrl", tmp_path / "out"
     ctrl.mkdir()

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import coursemap
+from autograder.authoring import coursemap
 
 from .installed import ROOT, Install, clean_environment, installed_course, run
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.compare import compare_array, excess, tolerance
+from autograder.judging.compare import compare_array, excess, tolerance
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64)]
 OFF_BY = {DTYPES[0]: 1e-2, DTYPES[1]: 1e-7}

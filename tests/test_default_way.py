@@ -19,7 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, confine, early, refcache, sandbox
+from autograder.grading import command as batch
+from autograder.grading import refcache
+from autograder.grading import start as early
+from autograder.sandbox import sandbox
+from autograder.sandbox.confined import confine
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from autograder.exercise import chapter_of, parameters
 from autograder.exercises import EXERCISES
+from autograder.judging.exercise import chapter_of, parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,13 +12,13 @@ import pytest
 import tensorflow as tf
 
 from autograder import check
-from autograder.compare import outputs_close, outputs_match
-from autograder.engine import check_function, exception_hint
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch01_chain_rule import JACOBIAN_BY_ROWS
 from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
 from autograder.exercises.ch04_custom_gradient_tf import LINEAR_LAYER
 from autograder.exercises.ch06_jacobians import HVP, JACOBIAN_VIA_VJP
+from autograder.judging.compare import outputs_close, outputs_match
+from autograder.judging.engine import check_function, exception_hint
 
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))

@@ -21,8 +21,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import confine, forkserver, sandbox
 from autograder.exercises import for_chapter
+from autograder.sandbox import forkserver, sandbox
+from autograder.sandbox.confined import confine
 
 ROOT = Path(__file__).resolve().parents[1]
 # Appended to chapter 01's qa_gradients cell: every later GradientTape.gradient in this

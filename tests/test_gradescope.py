@@ -95,7 +95,7 @@ def test_the_zip_has_the_scripts_the_grader_and_the_seed(tmp_path):
     with zipfile.ZipFile(build(tmp_path)) as archive:
         names = set(archive.namelist())
         assert {"setup.sh", "run_autograder", "requirements-grader.txt",
-                "autograder/child.py", "autograder/exercises/ch03_unbroadcasting.py"} <= names
+                "autograder/sandbox/confined/child.py", "autograder/exercises/ch03_unbroadcasting.py"} <= names
         assert archive.getinfo("run_autograder").external_attr >> 16 & 0o111
         script = archive.read("run_autograder").decode()
         setup = archive.read("setup.sh").decode()
@@ -201,7 +201,7 @@ def test_the_installed_grader_is_the_one_from_source(gradescope):
 
 
 def test_building_the_zip_outside_a_checkout_says_so(tmp_path, monkeypatch):
-    from autograder import gradescope as module
+    from autograder.grading import gradescope as module
 
     monkeypatch.setattr(module, "ROOT", tmp_path)
     with pytest.raises(SystemExit, match="from a checkout of the course"):

@@ -18,9 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import batch as batch_module
-from autograder import confine, early, grading, refcache, sandbox
 from autograder.exercises import for_chapter
+from autograder.grading import command as batch_module
+from autograder.grading import grade as grading
+from autograder.grading import refcache
+from autograder.grading import start as early
+from autograder.sandbox import sandbox
+from autograder.sandbox.confined import confine
 
 from .submissions import ROOT, write_all
 
@@ -255,7 +259,7 @@ def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batc
 
 def test_a_warm_cache_keeps_tensorflow_and_jax_out_of_the_grading_parent(batch):
     cache = str(batch["cache"])
-    program = ("import sys, pathlib\nfrom autograder import grading\n"
+    program = ("import sys, pathlib\nfrom autograder.grading import grade as grading\n"
                f"a = grading.prepare('03', {SEED}, pathlib.Path({cache!r}))\n"
                "print(sum(map(len, a.cases.values())), sorted(m for m in sys.modules\n"
                "      if m.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
@@ -298,7 +302,7 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
 
 
 def test_the_child_and_the_grader_stop_on_the_same_errors():
-    from autograder import child
+    from autograder.sandbox.confined import child
 
     assert child.STOPPING_ERRORS == grading.STOPPING_ERRORS
 
@@ -356,7 +360,7 @@ def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_
     assignment = stored_mistakes_entry(tmp_path, 4)
     grading.save_known_mistakes(assignment, 4, tmp_path)
     program = (
-        "import sys, pathlib\nfrom autograder import grading\nfrom autograder.engine import "
+        "import sys, pathlib\nfrom autograder.grading import grade as grading\nfrom autograder.judging.engine import "
         f"Attempt\na = grading.prepare('04', 4, pathlib.Path({str(tmp_path)!r}))\n"
         "e = next(x for x in a.exercises if x.name == 'logaddexp')\n"
         "m = next(x for x in e.mistakes if 'cotangent' in x.hint)\n"
@@ -499,7 +503,7 @@ def test_the_seccomp_binding_loads_without_starting_a_process():
               "def refuse(*args, **kwargs):\n"
               "    raise AssertionError(f'started a process: {args}')\n"
               "subprocess.Popen = refuse\n"
-              "from autograder import confine\n"
+              "from autograder.sandbox.confined import confine\n"
               "print(confine.import_pyseccomp().SyscallFilter.__name__)\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)

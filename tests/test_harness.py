@@ -13,11 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import harness, sandbox
-from autograder.cases import Case
-from autograder.engine import call_learner
+from autograder import harness
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
+from autograder.judging.cases import Case
+from autograder.judging.engine import call_learner
+from autograder.sandbox import sandbox
 
 HARNESS = Path(harness.__file__).parent
 ALLOWED_IMPORTS = {"numpy", "jax", "tensorflow"}  # besides the standard library

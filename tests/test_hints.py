@@ -6,7 +6,7 @@ import pytest
 
 from autograder import check
 from autograder.exercises import EXERCISES
-from autograder.report import PROSE
+from autograder.judging.report import PROSE
 
 
 def test_first_hint_is_the_first_declared_mistake():

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import confine, sandbox
+from autograder.sandbox import sandbox
+from autograder.sandbox.confined import confine
 
 from .hostile import SOLUTION, write_corpus
 from .submissions import ROOT

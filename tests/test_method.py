@@ -23,7 +23,7 @@ import tensorflow as tf
 from jax import jacrev
 
 from autograder import check
-from autograder.report import FAILED
+from autograder.judging.report import FAILED
 
 ROOT = Path(__file__).resolve().parent.parent
 

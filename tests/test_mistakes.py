@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
-from autograder.cases import NOTEBOOK
-from autograder.engine import _notebook_table, call_learner, check_function, fails
-from autograder.exercise import SEVERAL_MISTAKES, Exercise, Mistake
 from autograder.exercises import EXERCISES
-from autograder.grading import smallest_failure
-from autograder.references import jax_module, tensorflow
-from autograder.report import FAILED, PASSED
+from autograder.grading.grade import smallest_failure
+from autograder.judging.cases import NOTEBOOK
+from autograder.judging.engine import _notebook_table, call_learner, check_function, fails
+from autograder.judging.exercise import SEVERAL_MISTAKES, Exercise, Mistake
+from autograder.judging.references import jax_module, tensorflow
+from autograder.judging.report import FAILED, PASSED
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)

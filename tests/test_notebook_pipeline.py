@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import notebooks
+from autograder.authoring import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 

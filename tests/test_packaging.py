@@ -59,9 +59,9 @@ def test_the_wheel_carries_every_module_of_the_packages(tmp_path):
 def test_the_course_imports_from_the_install_not_the_checkout(installed, outside):
     found = python_json(installed, """
         import json, sys
-        import autograder, autograder.exercises, autograder.child, coursekit.broadcasting
+        import autograder, autograder.exercises, autograder.sandbox.confined.child, coursekit.broadcasting
         print(json.dumps({"files": [m.__file__ for m in (autograder, autograder.exercises,
-                                                         autograder.child, coursekit)],
+                                                         autograder.sandbox.confined.child, coursekit)],
                           "path": sys.path}))
     """, outside)
     for file in found["files"]:

@@ -18,13 +18,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from autograder import check, harness, references
-from autograder.cases import Case, Profile, draw_cases
-from autograder.engine import check_function, reference_outputs
+from autograder import check, harness
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 from autograder.exercises.ch04_custom_gradient_tf import LOGADDEXP
 from autograder.exercises.ch06_jacobians import JACOBIAN_VIA_VJP
+from autograder.judging import references
+from autograder.judging.cases import Case, Profile, draw_cases
+from autograder.judging.engine import check_function, reference_outputs
 
 TINY = Profile("precision-tests", max_examples=4, max_side=3, max_dims=3)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import progress as progress_module
-from autograder.report import FAILED, NOT_ANSWERED, PASSED
+from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED
+from autograder.notebook import progress as progress_module
 
 ROOT = Path(__file__).resolve().parents[1]
 

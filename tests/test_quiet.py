@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.quiet import STARTUP_LINE, without_startup_lines
+from autograder.judging.quiet import STARTUP_LINE, without_startup_lines
 
 from .submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
 
@@ -56,7 +56,7 @@ def _python(code: str) -> subprocess.CompletedProcess:
 def test_tensorflow_loads_without_start_up_lines_and_other_output_still_arrives():
     done = _python(
         "import os, sys\n"
-        "from autograder import quiet, references\n"
+        "from autograder.judging import quiet, references\n"
         "with quiet.startup_lines_dropped():\n"
         "    os.write(2, b'a real error from C\\n')\n"
         "    print('a real error from Python', file=sys.stderr)\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from autograder import coursemap
+from autograder.authoring import coursemap
 
 ROOT = Path(__file__).resolve().parents[1]
 

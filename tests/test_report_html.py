@@ -10,8 +10,8 @@ from html.parser import HTMLParser
 
 import numpy as np
 
-from autograder.cases import Case
-from autograder.report import FAILED, Failure, Report
+from autograder.judging.cases import Case
+from autograder.judging.report import FAILED, Failure, Report
 
 HINT = "You did not multiply by the incoming cotangent g: sum those with keepdims=True."
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import tensorflow as tf
 
 from autograder import check
-from autograder.report import FAILED, NOT_ANSWERED
+from autograder.judging.report import FAILED, NOT_ANSWERED
 
 HERE = os.path.basename(__file__)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import check, notebooks, reset
+from autograder import check
+from autograder.authoring import notebooks, reset
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_unbroadcasting.ipynb"

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from autograder import slicing
-from autograder.slicing import needed_cells
+from autograder.grading import slicing
+from autograder.grading.slicing import needed_cells
 
 CELLS = [
     "import numpy as np\nimport tensorflow as tf\nrng = np.random.default_rng(0)",

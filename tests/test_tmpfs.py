@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.sandbox import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +81,7 @@ def test_a_round_the_grader_cannot_mount_is_the_graders_failure_not_the_students
     submission is a GRADING ERROR (exit 1, 'not your fault'), never a verdict on its code."""
     if not sandbox._can_mount_tmpfs():
         pytest.skip("the grader mounts a tmpfs per round only as root")
-    from autograder import batch
+    from autograder.grading import command as batch
 
     monkeypatch.setattr(sandbox, "_mount_tmpfs", lambda folder: False)
     submission = tmp_path / "solution.ipynb"

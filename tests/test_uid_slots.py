@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import sandbox
+from autograder.sandbox import sandbox
 
 
 def test_two_claims_get_disjoint_uids(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def test_another_process_holding_a_uid_is_respected(tmp_path: Path) -> None:
     """The lock is seen across processes: a second grader skips the uid the first holds."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from autograder import sandbox; "
+         "import sys, time; from pathlib import Path; from autograder.sandbox import sandbox; "
          f"sandbox.claim_uids(1, Path({str(tmp_path)!r})); print('held', flush=True); "
          "sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import check, waiting
-from autograder.engine import notebook_case_count
+from autograder import check
 from autograder.exercises import EXERCISES
+from autograder.judging.engine import notebook_case_count
+from autograder.notebook import waiting
 
 from .answers import unbroadcast
 

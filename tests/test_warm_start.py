@@ -19,8 +19,11 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from autograder import batch, early, grading, sandbox
 from autograder.exercises import for_chapter
+from autograder.grading import command as batch
+from autograder.grading import grade as grading
+from autograder.grading import start as early
+from autograder.sandbox import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_05 = ROOT / "solutions" / "05_custom_derivatives_jax.ipynb"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..exercise import Exercise
+from autograder.judging.exercise import Exercise
 
 
 def _discover() -> tuple[Exercise, ...]:

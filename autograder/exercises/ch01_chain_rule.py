@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..cases import Case, Profile, Shape, dtypes, shape_menu
-from ..exercise import Exercise, Mistake
+from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
+from autograder.judging.exercise import Exercise, Mistake
 
 F32 = np.dtype(np.float32)
 

@@ -22,18 +22,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..cases import Case, Profile, dtypes
-from ..exercise import Evidence, Exercise, Mistake
-from ..harness.ch02 import (
-    FORWARD,
-    RULES,
-    UNARY,
-    flat_nodes,
-    forward,
-    invoke_backward,
-    parse_program,
-)
-from .tape_answers import (
+from autograder.exercises.tape_answers import (
     breadth_first,
     make_backward,
     make_grad,
@@ -42,6 +31,17 @@ from .tape_answers import (
     toposort_breadth_first,
     toposort_pre_order,
 )
+from autograder.harness.ch02 import (
+    FORWARD,
+    RULES,
+    UNARY,
+    flat_nodes,
+    forward,
+    invoke_backward,
+    parse_program,
+)
+from autograder.judging.cases import Case, Profile, dtypes
+from autograder.judging.exercise import Evidence, Exercise, Mistake
 
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")

@@ -13,8 +13,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..cases import Case, Profile, dtypes, float_arrays
-from ..exercise import Exercise, Mistake
+from autograder.judging.cases import Case, Profile, dtypes, float_arrays
+from autograder.judging.exercise import Exercise, Mistake
 
 Pair = tuple[np.ndarray, np.ndarray]
 

@@ -19,15 +19,15 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..cases import Case, Profile, Shape, dtypes, shape_menu
-from ..exercise import Exercise, Mistake, learner_function
+from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
+from autograder.judging.exercise import Exercise, Mistake, learner_function
 
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
 
 
 def _tf() -> Any:
-    from ..references import tensorflow
+    from autograder.judging.references import tensorflow
 
     return tensorflow()
 

@@ -27,8 +27,8 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from ..cases import Case, Profile, Shape, dtype_and_shape, float_arrays
-from ..exercise import Exercise, Mistake, learner_function
+from autograder.judging.cases import Case, Profile, Shape, dtype_and_shape, float_arrays
+from autograder.judging.exercise import Exercise, Mistake, learner_function
 
 FRAMEWORKS = ("jax",)
 
@@ -55,7 +55,7 @@ def _learner(name: str, parameters: str, build: Callable[[], Callable[..., Any]]
 
 @functools.cache
 def _jax() -> Any:
-    from ..references import jax_module
+    from autograder.judging.references import jax_module
 
     return jax_module()
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
-from ..exercise import Exercise, Mistake
+from autograder.judging.cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
+from autograder.judging.exercise import Exercise, Mistake
 
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
@@ -271,7 +271,7 @@ def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
 
 @cache
 def _jax() -> Any:
-    from ..references import jax_module
+    from autograder.judging.references import jax_module
 
     return jax_module()
 

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from ..cases import Case, Profile, dtypes, float_arrays
-from ..exercise import Exercise, Mistake
+from autograder.judging.cases import Case, Profile, dtypes, float_arrays
+from autograder.judging.exercise import Exercise, Mistake
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..harness.ch02 import FORWARD, RULES
+from autograder.harness.ch02 import FORWARD, RULES
 
 Order = Callable[["Tensor"], list["Tensor"]]
 Rules = dict[str, Callable[..., tuple]]

@@ -16,14 +16,20 @@ from typing import Any
 
 from hypothesis import Phase
 
-from . import references
-from .cases import NOTEBOOK, Case, Profile, draw_cases, run_property
-from .compare import compare_outputs
-from .exercise import Evidence, Exercise, Outputs, Raised
-from .fingerprint import fingerprint
-from .harness import MethodNotFollowed, learner_traceback, new_check, plain_call, raised_in
-from .references import reference_outputs
-from .report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
+from autograder.harness import (
+    MethodNotFollowed,
+    learner_traceback,
+    new_check,
+    plain_call,
+    raised_in,
+)
+from autograder.judging import references
+from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases, run_property
+from autograder.judging.compare import compare_outputs
+from autograder.judging.exercise import Evidence, Exercise, Outputs, Raised
+from autograder.judging.fingerprint import fingerprint
+from autograder.judging.references import reference_outputs
+from autograder.judging.report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 
 PRINTED_LIMIT = 2000
 # Other failing cases a known mistake must also reproduce before its hint is shown: on one
@@ -99,7 +105,7 @@ def dependency_note(exercise: Exercise, wrong: list[str]) -> str:
 def _wrong_dependencies(exercise: Exercise, fn: Any) -> list[str]:
     """The exercises `fn` depends on that the learner's own versions (in the namespace
     where fn was defined) do not pass yet, each checked once per function object."""
-    from .exercises import EXERCISES
+    from autograder.exercises import EXERCISES
 
     namespace = getattr(fn, "__globals__", {})
     wrong = []
@@ -352,7 +358,7 @@ def warm_up(profile: Profile = NOTEBOOK) -> int:
     run this to fill JAX's persistent compilation cache: a learner's first check then loads
     compiled references instead of compiling them. Returns the number of cases prepared.
     """
-    from .exercises import EXERCISES
+    from autograder.exercises import EXERCISES
 
     return sum(len(_notebook_table(exercise, profile)[0]) for exercise in EXERCISES.values())
 

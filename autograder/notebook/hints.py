@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from .exercises import EXERCISES
-from .report import PROSE
+from autograder.exercises import EXERCISES
+from autograder.judging.report import PROSE
 
 
 def exercise_hints(name: str) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ MAX_NODES = 400  # beyond this, give up: no fingerprint is always safe
 SMALL_ARRAY = 10_000
 LIBRARY_ROOTS = tuple(
     {sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")}
-    | {str(Path(__file__).resolve().parent)}
+    | {str(Path(__file__).resolve().parents[1])}
 )
 PLAIN = (int, float, complex, str, bytes, bool, type(None))
 

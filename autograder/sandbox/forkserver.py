@@ -53,7 +53,7 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 # ---------------------------------------------------------------- the server (a script)
 
 def _load_child():
-    spec = importlib.util.spec_from_file_location("grader_child", HERE / "child.py")
+    spec = importlib.util.spec_from_file_location("grader_child", HERE / "confined" / "child.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from . import harness
-from .cases import Case, Profile
-from .compare import Mismatch, outputs_match
+from autograder import harness
+from autograder.judging.cases import Case, Profile
+from autograder.judging.compare import Mismatch, outputs_match
 
 Outputs = tuple[np.ndarray, ...]
 Evidence = tuple[Case, Any]  # a failing case and what the learner's function gave on it

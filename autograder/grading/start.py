@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import sandbox
+from autograder.sandbox import sandbox
 
 ENV = "AUTODIFF_REFERENCE_CACHE"
 

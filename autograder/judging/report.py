@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .cases import Case
+from autograder.judging.cases import Case
 
 PASSED, FAILED, NOT_ANSWERED, ERROR = "passed", "failed", "not answered", "error"
 

@@ -14,9 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from . import early, refcache, sandbox, slicing
-from .exercises import for_chapter
-from .grading import (
+from autograder.exercises import for_chapter
+from autograder.grading import refcache, slicing
+from autograder.grading import start as early
+from autograder.grading.grade import (
     Assignment,
     GradingRun,
     SubmissionResult,
@@ -27,6 +28,7 @@ from .grading import (
     read_notebook,
     save_known_mistakes,
 )
+from autograder.sandbox import sandbox
 
 VERSION = "0.1.0"
 
@@ -261,7 +263,7 @@ def prepare_first_time(box: sandbox.Sandbox, assignments: dict[str, Assignment],
 def trusted_solution(chapter: str) -> Path | None:
     """The course's own solution notebook of a chapter, beside the package in a clone of the
     course (an installed wheel carries none): trusted code, as `prepare --warm-with` takes."""
-    folder = Path(__file__).resolve().parent.parent / "solutions"
+    folder = Path(__file__).resolve().parents[2] / "solutions"
     found = sorted(folder.glob(f"{chapter}_*.ipynb")) if folder.is_dir() else []
     return found[0] if found else None
 

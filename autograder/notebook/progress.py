@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from .report import FAILED, NOT_ANSWERED, PASSED
+from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED
 
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 HEADLINES = (("PASSED ", PASSED), ("FAILED ", FAILED), ("CANNOT CHECK ", FAILED),

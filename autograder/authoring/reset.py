@@ -34,7 +34,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from .notebooks import DEF_LINE, strip_solutions
+from autograder.authoring.notebooks import DEF_LINE, strip_solutions
 
 COLAB_TIMEOUT = 10  # seconds to wait for Colab's frontend to send the open notebook
 
@@ -187,7 +187,7 @@ def saved_notebook(chapter: str) -> Path | None:
 
 def chapter_of(exercise: str) -> str:
     """The exercise's chapter ("03"), or a ResetError naming the exercises there are."""
-    from .exercises import EXERCISES
+    from autograder.exercises import EXERCISES
 
     if exercise not in EXERCISES:
         raise ResetError(f"There is no exercise called {exercise!r}. Exercises: "

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cases import Case
-from .compare import compare_outputs
-from .harness.precision import exact_precision
-from .quiet import startup_lines_dropped
+from autograder.harness.precision import exact_precision
+from autograder.judging.cases import Case
+from autograder.judging.compare import compare_outputs
+from autograder.judging.quiet import startup_lines_dropped
 
 if TYPE_CHECKING:
-    from .exercise import Exercise
+    from autograder.judging.exercise import Exercise
 
 Outputs = tuple[np.ndarray, ...]
 

@@ -25,9 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from . import child, early, harness, refcache, references, sandbox, slicing, untrusted
-from .cases import Case, draw_cases, grading_profile
-from .engine import (
+from autograder import harness
+from autograder.exercises import for_chapter
+from autograder.grading import refcache, slicing, untrusted
+from autograder.grading import start as early
+from autograder.judging import references
+from autograder.judging.cases import Case, draw_cases, grading_profile
+from autograder.judging.engine import (
     INPUT_INDEPENDENT,
     Attempt,
     dependency_note,
@@ -40,9 +44,10 @@ from .engine import (
     result_of,
     verdict,
 )
-from .exercise import Exercise, Mistake, Outputs, Raised
-from .exercises import for_chapter
-from .report import NOT_ANSWERED, Failure, Report
+from autograder.judging.exercise import Exercise, Mistake, Outputs, Raised
+from autograder.judging.report import NOT_ANSWERED, Failure, Report
+from autograder.sandbox import sandbox
+from autograder.sandbox.confined import child
 
 SKIPPED_TAGS = {"display-only"}
 RECORD_KINDS = {"array", "other", "sequence", "error"}

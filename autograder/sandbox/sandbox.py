@@ -38,7 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import confine, forkserver
+from autograder.sandbox import forkserver
+from autograder.sandbox.confined import confine
 
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
 FILE_SIZE_LIMIT = 64 * 1024**2
@@ -57,8 +58,9 @@ UID_RANGE = 1024  # how many slot uids all graders on this machine share
 # uses for its whole run, so two graders on one machine never share (and kill) a uid.
 UID_LOCKS = Path("/run/autodiff-grader")
 MODES = ("auto", "bubblewrap", "fallback")
-CHILD_FILES = (Path(__file__).with_name("child.py"), Path(__file__).with_name("confine.py"))
-HARNESS = Path(__file__).with_name("harness")  # the invokes, a package the child imports
+CONFINED = Path(__file__).resolve().parent / "confined"
+CHILD_FILES = (CONFINED / "child.py", CONFINED / "confine.py")
+HARNESS = Path(__file__).resolve().parents[1] / "harness"  # the invokes, a package the child imports
 
 
 @dataclass(frozen=True)

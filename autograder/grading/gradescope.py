@@ -24,7 +24,7 @@ import secrets
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MINIMUM_PYTHON = (3, 11)
 
 SETUP_SH = """#!/usr/bin/env bash
