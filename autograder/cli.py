@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         without_keras()
         return grade(**args, started=started)
     if command == "prepare":
-        from autograder.grading.command import prepare_cache
+        from autograder.grading.preparation import prepare_cache
 
         without_keras()
         return prepare_cache(**args)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from autograder.grading import grade as grading
+from autograder.grading import rounds
 
 from .submissions import ROOT
 
@@ -47,11 +47,11 @@ def probe(allowed: list[str]) -> dict:
 
 def test_keras_is_allowed_only_to_code_that_names_it():
     plain = ["import tensorflow as tf\n", "def f(x):\n    return tf.exp(x)\n"]
-    assert grading.child_frameworks(("tensorflow",), plain) == ["tensorflow"]
+    assert rounds.child_frameworks(("tensorflow",), plain) == ["tensorflow"]
     named = [*plain, "act = tf.keras.activations.relu\n"]
-    assert grading.child_frameworks(("tensorflow",), named) == ["tensorflow", "keras"]
-    assert grading.child_frameworks(("jax",), named) == ["jax"]
-    assert grading.child_frameworks((), named) == []
+    assert rounds.child_frameworks(("tensorflow",), named) == ["tensorflow", "keras"]
+    assert rounds.child_frameworks(("jax",), named) == ["jax"]
+    assert rounds.child_frameworks((), named) == []
 
 
 @pytest.mark.parametrize("allowed", [["tensorflow"], ["tensorflow", "keras"]])

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading import command as batch
-from autograder.grading import refcache
+from autograder.grading import preparation, refcache
 from autograder.grading import start as early
+from autograder.grading.submissions import read_submissions
 from autograder.sandbox import sandbox
 from autograder.sandbox.confined import confine
 
@@ -48,13 +48,13 @@ def notebooks(folder: Path, chapter: str, count: int) -> list[Path]:
 ])
 def test_which_batches_fork_by_default(tmp_path, chapters, count, jobs, mode, forks):
     paths = [p for chapter in chapters for p in notebooks(tmp_path, chapter, count)]
-    assert early.forks_by_default(paths, jobs, mode, None) is forks
+    assert early.forks_by_default(read_submissions(paths), jobs, mode, None) is forks
 
 
 def test_the_assignment_flag_decides_without_reading_the_notebooks(tmp_path):
-    paths = [tmp_path / f"{index}.ipynb" for index in range(3)]  # not even there
-    assert early.forks_by_default(paths, 1, "auto", "06")
-    assert not early.forks_by_default(paths, 1, "auto", "02")
+    unread = read_submissions([tmp_path / f"{index}.ipynb" for index in range(3)])  # not there
+    assert early.forks_by_default(unread, 1, "auto", "06")
+    assert not early.forks_by_default(unread, 1, "auto", "02")
 
 
 def start(tmp_path: Path, fork_server: bool | None, count: int = 3) -> early.Start:
@@ -67,20 +67,20 @@ def start(tmp_path: Path, fork_server: bool | None, count: int = 3) -> early.Sta
 def test_a_framework_batch_forks_by_default_where_the_machine_allows_it(tmp_path):
     started = start(tmp_path, None)
     try:
-        allowed = not sandbox.fork_server_refusal(started.box, "auto")
-        assert started.box.fork is allowed
-        assert (started.box.bwrap is None) if allowed else True
+        allowed = not sandbox.fork_server_refusal(started.sandbox, "auto")
+        assert started.sandbox.fork is allowed
+        assert (started.sandbox.bwrap is None) if allowed else True
     finally:
-        started.box.close()
+        started.sandbox.close()
 
 
 def test_no_fork_server_keeps_fresh_children(tmp_path):
     started = start(tmp_path, False)
     try:
-        assert not started.box.fork
-        assert started.box.bwrap == sandbox.bubblewrap()
+        assert not started.sandbox.fork
+        assert started.sandbox.bwrap == sandbox.bubblewrap()
     finally:
-        started.box.close()
+        started.sandbox.close()
 
 
 def test_where_forking_is_refused_the_default_grades_with_fresh_children(tmp_path,
@@ -90,16 +90,16 @@ def test_where_forking_is_refused_the_default_grades_with_fresh_children(tmp_pat
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
     started = start(tmp_path, None)
     try:
-        assert started.box is not None and not started.box.fork
-        assert started.box.bwrap == "/usr/bin/bwrap"
+        assert started.sandbox is not None and not started.sandbox.fork
+        assert started.sandbox.bwrap == "/usr/bin/bwrap"
     finally:
-        started.box.close()
-    assert start(tmp_path, True).box is None  # asked for by name: refused, with the reason
+        started.sandbox.close()
+    assert start(tmp_path, True).sandbox is None  # asked for by name: refused, with the reason
 
 
 def test_trusted_solutions_are_the_course_s_own_notebooks():
-    assert batch.trusted_solution("05") == ROOT / "solutions" / "05_custom_derivatives_jax.ipynb"
-    assert batch.trusted_solution("99") is None
+    assert preparation.trusted_solution("05") == ROOT / "solutions" / "05_custom_derivatives_jax.ipynb"
+    assert preparation.trusted_solution("99") is None
 
 
 def plain_grade(paths: list[Path], out: Path, cache: Path) -> subprocess.CompletedProcess:

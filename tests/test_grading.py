@@ -19,11 +19,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.exercises import for_chapter
+from autograder.grading import assignment as assignment_module
+from autograder.grading import cache_folders, refcache
 from autograder.grading import command as batch_module
-from autograder.grading import grade as grading
-from autograder.grading import refcache
-from autograder.grading import start as early
-from autograder.sandbox import sandbox
+from autograder.grading import grade as grade_module
+from autograder.grading import submissions as submissions_module
+from autograder.grading.assignment import (
+    Assignment,
+    GradingRun,
+    prepare,
+    save_known_mistakes,
+)
+from autograder.grading.grade import SubmissionResult, grade_submission
+from autograder.grading.parts import SpareSlots, split_exercises
+from autograder.grading.submissions import read_submission, read_submissions
+from autograder.grading.verdicts import (
+    STOPPING_ERRORS,
+    cases_run,
+    validated_report,
+)
+from autograder.judging.cases import Case
+from autograder.sandbox import capacity, sandbox
 from autograder.sandbox.confined import confine
 
 from .submissions import ROOT, write_all
@@ -36,7 +52,7 @@ def grade(paths: list[Path], out: Path, cache: Path) -> subprocess.CompletedProc
                "--jobs", "2", "--seed", SEED, "--timeout", "10", "--assignment", "03"]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-                               early.ENV: str(cache)})
+                               cache_folders.ENV: str(cache)})
 
 
 def package_digest() -> str:
@@ -161,12 +177,12 @@ def test_nothing_to_grade_is_an_error_exit(tmp_path):
 
 def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
     """With only rlimits (--unsafe-no-sandbox), the child still dies alone."""
-    assignment = grading.prepare("03", seed=int(SEED))
+    assignment = prepare("03", seed=int(SEED))
     limits = sandbox.Limits(per_exercise=3, per_submission=8)
-    run = grading.GradingRun(int(SEED), limits, sandbox.Sandbox(unsafe=True),
+    run = GradingRun(int(SEED), limits, sandbox.Sandbox(unsafe=True),
                              {"03": assignment}, "03")
     for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
-        result = grading.grade_submission(run, batch["folder"] / f"{stem}.ipynb", stem)
+        result = grade_submission(run, read_submission(batch["folder"] / f"{stem}.ipynb", stem))
         got = tuple(e.score for e in result.exercises)
         assert got == batch["expected"][stem], (stem, [e.output for e in result.exercises])
 
@@ -247,7 +263,7 @@ def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batc
     (fresh,) = tmp_path.glob(f"03-{SEED}-*.npz")
     assert fresh.name == entry.name  # same grader sources and library versions
     # The solution's grading measured what each exercise costs, for splitting submissions.
-    costs = grading.prepare("03", int(SEED), tmp_path).costs
+    costs = prepare("03", int(SEED), tmp_path).costs
     assert set(costs) == set(counts) and all(seconds > 0 for seconds in costs.values())
     fresh_cases, fresh_refs = refcache.load(fresh, counts)
     for exercise in exercises:
@@ -259,8 +275,8 @@ def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batc
 
 def test_a_warm_cache_keeps_tensorflow_and_jax_out_of_the_grading_parent(batch):
     cache = str(batch["cache"])
-    program = ("import sys, pathlib\nfrom autograder.grading import grade as grading\n"
-               f"a = grading.prepare('03', {SEED}, pathlib.Path({cache!r}))\n"
+    program = ("import sys, pathlib\nfrom autograder.grading.assignment import prepare\n"
+               f"a = prepare('03', {SEED}, pathlib.Path({cache!r}))\n"
                "print(sum(map(len, a.cases.values())), sorted(m for m in sys.modules\n"
                "      if m.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
@@ -270,7 +286,7 @@ def test_a_warm_cache_keeps_tensorflow_and_jax_out_of_the_grading_parent(batch):
 
 
 def fake_references(exercises, seed):
-    cases = {e.name: [grading.Case((("x", np.arange(3.0) + seed), ("shape", (1, 3))))]
+    cases = {e.name: [Case((("x", np.arange(3.0) + seed), ("shape", (1, 3))))]
              for e in exercises}
     refs = {e.name: [tuple(np.ones(2) for _ in e.outputs)] for e in exercises}
     return cases, refs
@@ -291,12 +307,12 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
         refcache.save(entry, cases, {e.name: [tuple(np.array(["a"]) for _ in e.outputs)]
                                      for e in exercises})
     calls = []
-    monkeypatch.setattr(grading, "compute_references",
+    monkeypatch.setattr(assignment_module, "compute_references",
                         lambda ex, seed: calls.append(seed) or fake_references(ex, seed))
-    assignment = grading.prepare("03", 9, tmp_path)
+    assignment = prepare("03", 9, tmp_path)
     assert calls == [9] and same_cases(assignment.cases["unbroadcast"], cases["unbroadcast"])
     assert assignment.cases["unbroadcast"][0].arg("shape") == (1, 3)  # a tuple again
-    assert grading.prepare("03", 9, tmp_path).references.keys() == refs.keys()
+    assert prepare("03", 9, tmp_path).references.keys() == refs.keys()
     assert calls == [9], "the rewritten entry was not read back"
     assert [p.name for p in tmp_path.iterdir()] == [entry.name]  # no partial files left
 
@@ -304,7 +320,7 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
 def test_the_child_and_the_grader_stop_on_the_same_errors():
     from autograder.sandbox.confined import child
 
-    assert child.STOPPING_ERRORS == grading.STOPPING_ERRORS
+    assert child.STOPPING_ERRORS == STOPPING_ERRORS
 
 
 def _error(kind: str) -> dict:
@@ -319,15 +335,15 @@ def test_only_an_error_that_ends_the_run_makes_it_shorter():
     """The child stops an exercise at the stub's NotImplementedError or an input-independent
     error; the cases it did not run are then not judged. A child that stops on its own, after
     a value or another error, leaves the rest as missing results, which fail."""
-    assert grading.cases_run([_value(), _error("NotImplementedError")], 10) == 2
-    assert grading.cases_run([_error("NameError")], 10) == 1
-    assert grading.cases_run([_value(), _value()], 10) == 10
-    assert grading.cases_run([_error("ValueError")], 10) == 10
-    assert grading.cases_run([_value()] * 9 + [_error("NameError")], 10) == 10
-    assert grading.cases_run([], 10) == 10
+    assert cases_run([_value(), _error("NotImplementedError")], 10) == 2
+    assert cases_run([_error("NameError")], 10) == 1
+    assert cases_run([_value(), _value()], 10) == 10
+    assert cases_run([_error("ValueError")], 10) == 10
+    assert cases_run([_value()] * 9 + [_error("NameError")], 10) == 10
+    assert cases_run([], 10) == 10
 
 
-def stored_mistakes_entry(cache: Path, seed: int) -> grading.Assignment:
+def stored_mistakes_entry(cache: Path, seed: int) -> Assignment:
     """Chapter 04's entry with its edge cases only and made-up references, and what its
     mistakes give on those cases, stored the way `prepare` stores them."""
     exercises = for_chapter("04")
@@ -335,15 +351,15 @@ def stored_mistakes_entry(cache: Path, seed: int) -> grading.Assignment:
     refs = {e.name: [tuple(np.full(3, 7.0) for _ in e.outputs) for _ in cases[e.name]]
             for e in exercises}
     refcache.save(refcache.entry_path(cache, "04", seed), cases, refs)
-    return grading.Assignment("04", exercises, cases, refs)
+    return Assignment("04", exercises, cases, refs)
 
 
 def test_stored_mistakes_give_what_running_them_gives(tmp_path):
     assignment = stored_mistakes_entry(tmp_path, 3)
-    stored = grading.save_known_mistakes(assignment, 3, tmp_path)
+    stored = save_known_mistakes(assignment, 3, tmp_path)
     assert stored == sum(len(e.mistakes) for e in assignment.exercises)
-    assert grading.save_known_mistakes(assignment, 3, tmp_path) == 0  # kept, not redone
-    loaded = grading.prepare("04", 3, tmp_path)
+    assert save_known_mistakes(assignment, 3, tmp_path) == 0  # kept, not redone
+    loaded = prepare("04", 3, tmp_path)
     for exercise in loaded.exercises:
         assert exercise.known is not None
         running = replace(exercise, known=None)
@@ -358,15 +374,17 @@ def test_stored_mistakes_give_what_running_them_gives(tmp_path):
 def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_path):
     """What `prepare` stored names the mistake; the grading process never imports TF."""
     assignment = stored_mistakes_entry(tmp_path, 4)
-    grading.save_known_mistakes(assignment, 4, tmp_path)
+    save_known_mistakes(assignment, 4, tmp_path)
     program = (
-        "import sys, pathlib\nfrom autograder.grading import grade as grading\nfrom autograder.judging.engine import "
-        f"Attempt\na = grading.prepare('04', 4, pathlib.Path({str(tmp_path)!r}))\n"
+        "import sys, pathlib\nfrom autograder.grading.assignment import prepare\n"
+        "from autograder.grading.verdicts import smallest_failure\n"
+        "from autograder.judging.engine import Attempt\n"
+        f"a = prepare('04', 4, pathlib.Path({str(tmp_path)!r}))\n"
         "e = next(x for x in a.exercises if x.name == 'logaddexp')\n"
         "m = next(x for x in e.mistakes if 'cotangent' in x.hint)\n"
         "failing = [(c, Attempt(value=e.known(m, c)), r)\n"
         "           for c, r in zip(a.cases[e.name], a.references[e.name])]\n"
-        "shown = grading.smallest_failure(e, failing)\n"
+        "shown = smallest_failure(e, failing)\n"
         "print(shown.hint == m.hint, sorted(x for x in sys.modules\n"
         "      if x.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
@@ -377,15 +395,15 @@ def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_
 def test_exercises_split_into_balanced_parts_in_their_own_order():
     exercises = for_chapter("04")
     cases = {e.name: [None] * n for e, n in zip(exercises, (120, 110, 90, 120, 40), strict=True)}
-    parts = grading.split_exercises(exercises, cases, 2)
+    parts = split_exercises(exercises, cases, 2)
     assert len(parts) == 2
     assert sorted(e.name for part in parts for e in part) == sorted(e.name for e in exercises)
     for part in parts:
         assert part == [e for e in exercises if e in part]  # the assignment's order
     loads = [sum(len(cases[e.name]) for e in part) for part in parts]
     assert abs(loads[0] - loads[1]) <= 120
-    assert len(grading.split_exercises(exercises, cases, 9)) == len(exercises)
-    assert grading.split_exercises(exercises, cases, 1) == [exercises]
+    assert len(split_exercises(exercises, cases, 9)) == len(exercises)
+    assert split_exercises(exercises, cases, 1) == [exercises]
 
 
 def test_a_part_pays_a_framework_start_up_only_where_it_must():
@@ -393,27 +411,27 @@ def test_a_part_pays_a_framework_start_up_only_where_it_must():
     framework exercises share one child rather than each part importing the frameworks."""
     exercises = for_chapter("01")
     cases = {e.name: [None] * 120 for e in exercises}
-    parts = grading.split_exercises(exercises, cases, 2)
+    parts = split_exercises(exercises, cases, 2)
     assert sorted(sorted(e.name for e in part) for part in parts) == [
         ["jacobian_by_rows", "qa_gradients"], ["predict_tape_gradient"]]
 
 
 def test_a_lone_submission_runs_its_exercises_in_parts_at_once(batch, monkeypatch):
-    assignment = grading.prepare("03", int(SEED), batch["cache"])
-    spare = grading.SpareSlots(1)
-    run = grading.GradingRun(int(SEED), sandbox.Limits(per_exercise=10, per_submission=30),
+    assignment = prepare("03", int(SEED), batch["cache"])
+    spare = SpareSlots(1)
+    run = GradingRun(int(SEED), sandbox.Limits(per_exercise=10, per_submission=30),
                              sandbox.Sandbox(unsafe=True), {"03": assignment}, "03",
                              spare=spare)
     both_running = threading.Barrier(2, timeout=20)  # broken unless two parts overlap
-    parts, original = [], grading._run_part
+    parts, original = [], grade_module.run_part
 
     def part(grading_run, assignment, exercises, *rest):
         parts.append([e.name for e in exercises])
         both_running.wait()
         return original(grading_run, assignment, exercises, *rest)
 
-    monkeypatch.setattr(grading, "_run_part", part)
-    result = grading.grade_submission(run, batch["folder"] / "good.ipynb", "good")
+    monkeypatch.setattr(grade_module, "run_part", part)
+    result = grade_submission(run, read_submission(batch["folder"] / "good.ipynb", "good"))
     assert sorted(parts) == [["matmul_vjp"], ["unbroadcast"]]
     assert tuple(e.score for e in result.exercises) == batch["expected"]["good"]
     assert spare.take(5) == 1  # the slot it borrowed is back
@@ -422,19 +440,19 @@ def test_a_lone_submission_runs_its_exercises_in_parts_at_once(batch, monkeypatc
 def test_every_slot_is_idle_again_when_the_batch_ends(monkeypatch, tmp_path):
     seen = []
 
-    def fake_grade_one(run, out, path, stem):
+    def fake_grade_one(run, out, submission):
         idle = run.spare.take(10)
         run.spare.give(idle)
         seen.append(idle)
-        return grading.SubmissionResult(path, stem, "03")
+        return SubmissionResult(submission.path, submission.stem, "03")
 
     monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
-    run = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
-    paths = [tmp_path / f"{n}.ipynb" for n in range(4)]
-    batch_module.run_all(run, tmp_path, paths, [p.stem for p in paths], jobs=3)
+    run = GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    submissions = read_submissions([tmp_path / f"{n}.ipynb" for n in range(4)])
+    batch_module.run_all(run, tmp_path, submissions, jobs=3)
     assert run.spare.take(10) == 3
-    lone = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
-    batch_module.run_all(lone, tmp_path, paths[:1], ["0"], jobs=3)
+    lone = GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    batch_module.run_all(lone, tmp_path, submissions[:1], jobs=3)
     assert seen[-1] == 2 and lone.spare.take(10) == 3  # a lone submission may use 2 more
 
 
@@ -445,18 +463,20 @@ def test_submissions_with_more_answers_start_first_and_keep_their_places(monkeyp
              tmp_path / "broken.ipynb"]
     paths[0].write_bytes(learner.read_bytes())
     paths[1].write_bytes(solution.read_bytes())
-    os.mkfifo(paths[2])  # never opened: reading it would block
+    os.mkfifo(paths[2])  # opened without blocking, then refused: reading it would block
     paths[3].write_text("{not json")
-    assert [batch_module.answered_exercises(p) for p in paths] == [0, 2, 0, 0]
+    submissions = read_submissions(paths)
+    assert [s.answered_exercises() for s in submissions] == [0, 2, 0, 0]
+    assert "not a regular file" in submissions[2].problem
     started = []
 
-    def fake_grade_one(run, out, path, stem):
-        started.append(path.name)
-        return grading.SubmissionResult(path, stem, "03")
+    def fake_grade_one(run, out, submission):
+        started.append(submission.path.name)
+        return SubmissionResult(submission.path, submission.stem, "03")
 
     monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
-    run = grading.GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
-    results = batch_module.run_all(run, tmp_path, paths, [p.stem for p in paths], jobs=1)
+    run = GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    results = batch_module.run_all(run, tmp_path, submissions, jobs=1)
     assert started[0] == "answered.ipynb"
     assert [r.path for r in results] == paths
 
@@ -465,7 +485,7 @@ def test_measured_costs_balance_the_parts_and_junk_costs_are_ignored(tmp_path):
     exercises = for_chapter("05")
     cases = {e.name: [None] * 120 for e in exercises}
     costs = {"log1pexp": 1.0, "clip_gradient": 1.2, "fixed_point": 1.1, "bessel_i0": 3.5}
-    parts = grading.split_exercises(exercises, cases, 2, costs)
+    parts = split_exercises(exercises, cases, 2, costs)
     assert [[e.name for e in part] for part in parts] == [
         ["bessel_i0"], ["log1pexp", "clip_gradient", "fixed_point"]]
     path = tmp_path / "x.costs.json"
@@ -474,8 +494,8 @@ def test_measured_costs_balance_the_parts_and_junk_costs_are_ignored(tmp_path):
     path.write_text("[1, 2]")
     assert refcache.load_costs(path, set(costs)) == {}
     report = {"cases": [], "defined": [], "seconds": "a while"}
-    assert grading.validated_report(report)["seconds"] == 0.0
-    assert grading.validated_report({**report, "seconds": 2.5})["seconds"] == 2.5
+    assert validated_report(report)["seconds"] == 0.0
+    assert validated_report({**report, "seconds": 2.5})["seconds"] == 2.5
 
 
 @pytest.mark.parametrize(("cpu_max", "memory_max", "expected"), [
@@ -489,10 +509,10 @@ def test_default_jobs_follow_the_container_quota_and_memory(
         tmp_path, monkeypatch, cpu_max, memory_max, expected):
     (tmp_path / "cpu.max").write_text(cpu_max)
     (tmp_path / "memory.max").write_text(memory_max)
-    monkeypatch.setattr(early, "CGROUP_CPU_FILES", ((str(tmp_path / "cpu.max"), None),))
-    monkeypatch.setattr(early, "CGROUP_MEMORY_FILES", (str(tmp_path / "memory.max"),))
+    monkeypatch.setattr(capacity, "CGROUP_CPU_FILES", ((str(tmp_path / "cpu.max"), None),))
+    monkeypatch.setattr(capacity, "CGROUP_MEMORY_FILES", (str(tmp_path / "memory.max"),))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
-    assert early.default_jobs() == expected
+    assert capacity.default_jobs() == expected
 
 
 def test_the_seccomp_binding_loads_without_starting_a_process():
@@ -519,14 +539,14 @@ UNSAFE = set('/\\<>:"|?*') | {chr(c) for c in range(32)} | {"\x7f"}
 def test_a_chinese_name_keeps_its_letters_and_its_place():
     paths = [Path(f"submissions/{i}.ipynb") for i in range(11)]
     paths.append(Path("submissions/张三 作业3 (1).ipynb"))
-    assert batch_module.output_folders(paths)[-1] == "012-张三_作业3_1"
+    assert submissions_module.output_folders(paths)[-1] == "012-张三_作业3_1"
 
 
 def test_nfd_and_nfc_names_give_the_same_folder():
     name = "José Müller hw3"
     nfd, nfc = unicodedata.normalize("NFD", name), unicodedata.normalize("NFC", name)
     assert nfd != nfc
-    assert batch_module.clean_name(nfd) == batch_module.clean_name(nfc) == "José_Müller_hw3"
+    assert submissions_module.clean_name(nfd) == submissions_module.clean_name(nfc) == "José_Müller_hw3"
 
 
 @pytest.mark.parametrize("stem, expected", [
@@ -537,7 +557,7 @@ def test_nfd_and_nfc_names_give_the_same_folder():
     ("hw.v2", "hw.v2"),
 ])
 def test_letters_marks_and_digits_of_every_script_are_kept(stem, expected):
-    assert batch_module.clean_name(stem) == expected
+    assert submissions_module.clean_name(stem) == expected
 
 
 @pytest.mark.parametrize("stem, expected", [
@@ -547,28 +567,28 @@ def test_letters_marks_and_digits_of_every_script_are_kept(stem, expected):
     ("!?*", "submission"), ('<a>:"b"|c?', "a_b_c"), ("a\udcffb", "a_b"), ("\u0301x", "x"),
 ])
 def test_hostile_names_give_a_plain_folder(stem, expected):
-    assert batch_module.clean_name(stem) == expected
+    assert submissions_module.clean_name(stem) == expected
 
 
 def test_a_long_name_is_cut_in_bytes_between_letters_and_never_inside_one():
     long = "é" * 60 + "张" * 100  # e + U+0301 after NFD: a letter and its mark are one unit
-    name = batch_module.clean_name(unicodedata.normalize("NFD", long))
-    assert len(name.encode()) <= batch_module.STEM_BYTES
+    name = submissions_module.clean_name(unicodedata.normalize("NFD", long))
+    assert len(name.encode()) <= submissions_module.STEM_BYTES
     assert name == "é" * 50
-    decomposed = batch_module.clean_name("ab" + "e\u0301\u0323" * 40)  # NFC: ẹ and a mark
+    decomposed = submissions_module.clean_name("ab" + "e\u0301\u0323" * 40)  # NFC: ẹ and a mark
     assert decomposed == "ab" + "\u1eb9\u0301" * 19  # 97 bytes: a 20th would not fit
-    zalgo = batch_module.clean_name("z" + "\u0301" * 500)
+    zalgo = submissions_module.clean_name("z" + "\u0301" * 500)
     assert zalgo == "\u017a" + "\u0301" * 49  # one letter with too many marks: cut among them
 
 
 @given(st.text())
 @settings(max_examples=500, deadline=None)
 def test_any_text_gives_a_safe_bounded_folder_name(text):
-    name = batch_module.clean_name(text)
+    name = submissions_module.clean_name(text)
     assert name and not name.startswith(".") and not set(name) & UNSAFE
     assert all(unicodedata.category(c)[0] in "LMN" or c in "._-" for c in name)
-    assert len(name.encode("utf-8")) <= batch_module.STEM_BYTES
-    assert batch_module.clean_name(unicodedata.normalize("NFD", text)) == name
+    assert len(name.encode("utf-8")) <= submissions_module.STEM_BYTES
+    assert submissions_module.clean_name(unicodedata.normalize("NFD", text)) == name
 
 
 def test_a_file_name_that_is_not_utf8_costs_nothing_but_its_escape(tmp_path):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import queue
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,8 +23,10 @@ import pytest
 
 from autograder.exercises import for_chapter
 from autograder.grading import command as batch
-from autograder.grading import grade as grading
+from autograder.grading import parts, preparation, rounds
 from autograder.grading import start as early
+from autograder.grading.parts import parts_and_workers
+from autograder.grading.warm_groups import warm_groups
 from autograder.sandbox import sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,8 +40,34 @@ ENVIRONMENT_FIRST = "import os\nos.environ['JAX_ENABLE_X64'] = '1'\n"
 def test_the_warm_frameworks_are_those_the_exercises_declare():
     for chapter in (f"{n:02d}" for n in range(8)):
         groups = {tuple(sorted(e.frameworks)) for e in for_chapter(chapter)} - {()}
-        assert groups == ({early.WARM_GROUPS[chapter]} if chapter in early.WARM_GROUPS
+        assert groups == ({warm_groups()[chapter]} if chapter in warm_groups()
                           else set()), chapter
+
+
+def test_a_frameworks_declaration_start_cannot_read_names_the_exercise(tmp_path):
+    """start.py reads `frameworks=` without importing the module: only literals will do."""
+    (tmp_path / "ch09_new.py").write_text(
+        "FRAMEWORKS = ('jax',)\nOK = Exercise(name='fine', frameworks=FRAMEWORKS)\n"
+        "NEW = Exercise(name='new_one', frameworks=tuple(make()))\n")
+    with pytest.raises(ValueError, match="'new_one' declares `frameworks=`"):
+        warm_groups(tmp_path)
+    (tmp_path / "ch09_new.py").write_text("A = Exercise(name='a', frameworks=('jax',))\n"
+                                          "B = Exercise(name='b', frameworks=())\n")
+    assert warm_groups(tmp_path) == {"09": ("jax",)}
+
+
+def test_start_reads_submissions_before_numpy_and_the_exercises_are_imported(tmp_path):
+    """What start.py does first must not wait for the grader's heavy imports."""
+    program = ("import sys\nfrom pathlib import Path\nfrom autograder.grading import start\n"
+               f"read = start.read_submissions([Path({str(SOLUTION_05)!r})])\n"
+               "assert read[0].chapter == '05' and start.warm_groups()['05'] == ('jax',)\n"
+               "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+               "('numpy', 'jax', 'tensorflow', 'hypothesis') or m.startswith("
+               "('autograder.judging', 'autograder.exercises'))))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 class FakeWarmChild:
@@ -74,10 +104,10 @@ def test_a_box_that_needs_a_uid_stops_an_idle_warm_child_rather_than_wait_foreve
 
 def test_a_round_takes_the_workers_it_holds_all_of_or_none():
     workers = [["a", "c"], ["b"]]
-    assert grading._round_workers(workers, ["a", "b", "c"]) == workers
-    assert grading._round_workers(workers, ["b", "c"]) == [["c"], ["b"]]
-    assert grading._round_workers(workers, ["a", "d"]) == []
-    assert grading._round_workers([], ["a"]) == []
+    assert parts.round_workers(workers, ["a", "b", "c"]) == workers
+    assert parts.round_workers(workers, ["b", "c"]) == [["c"], ["b"]]
+    assert parts.round_workers(workers, ["a", "d"]) == []
+    assert parts.round_workers([], ["a"]) == []
 
 
 def _copy(folder: Path, name: str, first: str = "", appended: str = "") -> Path:
@@ -98,7 +128,7 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
     ran = {"warm": 0, "fresh": 0}
     workers_asked: list = []
     run_warm, run_fresh = sandbox.WarmChild.run, sandbox.run_child
-    round_workers = grading._round_workers
+    round_workers = parts.round_workers
 
     def warm(self, *args, **kwargs):
         ran["warm"] += 1
@@ -114,13 +144,13 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
 
     monkeypatch.setattr(sandbox.WarmChild, "run", warm)
     monkeypatch.setattr(sandbox, "run_child", fresh)
-    monkeypatch.setattr(grading, "_round_workers", asked)
+    monkeypatch.setattr(rounds, "round_workers", asked)
     arguments = {"submissions": [path], "out": out, "jobs": 2, "sandbox_mode": "auto",
                  "unsafe_no_sandbox": False, "reference_cache": path.parent / "cache",
                  "fork_server": False, "assignment": None}
     started = early.start(**arguments)
-    assert started.box is not None, started.problem
-    assert started.box.warm_started == 1
+    assert started.sandbox is not None, started.problem
+    assert started.sandbox.warm_started == 1
     assert batch.grade(**arguments, seed=11, started=started) == 0
     data = json.loads(next(out.glob("*/results.json")).read_text())
     return {t["name"].split()[0]: t for t in data["tests"]}, ran, workers_asked
@@ -131,7 +161,7 @@ def folder(tmp_path_factory):
     """With its own reference cache, prepared as the first `grade` of seed 11 prepares it
     (its runs of the solution are not the submission's children counted below)."""
     folder = tmp_path_factory.mktemp("warm-05")
-    assert batch.prepare_cache(chapters=["05"], seed=11, reference_cache=folder / "cache",
+    assert preparation.prepare_cache(chapters=["05"], seed=11, reference_cache=folder / "cache",
                                warm_with=[SOLUTION_05]) == 0
     return folder
 
@@ -168,20 +198,20 @@ def _assignment(chapter: str) -> SimpleNamespace:
 
 
 def test_framework_exercises_of_one_framework_share_a_child_and_numpy_ones_get_their_own():
-    parts, workers, used = grading._parts_and_workers(_assignment("01"), 2)
+    parts, workers, used = parts_and_workers(_assignment("01"), 2)
     assert [[e.name for e in part] for part in parts] == [
         ["qa_gradients", "jacobian_by_rows"], ["predict_tape_gradient"]]
     assert sorted(map(sorted, workers)) == [["jacobian_by_rows"], ["qa_gradients"]]
     assert used == 2
-    parts, workers, used = grading._parts_and_workers(_assignment("04"), 3)
+    parts, workers, used = parts_and_workers(_assignment("04"), 3)
     assert len(parts) == 1 and len(workers) == used == 3
     assert sorted(n for w in workers for n in w) == sorted(e.name for e in for_chapter("04"))
 
 
 def test_one_slot_or_numpy_exercises_alone_take_no_workers():
-    parts, workers, used = grading._parts_and_workers(_assignment("04"), 1)
+    parts, workers, used = parts_and_workers(_assignment("04"), 1)
     assert (len(parts), workers, used) == (1, [], 1)
-    parts, workers, used = grading._parts_and_workers(_assignment("02"), 2)
+    parts, workers, used = parts_and_workers(_assignment("02"), 2)
     assert workers == [] and used == len(parts) == 2
 
 

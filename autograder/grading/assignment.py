@@ -1,0 +1,194 @@
+"""A chapter's assignment: its exercises with the hidden cases drawn from the seed and
+both frameworks' references, computed once per chapter and seed and kept in the reference
+cache (refcache.py), with what the known mistakes give on those cases."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autograder.exercises import for_chapter
+from autograder.grading import cache_folders, refcache
+from autograder.grading.parts import SpareSlots
+from autograder.judging import references
+from autograder.judging.cases import Case, draw_cases, grading_profile
+from autograder.judging.exercise import Exercise, Mistake, Outputs, Raised
+from autograder.sandbox import sandbox
+from autograder.sandbox.confined import child
+
+
+@dataclass
+class Assignment:
+    """One chapter's exercises, with cases and references computed once per run."""
+
+    chapter: str
+    exercises: list[Exercise]
+    cases: dict[str, list[Case]]
+    references: dict[str, list[Outputs]]
+    # Seconds each exercise's cases took when `prepare --warm-with` graded a solution (the
+    # entry's .costs.json), to split a submission into parts of equal work; may be empty.
+    costs: dict[str, float] = field(default_factory=dict)
+    # The child's input files per exercise, serialized once: every submission gets the same
+    # cases, and the parent's work is serial under the GIL (it limits --jobs).
+    _inputs: dict[str, tuple[bytes, str]] = field(default_factory=dict, repr=False)
+
+    def input_files(self, name: str) -> tuple[bytes, str]:
+        """The exercise's inputs_<name>.npz and .json, as written for the child."""
+        if name not in self._inputs:
+            self._inputs[name] = serialized_inputs(self.cases[name])
+        return self._inputs[name]
+
+
+
+def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
+    """The chapter's hidden cases and references for this seed: read from the reference
+    cache when a valid entry is there (no TensorFlow or JAX import then), else computed by
+    both frameworks and written to the cache for the next run."""
+    exercises = for_chapter(chapter)
+    if not exercises:
+        raise ValueError(f"Chapter {chapter!r} has no graded exercises.")
+    path = refcache.entry_path(cache_folders.reference_cache(cache), chapter, seed)
+    try:
+        cases, refs = refcache.load(path, {e.name: len(e.outputs) for e in exercises})
+    except refcache.Invalid:
+        cases, refs = compute_references(exercises, seed)
+        _save_quietly(path, cases, refs)
+    known = refcache.KnownMistakes(refcache.mistakes_path(path))
+    if known.exists():
+        exercises = [replace(e, known=_stored_mistakes(e, cases[e.name], known))
+                     if e.frameworks and e.mistakes else e for e in exercises]
+    return Assignment(chapter, exercises, cases, refs,
+                      refcache.load_costs(refcache.costs_path(path), set(cases)))
+
+
+
+def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
+                     ) -> Callable[[Mistake, Case], Any]:
+    """Exercise.known for one exercise: a mistake's stored outputs on one of its hidden
+    cases, in the form run_mistake gives them, or None (not stored: run it)."""
+    index = {id(case): i for i, case in enumerate(cases)}
+
+    def stored(mistake: Mistake, case: Case) -> Any:
+        position = index.get(id(case))
+        found = None if position is None else known.get(exercise.name, mistake.name, position)
+        if isinstance(found, str):
+            return Raised(found)
+        if found is None or len(found) != len(exercise.outputs):
+            return None
+        return found[0] if len(found) == 1 else tuple(found)
+
+    return stored
+
+
+
+def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = None) -> int:
+    """Run each TensorFlow or JAX exercise's known mistakes on its hidden cases and store
+    what they give beside the references (what `prepare` does once), so that a wrong
+    answer's hint never imports a framework into a grading run. Returns how many mistakes
+    were stored (0: none to store, or already stored)."""
+    entry = refcache.entry_path(cache_folders.reference_cache(cache), assignment.chapter, seed)
+    path = refcache.mistakes_path(entry)
+    exercises = [e for e in assignment.exercises if e.frameworks and e.mistakes]
+    if not exercises or path.is_file():
+        return 0
+    table = {e.name: {m.name: [_storable(e, e.run_mistake(m, case))
+                               for case in assignment.cases[e.name]] for m in e.mistakes}
+             for e in exercises}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    refcache.save_mistakes(path, table)
+    return sum(len(mistakes) for mistakes in table.values())
+
+
+
+def _storable(exercise: Exercise, value: Any) -> refcache.MistakeOutputs:
+    """A mistake's result as stored: the exception's name, its outputs as numeric arrays,
+    or None when it gave something else (that mistake is then run when a hint needs it)."""
+    if isinstance(value, Raised):
+        return value.type_name
+    try:
+        values = (value,) if len(exercise.outputs) == 1 else tuple(value)
+        arrays = [np.asarray(v) for v in values]
+    except (TypeError, ValueError):
+        return None
+    if len(arrays) != len(exercise.outputs) or any(a.dtype.kind not in "fiub" for a in arrays):
+        return None
+    return arrays
+
+
+
+def compute_references(exercises: list[Exercise], seed: int
+                       ) -> tuple[dict[str, list[Case]], dict[str, list[Outputs]]]:
+    """Draw every exercise's hidden cases and ask both frameworks (the slow part)."""
+    profile = grading_profile(seed)
+    cases, refs = {}, {}
+    for exercise in exercises:
+        cases[exercise.name] = exercise.edge_cases() + draw_cases(
+            exercise.strategy(profile), profile
+        )
+        refs[exercise.name] = references.reference_outputs(exercise, cases[exercise.name])
+    return cases, refs
+
+
+
+def _save_quietly(path: Path, cases: dict[str, list[Case]],
+                  refs: dict[str, list[Outputs]]) -> None:
+    """A cache that cannot be written (read-only home) costs the next run time, not this one."""
+    try:
+        refcache.save(path, cases, refs)
+    except OSError as error:
+        print(f"note: reference cache not written ({error})", file=sys.stderr)
+
+
+
+def write_inputs(box: sandbox.Box, name: str, files: tuple[bytes, str]) -> None:
+    npz, meta = files
+    (box.ctrl / f"inputs_{name}.npz").write_bytes(npz)
+    (box.ctrl / f"inputs_{name}.json").write_text(meta)
+    for suffix in ("npz", "json"):
+        sandbox.share_read_only(box, box.ctrl / f"inputs_{name}.{suffix}")
+
+
+
+def serialized_inputs(cases: list[Case]) -> tuple[bytes, str]:
+    """(the .npz of every case's arrays, keys "c<case>_<argument>"; the .json of the
+    arguments' order and each case's static parameters)."""
+    arrays = {f"c{index}_{argument}": value for index, case in enumerate(cases)
+              for argument, value in case.arrays().items()}
+    buffer = io.BytesIO()
+    np.savez(buffer, **child.pack_arrays(arrays))
+    meta = json.dumps({
+        "arguments": [argument for argument, _ in cases[0].args],
+        "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
+    })
+    return buffer.getvalue(), meta
+
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@dataclass(frozen=True)
+class GradingRun:
+    """What every submission of one grading run shares, passed as one object.
+
+    The seed and the protections are recorded in every result; the assignments hold the
+    cases and references computed once for the run.
+    """
+
+    seed: int
+    limits: sandbox.Limits
+    sandbox: sandbox.Sandbox
+    assignments: dict[str, Assignment]
+    assignment: str | None = None
+    protections: tuple[str, ...] = ()
+    # Child slots (of --jobs) that no submission is using; a submission takes some to run its
+    # exercises in parts at once.
+    spare: SpareSlots = field(default_factory=SpareSlots)

@@ -1,0 +1,236 @@
+"""Judging what a child reported, read as untrusted data, with the engine the notebook
+check uses: one verdict per exercise, all or nothing, with the smallest failing case."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autograder.grading import untrusted
+from autograder.judging.cases import Case
+from autograder.judging.engine import (
+    INPUT_INDEPENDENT,
+    Attempt,
+    dependency_note,
+    error_type,
+    fails,
+    judge,
+    method_failure,
+    not_answered,
+    others_than,
+    result_of,
+    verdict,
+)
+from autograder.judging.exercise import Exercise, Outputs
+from autograder.judging.report import NOT_ANSWERED, Failure, Report
+
+RECORD_KINDS = {"array", "other", "sequence", "error"}
+
+
+
+NOT_ANSWERED_TEXT = "Not answered:"
+
+
+
+# The error types whose first case ends an exercise's run in the child (child.py keeps its
+# own copy, since it imports nothing of the grader; a test keeps the two equal).
+STOPPING_ERRORS = INPUT_INDEPENDENT | {"NotImplementedError"}
+
+
+
+class RemoteError(Exception):
+    """An exception raised inside the child, known only by its type name and message."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+
+
+@dataclass
+class ExerciseResult:
+    name: str
+    score: float
+    max_score: float
+    passed: bool
+    output: str
+    # What the child says its cases took: only a trusted run's (prepare --warm-with) is used,
+    # to balance the exercises between parts (split_exercises).
+    seconds: float = 0.0
+
+
+
+def read_outputs(out: Path, name: str) -> tuple[dict | None, dict[str, np.ndarray]]:
+    """The child's report and arrays, read as untrusted data; anything refused reads as None."""
+    try:
+        report = validated_report(untrusted.read_json(out / f"out_{name}.json"))
+        arrays = untrusted.read_packed_npz(out / f"out_{name}.npz")
+    except untrusted.Untrusted:
+        return None, {}
+    return report, arrays
+
+
+
+def validated_report(value: Any) -> dict:
+    """The report's shape, checked field by field, so judging never meets a wrong type."""
+    if not isinstance(value, dict):
+        raise untrusted.Untrusted("the report is not an object")
+    cases = value.get("cases", [])
+    defined = value.get("defined", [])
+    if not isinstance(cases, list) or not all(_valid_record(r) for r in cases):
+        raise untrusted.Untrusted("malformed case records")
+    if not isinstance(defined, list) or not all(isinstance(d, str) for d in defined):
+        raise untrusted.Untrusted("malformed list of defined names")
+    seconds = value.get("seconds")
+    if not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e6:
+        seconds = 0.0
+    return {"cases": cases, "defined": defined[:30], "missing": value.get("missing") is True,
+            "timeout": value.get("timeout") is True, "seconds": float(seconds)}
+
+
+
+def _valid_record(record: Any) -> bool:
+    if not isinstance(record, dict) or record.get("kind") not in RECORD_KINDS:
+        return False
+    if record["kind"] == "sequence":
+        items = record.get("items")
+        return (isinstance(items, list) and len(items) <= 64
+                and isinstance(record.get("method", ""), str)
+                and all(_valid_record(i) and i["kind"] in ("array", "other") for i in items))
+    strings = ("key", "type", "module", "message", "traceback", "function", "method")
+    return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
+        record.get("generic", False), bool)
+
+
+
+def _item(record: Any, arrays: dict[str, np.ndarray]) -> Any:
+    if not isinstance(record, dict):
+        return None
+    if record.get("kind") == "array" and record.get("key") in arrays:
+        array = arrays[record["key"]]
+        return array[()] if record.get("generic") else array
+    return type(str(record.get("type", "object")), (), {"__module__": str(record.get("module"))})()
+
+
+
+def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
+    if not isinstance(record, dict):
+        return Attempt(error=RemoteError("MissingResult", "no result was recorded"))
+    if record.get("kind") == "error":
+        error = RemoteError(str(record.get("type")), str(record.get("message")))
+        return Attempt(error=error, traceback=str(record.get("traceback", ""))[-3000:],
+                       raised_in=str(record.get("function", ""))[:100])
+    method = str(record.get("method", ""))[:2000]
+    if record.get("kind") == "sequence":
+        items = [_item(item, arrays) for item in record.get("items", [])]
+        return Attempt(value=tuple(items) if record.get("type") == "tuple" else items,
+                       method=method)
+    return Attempt(value=_item(record, arrays), method=method)
+
+
+
+def exercise_result(exercise: Exercise, passed: bool, output: str) -> ExerciseResult:
+    return ExerciseResult(exercise.name, 1.0 if passed else 0.0, 1.0, passed, output)
+
+
+
+def cases_run(records: list[dict], total: int) -> int:
+    """How many cases the child ran: all of them, or fewer when its last case raised an
+    error that ends the run (child.STOPPING_ERRORS). Only an error can end it early, so a
+    child that stops on its own can only fail."""
+    last = records[-1] if records else {}
+    if len(records) < total and last.get("kind") == "error" and last.get(
+            "type") in STOPPING_ERRORS:
+        return len(records)
+    return total
+
+
+
+def judge_outputs(
+    exercise: Exercise, cases: list[Case], refs: list[Outputs], report: dict,
+    arrays: dict[str, np.ndarray],
+) -> ExerciseResult:
+    """All-or-nothing per exercise; feedback shows the smallest failing case."""
+    if report["missing"]:
+        defined = ", ".join(report["defined"]) or "none"
+        return exercise_result(exercise, False, (
+            f"No function named `{exercise.name}` was found after running the notebook. "
+            f"Keep the exercise's name and signature `{exercise.signature}`. "
+            f"Functions defined: {defined}."
+        ))
+    records = report["cases"]
+    ran = cases_run(records, len(cases))
+    cases, refs = cases[:ran], refs[:ran]
+    attempts = [attempt_from(records[i] if i < len(records) else None, arrays)
+                for i in range(len(cases))]
+    framework = next((a for a in attempts if error_type(a) == "FrameworkUsed"), None)
+    if framework is not None:
+        return exercise_result(exercise, False, (
+            f"`{exercise.name}` calls TensorFlow or JAX. This is a numpy exercise: the "
+            f"gradient rule must be your own code, so it scores 0. ({framework.error})"
+        ))
+    checked = len(cases)
+    if report["timeout"]:
+        return exercise_result(exercise, False, (
+            f"`{exercise.name}` did not finish its {checked} cases within the time limit "
+            f"(finished {len(records)}). Look for an endless loop."
+        ))
+    failing = [(case, attempt, expected)
+               for case, attempt, expected in zip(cases, attempts, refs, strict=True)
+               if fails(exercise, attempt, expected)]
+    unanswered = bool(failing) and all(not_answered(attempt) for _, attempt, _ in failing)
+    # A wrong value or an error first; a method not followed only when every value is right.
+    # Not answered needs neither (nor the mistakes that name a failure, which would bring
+    # the exercise's framework into this process).
+    shown = None if unanswered else smallest_failure(exercise, failing) or next(
+        (method_failure(case, attempt) for case, attempt in zip(cases, attempts, strict=False)
+         if attempt.method), None)
+    stub = failing[0][1].raised_in if unanswered else ""
+    feedback = verdict(exercise, exercise.name, checked, shown, unanswered=unanswered,
+                       stub=stub)
+    text = _grader_text(exercise, feedback, len(failing))
+    return exercise_result(exercise, feedback.passed, text)
+
+
+
+def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
+                     ) -> Failure | None:
+    """The failure to show: an error that does not depend on the case (a NameError) first,
+    else the smallest failing case, whose hint names a mistake only if that mistake
+    reproduces the other failing cases too."""
+    if not failing:
+        return None
+    independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
+    case, attempt, expected = (independent or [min(failing, key=lambda f: f[0].size())])[0]
+    evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
+    return judge(exercise, case, attempt, expected, others_than(case, evidence))
+
+
+
+def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
+    """The verdict in the grader's words: hidden cases, and how many of them failed."""
+    if report.status == NOT_ANSWERED:
+        where = (f"`{report.stub}` (called by `{exercise.name}`)"
+                 if report.stub and report.stub != exercise.name else f"`{exercise.name}`")
+        return (f"{NOT_ANSWERED_TEXT} {where} still raises NotImplementedError. Replace "
+                "that line with your code.")
+    if report.passed:
+        return f"Passed all {report.cases_checked} cases (hidden cases included)."
+    return f"Failed {failed} of {report.cases_checked} cases. {report}"
+
+
+
+def with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
+                       ) -> ExerciseResult:
+    """The exercise's result, saying which exercises it calls failed: it was graded with
+    correct ones in their place, so their mistakes cost their own points only."""
+    result = verdicts[exercise.name]
+    if result.output.startswith(NOT_ANSWERED_TEXT):
+        return result
+    wrong = [name for name in exercise.depends_on
+             if name in verdicts and not verdicts[name].passed]
+    note = dependency_note(exercise, wrong)
+    return replace(result, output=f"{result.output}\n{note}") if note else result
