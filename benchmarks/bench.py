@@ -330,18 +330,6 @@ def depends_on(name: str, others: set[str], reads: dict[str, set[str]],
     return False
 
 
-def reads_namespace(invoke: str) -> bool:
-    """Whether an invoke looks names up in the learner's namespace (`fn.__globals__`); read
-    from the harness source, so no framework is imported here."""
-    if not invoke:
-        return False
-    module, _, function = invoke.partition(":")
-    source = (ROOT / "autograder" / "harness" / f"{module}.py").read_text()
-    return any(isinstance(node, ast.FunctionDef) and node.name == function
-               and "__globals__" in (ast.get_source_segment(source, node) or "")
-               for node in ast.parse(source).body)
-
-
 def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int],
                  names: set[str], roots: dict[str, tuple[str, ...]] | None = None,
                  replaced: dict[str, tuple[str, ...]] | None = None
@@ -383,12 +371,9 @@ def write_batch(chapter: str, folder: Path, count: int = BATCH
     solution_path, learner_path = chapter_notebooks()[chapter]
     solution = nbformat.read(solution_path, as_version=4)
     learner = nbformat.read(learner_path, as_version=4)
-    from autograder.harness import NAMESPACE_READS
-
     exercises = for_chapter(chapter)
     names = {e.name for e in exercises}
-    roots = {e.name: NAMESPACE_READS.get(e.invoke.partition(":")[0], ()) for e in exercises
-             if reads_namespace(e.invoke)}
+    roots = {e.name: e.namespace_reads for e in exercises if e.namespace_reads}
     paths, expected = [], {}
     for index, stubbed in enumerate(stub_plan(len(exercise_cells(solution)), count), 1):
         notebook, scores = make_variant(solution, learner, stubbed, names, roots,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from autograder.judging.exercise import Exercise
+from autograder.judging.exercise import Exercise, declaration_problems
 
 
 def _discover() -> tuple[Exercise, ...]:
@@ -30,6 +30,9 @@ def _by_name(exercises: tuple[Exercise, ...]) -> dict[str, Exercise]:
                 f"{named[exercise.name].chapter} and {exercise.chapter}; rename one."
             )
         named[exercise.name] = exercise
+    problems = declaration_problems(exercises, read_harness=False)  # the rest: a test
+    if problems:
+        raise ValueError("\n".join(problems))
     return named
 
 

@@ -264,6 +264,7 @@ VJP_RULE = Exercise(
         ),
     },
     invoke="ch02:invoke_vjp_rule",
+    reference_implementation="ch02:vjp_rule",  # the learner's Tensor operations record it
 )
 
 
@@ -560,6 +561,7 @@ TOPOSORT = TapeExercise(
         "exception": "See the message: toposort must list every node of the graph once.",
     },
     invoke="ch02:invoke_toposort",
+    reference_implementation="ch02:toposort",  # backward calls it
 )
 
 
@@ -569,8 +571,15 @@ TOPOSORT = TapeExercise(
 
 
 
+# What the invokes of backward and grad look up by name in the learner's namespace: they trace
+# each program with the learner's own Tensor and operations (harness.ch02.build).
+TAPE_NAMESPACE = ("Tensor", "reduce_sum", "add", "sub", "mul", "div", "matmul", "neg", "exp",
+                  "log", "tanh")
+
+
 def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake, ...],
-                   depends_on: tuple[str, ...] = ()) -> Exercise:
+                   depends_on: tuple[str, ...] = (), reference_implementation: str = ""
+                   ) -> Exercise:
     return TapeExercise(
         name=name,
         returns=returns,
@@ -584,6 +593,8 @@ def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake
         hints_by_kind=TAPE_HINTS,
         invoke=invoke,
         depends_on=depends_on,
+        reference_implementation=reference_implementation,
+        namespace_reads=TAPE_NAMESPACE,
     )
 
 
@@ -595,6 +606,7 @@ BACKWARD = _tape_exercise(
              make_backward(seed_with_ones=True))),
     # The learner's Tensor operations record vjp_rule; backward calls toposort.
     depends_on=("toposort", "vjp_rule"),
+    reference_implementation="ch02:backward",  # grad calls it
 )
 GRAD = _tape_exercise(
     "grad", "function returning the gradient(s) of a scalar f",

@@ -9,7 +9,9 @@ which the child must not see (it holds the references and the seed).
 An exercise names its invoke as "<module>:<function>" ("ch05:invoke_log1pexp"), a function
 `invoke(fn, *case_values)` of the chapter's module here; "" is a plain call `fn(*values)`.
 `invoker` resolves that name, the same way on both sides, and `learner_traceback` shows an
-error in the learner's own frames only.
+error in the learner's own frames only. Nothing here names an exercise: what an invoke
+needs of the exercises (the reference implementations of those it calls) is declared on
+them (`Exercise.reference_implementation`) and passed in by the caller.
 """
 
 from __future__ import annotations
@@ -28,13 +30,9 @@ from .method import new_check as new_check  # both sides start each check afresh
 from .precision import exact_precision
 
 Invoke = Callable[..., Any]
-# Names an invoke looks up by string in the learner's namespace (`fn.__globals__`), by invoke
-# module: the grader's child runs only the statements the exercises need (slicing.py), and
-# these reads are invisible in the learner's code. tests/test_slicing.py keeps ch02's whole.
-NAMESPACE_READS: dict[str, tuple[str, ...]] = {
-    "ch02": ("Tensor", "reduce_sum", "add", "sub", "mul", "div", "matmul", "neg", "exp", "log",
-             "tanh"),
-}
+# The exercises an exercise calls, as (name, "<module>:<function>" of its reference here):
+# Exercise.dependencies() in the notebook, program.json's "depends" in the grader's child.
+Depends = tuple[tuple[str, str], ...]
 _FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -52,44 +50,35 @@ def split_name(name: str) -> tuple[str, str]:
     return module, function
 
 
-# The exercises other exercises call, and their reference implementations here: an exercise
-# that depends on them is run with these in place of the learner's (see `invoker`).
-REFERENCES = {"unbroadcast": "ch03:unbroadcast", "vjp_rule": "ch02:vjp_rule",
-              "toposort": "ch02:toposort", "backward": "ch02:backward"}
-
-
-def reference(name: str) -> Invoke:
-    """The reference implementation of exercise `name` (one of REFERENCES)."""
-    return _resolve(REFERENCES[name])
+def resolve(name: str) -> Invoke:
+    """The function "<module>:<function>" of this package: an invoke, or the reference
+    implementation an exercise declares for the exercises that call it."""
+    module, function = split_name(name)
+    return getattr(importlib.import_module(f".{module}", __name__), function)
 
 
 @functools.cache
-def invoker(name: str, frameworks: tuple[str, ...] = (), depends: tuple[str, ...] = ()
-            ) -> Invoke:
+def invoker(name: str, frameworks: tuple[str, ...] = (), depends: Depends = ()) -> Invoke:
     """The function that calls the learner's `fn` on a case's values.
 
     It is resolved lazily (a chapter module may import JAX or TensorFlow). An exercise that
     allows a framework runs the learner's function at full precision (no TF32, JAX matmuls
     at "highest"), in the notebook and in the grader's child alike, so that a correct
     float32 answer is exact on any device. An exercise that calls other exercises
-    (`depends`, names in REFERENCES) runs with their references in the learner's namespace,
-    so each exercise is judged on its own.
+    (`depends`: (name, "<module>:<function>") pairs, each exercise's name and its reference
+    here) runs with those references in the learner's namespace, so each exercise is
+    judged on its own.
     """
-    invoke = _resolve(name) if name else plain_call
+    invoke = resolve(name) if name else plain_call
     if depends:
         invoke = _with_references(invoke, depends)
     return _at_full_precision(invoke) if frameworks else invoke
 
 
-def _resolve(name: str) -> Invoke:
-    module, function = split_name(name)
-    return getattr(importlib.import_module(f".{module}", __name__), function)
-
-
-def _with_references(invoke: Invoke, depends: tuple[str, ...]) -> Invoke:
+def _with_references(invoke: Invoke, depends: Depends) -> Invoke:
     """`invoke` with the reference of each dependency bound, for the call, to its name in
     the namespace where the learner's function was defined (the notebook's)."""
-    references = {name: reference(name) for name in depends}
+    references = {name: resolve(reference) for name, reference in depends}
 
     def with_references(fn: Invoke, *args: Any) -> Any:
         namespace = getattr(fn, "__globals__", None)

@@ -9,11 +9,13 @@ equals that wrong answer on every failing case seen, and each can be tested on i
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -54,8 +56,11 @@ class Exercise:
 
     Its parameters are written once, by the functions that have them: `signature` reads them
     from the first known mistake (a wrong learner function, with the learner's own
-    parameters), or, for an exercise with no mistakes, from its harness reference
-    (harness.REFERENCES). `returns` says in words what the function gives back.
+    parameters), or, for an exercise with no mistakes, from its reference implementation
+    (`reference_implementation`). `returns` says in words what the function gives back.
+    Everything the harness and the grader need of an exercise is declared here: adding one
+    is its solution cell and this declaration (docs/maintainer-guide.md, "Adding an
+    exercise").
     """
 
     name: str
@@ -80,24 +85,40 @@ class Exercise:
     # empty for a numpy exercise, where using either scores 0.
     frameworks: tuple[str, ...] = ()
     # Exercises this one calls (matmul_vjp calls unbroadcast): it is run with their reference
-    # implementations (harness.REFERENCES) in their place, so a wrong dependency costs its
-    # own exercise only, and the report says when the learner's is wrong.
+    # implementations (each one's `reference_implementation`) in their place, so a wrong
+    # dependency costs its own exercise only, and the report says when the learner's is wrong.
     depends_on: tuple[str, ...] = ()
+    # A correct version of this exercise's function in the harness package, "<module>:<function>"
+    # ("ch03:unbroadcast"): what the exercises that depend on this one run in its place (in the
+    # notebook and in the grader's child, which never sees this module). Needed when another
+    # exercise lists this one in `depends_on`, or when this one has no mistakes.
+    reference_implementation: str = ""
+    # Names the invoke looks up by string in the learner's namespace (`fn.__globals__`, e.g.
+    # ch02's `Tensor` and `add`): the grader's child runs only the statements the exercises
+    # need (grading/slicing.py), and these reads are invisible in the learner's code.
+    namespace_reads: tuple[str, ...] = ()
     # The grader's stored outputs of the mistakes on its hidden cases (refcache.KnownMistakes
     # via grading.prepare): known(mistake, case) gives them, or None to run the mistake.
     known: Callable[[Mistake, Case], Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        if self.invoke:  # a misspelt name fails when the exercise is declared
-            harness.split_name(self.invoke)
+        for key in ("invoke", "reference_implementation"):  # a misspelt name fails here
+            if getattr(self, key):
+                try:
+                    harness.split_name(getattr(self, key))
+                except ValueError as error:
+                    raise ValueError(f"Exercise {self.name}: {key}: {error}") from None
         if not self.chapter:
             object.__setattr__(self, "chapter", chapter_of(self.tf_reference.__module__))
-        unknown = set(self.depends_on) - set(harness.REFERENCES)
-        if unknown:
-            raise ValueError(f"{self.name} depends on {unknown}, which have no reference.")
-        if not self.mistakes and self.name not in harness.REFERENCES:
+        reads = self.namespace_reads
+        if not isinstance(reads, tuple) or not all(
+                isinstance(n, str) and n.isidentifier() for n in reads):
+            raise ValueError(f"Exercise {self.name}: namespace_reads is a tuple of names, "
+                             f"not {reads!r}.")
+        if not self.mistakes and not self.reference_implementation:
             raise ValueError(f"{self.name} has no mistake and no harness reference to take "
-                             "its parameters from: give it a known mistake.")
+                             "its parameters from: give it a known mistake, or declare its "
+                             "reference_implementation=\"chNN:<function>\".")
 
     @cached_property
     def signature(self) -> str:
@@ -109,12 +130,21 @@ class Exercise:
         harness reference of this exercise."""
         if self.mistakes:
             return self.mistakes[0].answer
-        return harness.reference(self.name)
+        return harness.resolve(self.reference_implementation)
+
+    def dependencies(self) -> harness.Depends:
+        """The exercises this one calls, each with the reference implementation it declares:
+        ((name, "<module>:<function>"), ...), what the harness runs in their place."""
+        from autograder.exercises import EXERCISES  # they import this module
+
+        return tuple((name, EXERCISES[name].reference_implementation)
+                     for name in self.depends_on)
 
     def invoker(self) -> Callable[..., Any]:
         """The `invoke` function, at full precision when a framework is allowed: the grader's
-        child resolves it by the same name, with the same frameworks."""
-        return harness.invoker(self.invoke, self.frameworks, self.depends_on)
+        child resolves it by the same name, with the same frameworks and dependencies
+        (program.json)."""
+        return harness.invoker(self.invoke, self.frameworks, self.dependencies())
 
     def run_mistake(self, mistake: Mistake, case: Case) -> Any:
         """The mistake's outputs on this case, exactly as a learner's function would give them
@@ -160,6 +190,79 @@ class Exercise:
             if key in self.hints_by_kind:
                 return self.hints_by_kind[key]
         return GENERIC_HINTS.get(mismatch.kind, "")
+
+
+def declaration_problems(exercises: Iterable[Exercise], read_harness: bool = True
+                         ) -> list[str]:
+    """What the exercises' declarations lack, each naming the exercise and the field to add
+    ([] when complete): an exercise in `depends_on` that is not one of `exercises` or declares
+    no `reference_implementation`; and, with `read_harness`, an `invoke` or
+    `reference_implementation` naming no function of the harness package, or an invoke that
+    reads the learner's namespace (`__globals__`) for an exercise without `namespace_reads`.
+    The harness is read as source, never imported (its modules import TensorFlow or JAX)."""
+    exercises = list(exercises)
+    by_name = {exercise.name: exercise for exercise in exercises}
+    problems = []
+    for exercise in exercises:
+        for name in exercise.depends_on:
+            other = by_name.get(name)
+            if other is None:
+                problems.append(f"Exercise {exercise.name}: depends_on names {name!r}, which is "
+                                "no exercise of the course: fix depends_on.")
+            elif not other.reference_implementation:
+                problems.append(
+                    f"Exercise {name}: {exercise.name} depends on it, but it declares no "
+                    f"reference_implementation: add reference_implementation=\"ch{other.chapter}"
+                    f":{name}\" to {name}'s Exercise (a correct {name} in "
+                    f"autograder/harness/ch{other.chapter}.py).")
+        if not read_harness:
+            continue
+        for key in ("invoke", "reference_implementation"):
+            named = getattr(exercise, key)
+            if named and (problem := _harness_function_problem(named)):
+                problems.append(f"Exercise {exercise.name}: {key}={named!r} {problem}")
+        if exercise.invoke and _reads_namespace(exercise.invoke) and not exercise.namespace_reads:
+            problems.append(
+                f"Exercise {exercise.name}: its invoke {exercise.invoke!r} looks names up in the "
+                "learner's namespace (fn.__globals__): declare them with namespace_reads=(...), "
+                "or the grader's child may not define them.")
+    return problems
+
+
+def _harness_function_problem(named: str) -> str:
+    module, function = harness.split_name(named)
+    definitions = _harness_definitions(module)
+    if definitions is None:
+        return f"names autograder/harness/{module}.py, which does not exist."
+    if function not in definitions:
+        return (f"names no function {function} in autograder/harness/{module}.py: define it "
+                "there (harness code) or fix the name.")
+    return ""
+
+
+def _reads_namespace(named: str) -> bool:
+    module, function = harness.split_name(named)
+    return "__globals__" in (_harness_definitions(module) or {}).get(function, "")
+
+
+@cache
+def _harness_definitions(module: str) -> dict[str, str] | None:
+    """The top-level names a harness module defines, each with its source (a function's
+    body; "" for a name assigned or imported); None when there is no such module."""
+    path = Path(harness.__file__).parent / f"{module}.py"
+    if not path.is_file():
+        return None
+    source = path.read_text(encoding="utf-8")
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found[node.name] = ast.get_source_segment(source, node) or ""
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.update({t.id: "" for t in targets if isinstance(t, ast.Name)})
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found.update({(a.asname or a.name).split(".")[0]: "" for a in node.names})
+    return found
 
 
 def learner_function(name: str, parameters: str, body: Callable[..., Any]

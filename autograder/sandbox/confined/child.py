@@ -305,12 +305,13 @@ def _as_static(value):
 
 
 def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...],
-             depends: tuple[str, ...] = ()):
+             depends: tuple[tuple[str, str], ...] = ()):
     """The exercise's way of calling the learner's function: its invoke, named by the grader,
     resolved as the notebook check resolves it. `allowed` is this child's frameworks, which
     are the exercise's own (the grader groups exercises by them), so a framework exercise
-    runs at full precision here as in the notebook; `depends` names the exercises it calls,
-    which it runs with their references, as in the notebook.
+    runs at full precision here as in the notebook; `depends` pairs each exercise it calls
+    with its reference in the harness ("ch03:unbroadcast", declared on that exercise and
+    written by the grader), which it runs in their place, as in the notebook.
 
     If it cannot even be set up (say the learner's cells broke an import), every case
     reports that error instead of the child dying.
@@ -353,7 +354,8 @@ def run_exercise(
         try:
             invoke = _invoker(harness, program.get("invoke", {}).get(name, ""),
                               tuple(program.get("allowed", [])),
-                              tuple(program.get("depends", {}).get(name, [])))
+                              tuple((str(dependency), str(reference)) for dependency, reference
+                                    in program.get("depends", {}).get(name, [])))
             for index, case_params in enumerate(params):
                 args = _case_args(index, arguments, case_params, arrays_in)
                 try:
