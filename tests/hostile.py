@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import numpy as np
 
-from autograder.sandbox.sandbox import DISK_LIMIT, FILE_SIZE_LIMIT, INODE_LIMIT
+from autograder.sandbox.children import FILE_SIZE_LIMIT
+from autograder.sandbox.submission_folders import DISK_LIMIT, INODE_LIMIT
 
 from .submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
 

@@ -90,12 +90,12 @@ STATE_CELLS = [
 def serve_cells(tmp_path, cells: list[str]) -> dict:
     """Run a JAX round's child (the grader's own copied files, its real entry point) on these
     cells, without confinement, and return the STATE they wrote."""
-    from autograder.sandbox import sandbox
+    from autograder.sandbox import submission_folders
 
     ctrl, out = tmp_path / "ctrl", tmp_path / "out"
     ctrl.mkdir()
     out.mkdir()
-    sandbox.install_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, out, None))
+    submission_folders.install_child_files(submission_folders.Folders(tmp_path, ctrl, tmp_path, out, None))
     program = {"cells": [f"OUT = {str(out)!r}\n", *cells], "exercises": [], "out": str(out),
                "allowed": ["jax"], "time_limit": 60,
                "confine": {"limits": {"memory": 8 << 30, "cpu_seconds": 300,

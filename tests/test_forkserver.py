@@ -22,7 +22,7 @@ import nbformat
 import pytest
 
 from autograder.exercises import for_chapter
-from autograder.sandbox import forkserver, sandbox
+from autograder.sandbox import children, errors, forkserver, sandbox
 from autograder.sandbox.confined import confine
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,22 +139,22 @@ def test_a_jax_chapter_forks_from_its_own_server(tmp_path):
 
 def test_bubblewrap_mode_and_the_fork_server_exclude_each_other(monkeypatch):
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
-    with pytest.raises(sandbox.SandboxUnavailable, match="exclude each other"):
+    with pytest.raises(errors.SandboxUnavailable, match="exclude each other"):
         sandbox.detect("bubblewrap", fork=True)
 
 
 def test_the_fork_server_is_refused_without_landlock(monkeypatch):
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
     monkeypatch.setattr(confine, "landlock_abi", lambda: 0)
-    with pytest.raises(sandbox.SandboxUnavailable, match="--fork-server needs Landlock"):
+    with pytest.raises(errors.SandboxUnavailable, match="--fork-server needs Landlock"):
         sandbox.detect("auto", fork=True)
 
 
 def test_the_fork_server_is_refused_without_its_own_uid_or_seccomp(monkeypatch):
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
     monkeypatch.setattr(confine, "seccomp_available", lambda: False)
-    monkeypatch.setattr(sandbox, "_reserve_uid_slots", lambda found, jobs: None)
-    with pytest.raises(sandbox.SandboxUnavailable, match="seccomp"):
+    monkeypatch.setattr(sandbox, "reserve_uid_slots", lambda found, jobs: None)
+    with pytest.raises(errors.SandboxUnavailable, match="seccomp"):
         sandbox.detect("auto", fork=True)
 
 
@@ -163,7 +163,7 @@ def test_a_started_childs_exit_signal_is_readable_once_it_exits_and_not_before()
     is seen to exit at once, not at the next 0.1 s timeout (once per round of a batch)."""
     process = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdout.close(); "
                                 "time.sleep(30)"], stdout=subprocess.PIPE)
-    signal_fd = sandbox._exit_signal(process)
+    signal_fd = children._exit_signal(process)
     try:
         assert signal_fd is not None, "no pidfd on this kernel: the timeout is the fallback"
         assert not select.select([signal_fd], [], [], 0.2)[0]
@@ -185,7 +185,7 @@ def test_a_forked_childs_exit_signal_is_its_monitors_status_pipe():
     try:
         os.write(status_write, b"4242\n")
         assert child.read_pid(time.monotonic() + 5) == 4242
-        assert sandbox._exit_signal(child) == status_read
+        assert children._exit_signal(child) == status_read
         assert not select.select([status_read], [], [], 0)[0] and child.poll() is None
         os.write(status_write, b"3\n")  # the monitor reports the exit code
         assert select.select([status_read], [], [], 5)[0] and child.poll() == 3

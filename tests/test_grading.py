@@ -39,7 +39,7 @@ from autograder.grading.verdicts import (
     validated_report,
 )
 from autograder.judging.cases import Case
-from autograder.sandbox import capacity, sandbox
+from autograder.sandbox import capacity, children, errors, sandbox
 from autograder.sandbox.confined import confine
 
 from .submissions import ROOT, write_all
@@ -178,7 +178,7 @@ def test_nothing_to_grade_is_an_error_exit(tmp_path):
 def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
     """With only rlimits (--unsafe-no-sandbox), the child still dies alone."""
     assignment = prepare("03", seed=int(SEED))
-    limits = sandbox.Limits(per_exercise=3, per_submission=8)
+    limits = children.Limits(per_exercise=3, per_submission=8)
     run = GradingRun(int(SEED), limits, sandbox.Sandbox(unsafe=True),
                              {"03": assignment}, "03")
     for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
@@ -190,7 +190,7 @@ def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
 def test_grader_refuses_without_any_isolation(monkeypatch):
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: None)
     monkeypatch.setattr(confine, "landlock_abi", lambda: 0)
-    with pytest.raises(sandbox.SandboxUnavailable, match="--unsafe-no-sandbox"):
+    with pytest.raises(errors.SandboxUnavailable, match="--unsafe-no-sandbox"):
         sandbox.detect("auto")
     unsafe = sandbox.detect("auto", unsafe=True)
     assert "UNSAFE: graded with --unsafe-no-sandbox" in unsafe.layers()
@@ -419,7 +419,7 @@ def test_a_part_pays_a_framework_start_up_only_where_it_must():
 def test_a_lone_submission_runs_its_exercises_in_parts_at_once(batch, monkeypatch):
     assignment = prepare("03", int(SEED), batch["cache"])
     spare = SpareSlots(1)
-    run = GradingRun(int(SEED), sandbox.Limits(per_exercise=10, per_submission=30),
+    run = GradingRun(int(SEED), children.Limits(per_exercise=10, per_submission=30),
                              sandbox.Sandbox(unsafe=True), {"03": assignment}, "03",
                              spare=spare)
     both_running = threading.Barrier(2, timeout=20)  # broken unless two parts overlap
@@ -447,11 +447,11 @@ def test_every_slot_is_idle_again_when_the_batch_ends(monkeypatch, tmp_path):
         return SubmissionResult(submission.path, submission.stem, "03")
 
     monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
-    run = GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    run = GradingRun(1, children.Limits(), sandbox.Sandbox(unsafe=True), {})
     submissions = read_submissions([tmp_path / f"{n}.ipynb" for n in range(4)])
     batch_module.run_all(run, tmp_path, submissions, jobs=3)
     assert run.spare.take(10) == 3
-    lone = GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    lone = GradingRun(1, children.Limits(), sandbox.Sandbox(unsafe=True), {})
     batch_module.run_all(lone, tmp_path, submissions[:1], jobs=3)
     assert seen[-1] == 2 and lone.spare.take(10) == 3  # a lone submission may use 2 more
 
@@ -475,7 +475,7 @@ def test_submissions_with_more_answers_start_first_and_keep_their_places(monkeyp
         return SubmissionResult(submission.path, submission.stem, "03")
 
     monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
-    run = GradingRun(1, sandbox.Limits(), sandbox.Sandbox(unsafe=True), {})
+    run = GradingRun(1, children.Limits(), sandbox.Sandbox(unsafe=True), {})
     results = batch_module.run_all(run, tmp_path, submissions, jobs=1)
     assert started[0] == "answered.ipynb"
     assert [r.path for r in results] == paths

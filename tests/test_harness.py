@@ -18,7 +18,7 @@ from autograder.exercises import EXERCISES
 from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
 from autograder.judging.cases import Case
 from autograder.judging.engine import call_learner
-from autograder.sandbox import sandbox
+from autograder.sandbox import submission_folders
 
 HARNESS = Path(harness.__file__).parent
 ALLOWED_IMPORTS = {"numpy", "jax", "tensorflow"}  # besides the standard library
@@ -112,7 +112,7 @@ print("ok")
 def test_the_child_imports_the_harness_the_grader_copied_and_nothing_of_the_grader(tmp_path):
     ctrl = tmp_path / "ctrl"
     ctrl.mkdir()
-    sandbox.install_child_files(sandbox.Box(tmp_path, ctrl, tmp_path, tmp_path, None))
+    submission_folders.install_child_files(submission_folders.Folders(tmp_path, ctrl, tmp_path, tmp_path, None))
     assert sorted(p.name for p in (ctrl / "harness").iterdir()) == sorted(
         p.name for p in HARNESS.glob("*.py"))
     done = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(CHILD_SCRIPT), str(ctrl)],

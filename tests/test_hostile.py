@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import sandbox
+from autograder.sandbox import sandbox, submission_folders
 from autograder.sandbox.confined import confine
 
 from .hostile import SOLUTION, write_corpus
@@ -199,7 +199,7 @@ def test_a_submission_that_fills_its_folder_loses_what_that_cost_only(graded):
     exercise that filled it scores 0, the other runs again in fresh folders and keeps its
     point; cells that fill it cost every exercise."""
     table = rows(graded)
-    limit = f"{sandbox.DISK_LIMIT // 1024**2} MiB"
+    limit = f"{submission_folders.DISK_LIMIT // 1024**2} MiB"
     for name, exercise in (("fills_its_folder", "unbroadcast"), ("disk_hog", "")):
         row = table[f"{name}.ipynb"]
         assert not row["grading_error"], row

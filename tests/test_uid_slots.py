@@ -15,24 +15,24 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import sandbox
+from autograder.sandbox import errors, uid_slots
 
 
 def test_two_claims_get_disjoint_uids(tmp_path: Path) -> None:
-    first, first_locks = sandbox.claim_uids(2, tmp_path)
-    second, second_locks = sandbox.claim_uids(2, tmp_path)
+    first, first_locks = uid_slots.claim_uids(2, tmp_path)
+    second, second_locks = uid_slots.claim_uids(2, tmp_path)
     try:
-        assert first == [sandbox.UID_BASE, sandbox.UID_BASE + 1]
+        assert first == [uid_slots.UID_BASE, uid_slots.UID_BASE + 1]
         assert len(second) == 2 and not set(first) & set(second)
     finally:
-        sandbox.release_uids(first_locks + second_locks)
+        uid_slots.release_uids(first_locks + second_locks)
 
 
 def test_released_uids_can_be_claimed_again(tmp_path: Path) -> None:
-    uids, locks = sandbox.claim_uids(1, tmp_path)
-    sandbox.release_uids(locks)
-    again, again_locks = sandbox.claim_uids(1, tmp_path)
-    sandbox.release_uids(again_locks)
+    uids, locks = uid_slots.claim_uids(1, tmp_path)
+    uid_slots.release_uids(locks)
+    again, again_locks = uid_slots.claim_uids(1, tmp_path)
+    uid_slots.release_uids(again_locks)
     assert again == uids
 
 
@@ -40,17 +40,17 @@ def test_another_process_holding_a_uid_is_respected(tmp_path: Path) -> None:
     """The lock is seen across processes: a second grader skips the uid the first holds."""
     holder = subprocess.Popen(
         [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from autograder.sandbox import sandbox; "
-         f"sandbox.claim_uids(1, Path({str(tmp_path)!r})); print('held', flush=True); "
+         "import sys, time; from pathlib import Path; from autograder.sandbox import uid_slots; "
+         f"uid_slots.claim_uids(1, Path({str(tmp_path)!r})); print('held', flush=True); "
          "sys.stdin.read()"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
     )
     try:
         assert holder.stdout.readline().strip() == "held"
-        uids, locks = sandbox.claim_uids(1, tmp_path)
-        sandbox.release_uids(locks)
-        assert uids == [sandbox.UID_BASE + 1]
+        uids, locks = uid_slots.claim_uids(1, tmp_path)
+        uid_slots.release_uids(locks)
+        assert uids == [uid_slots.UID_BASE + 1]
     finally:
         holder.communicate("")
 
@@ -60,8 +60,8 @@ def test_a_lock_folder_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
     target.mkdir()
     link = tmp_path / "locks"
     link.symlink_to(target)
-    with pytest.raises(sandbox.SandboxFailure, match="not this grader's own folder"):
-        sandbox.claim_uids(1, link)
+    with pytest.raises(errors.SandboxFailure, match="not this grader's own folder"):
+        uid_slots.claim_uids(1, link)
 
 
 
@@ -76,8 +76,8 @@ def test_a_slot_uid_reaches_a_shared_folder_but_not_one_inside_a_private_one():
         (top / "shared").mkdir(mode=0o711)
         (top / "private" / "tmp").mkdir(parents=True)
         (top / "private").chmod(0o700)
-        assert sandbox._uid_can_reach(sandbox.UID_BASE, str(top / "shared"))
-        assert not sandbox._uid_can_reach(sandbox.UID_BASE, str(top / "private" / "tmp"))
+        assert uid_slots._uid_can_reach(uid_slots.UID_BASE, str(top / "shared"))
+        assert not uid_slots._uid_can_reach(uid_slots.UID_BASE, str(top / "private" / "tmp"))
     finally:
         shutil.rmtree(top)
 
@@ -86,14 +86,14 @@ def test_a_slot_uid_reaches_a_shared_folder_but_not_one_inside_a_private_one():
 def test_killing_a_uid_does_not_wait_for_its_zombies(monkeypatch):
     """The child the grader just started as a slot uid is a zombie until the grader reaps it:
     kill_uid must not wait for it (it waited 20 x 0.05 s, a second of every round)."""
-    uid = sandbox.UID_BASE + sandbox.UID_RANGE - 1  # the last slot: no grader here holds it
+    uid = uid_slots.UID_BASE + uid_slots.UID_RANGE - 1  # the last slot: no grader here holds it
     process = subprocess.Popen(["/bin/true"], user=uid, group=uid, extra_groups=[], cwd="/")
     try:
-        while not sandbox._zombie(process.pid):  # exited, not yet reaped
+        while not uid_slots._zombie(process.pid):  # exited, not yet reaped
             os.sched_yield()
         naps: list[float] = []
-        monkeypatch.setattr(sandbox.time, "sleep", naps.append)
-        sandbox.kill_uid(uid)
+        monkeypatch.setattr(uid_slots.time, "sleep", naps.append)
+        uid_slots.kill_uid(uid)
         assert naps == []
     finally:
         process.wait()

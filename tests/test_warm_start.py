@@ -1,5 +1,5 @@
 """`grade` starts a framework chapter's first children before it imports itself (early.py,
-sandbox.WarmChild), and a submission whose exercises all need one framework runs them in
+warm_children.WarmChild), and a submission whose exercises all need one framework runs them in
 worker processes of one child (child.fork_workers), which imports the framework once.
 
 What must hold: the verdicts are those of fresh children; a warm child serves only a round
@@ -27,7 +27,7 @@ from autograder.grading import parts, preparation, rounds
 from autograder.grading import start as early
 from autograder.grading.parts import parts_and_workers
 from autograder.grading.warm_groups import warm_groups
-from autograder.sandbox import sandbox
+from autograder.sandbox import children, sandbox, warm_children
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION_05 = ROOT / "solutions" / "05_custom_derivatives_jax.ipynb"
@@ -127,7 +127,7 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
     `grade` does: (its results by exercise, how its children ran, the workers asked for)."""
     ran = {"warm": 0, "fresh": 0}
     workers_asked: list = []
-    run_warm, run_fresh = sandbox.WarmChild.run, sandbox.run_child
+    run_warm, run_fresh = warm_children.WarmChild.run, children.run_child
     round_workers = parts.round_workers
 
     def warm(self, *args, **kwargs):
@@ -142,8 +142,8 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
         workers_asked.append(round_workers(*args))
         return workers_asked[-1]
 
-    monkeypatch.setattr(sandbox.WarmChild, "run", warm)
-    monkeypatch.setattr(sandbox, "run_child", fresh)
+    monkeypatch.setattr(warm_children.WarmChild, "run", warm)
+    monkeypatch.setattr(children, "run_child", fresh)
     monkeypatch.setattr(rounds, "round_workers", asked)
     arguments = {"submissions": [path], "out": out, "jobs": 2, "sandbox_mode": "auto",
                  "unsafe_no_sandbox": False, "reference_cache": path.parent / "cache",

@@ -20,7 +20,7 @@ from autograder.grading.parts import SpareSlots
 from autograder.judging import references
 from autograder.judging.cases import Case, draw_cases, grading_profile
 from autograder.judging.exercise import Exercise, Mistake, Outputs, Raised
-from autograder.sandbox import sandbox
+from autograder.sandbox import children, sandbox, submission_folders
 from autograder.sandbox.confined import child
 
 
@@ -147,12 +147,12 @@ def _save_quietly(path: Path, cases: dict[str, list[Case]],
 
 
 
-def write_inputs(box: sandbox.Box, name: str, files: tuple[bytes, str]) -> None:
+def write_inputs(folders: submission_folders.Folders, name: str, files: tuple[bytes, str]) -> None:
     npz, meta = files
-    (box.ctrl / f"inputs_{name}.npz").write_bytes(npz)
-    (box.ctrl / f"inputs_{name}.json").write_text(meta)
+    (folders.ctrl / f"inputs_{name}.npz").write_bytes(npz)
+    (folders.ctrl / f"inputs_{name}.json").write_text(meta)
     for suffix in ("npz", "json"):
-        sandbox.share_read_only(box, box.ctrl / f"inputs_{name}.{suffix}")
+        submission_folders.share_read_only(folders, folders.ctrl / f"inputs_{name}.{suffix}")
 
 
 
@@ -184,7 +184,7 @@ class GradingRun:
     """
 
     seed: int
-    limits: sandbox.Limits
+    limits: children.Limits
     sandbox: sandbox.Sandbox
     assignments: dict[str, Assignment]
     assignment: str | None = None

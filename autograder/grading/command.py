@@ -25,7 +25,7 @@ from autograder.grading.grade import SubmissionResult, grade_submission, new_see
 from autograder.grading.preparation import prepare_first_time
 from autograder.grading.results import print_summary, write_gradebook, write_submission
 from autograder.grading.submissions import Submission
-from autograder.sandbox import sandbox
+from autograder.sandbox import children, sandbox
 
 
 def chapters_needed(submissions: list[Submission], assignment: str | None) -> set[str]:
@@ -91,7 +91,7 @@ def _grade_with(started: starting.Start, out: Path, seed: int | None, timeout: f
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
     prepare_first_time(found, assignments, seed, reference_cache)
-    limits = sandbox.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
+    limits = children.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
     run = GradingRun(seed, limits, found, assignments, assignment, tuple(found.layers()))
     results = run_all(run, out, submissions, jobs)
     write_gradebook(out, results)

@@ -15,7 +15,7 @@ from autograder.grading.assignment import Assignment, GradingRun, prepare, save_
 from autograder.grading.grade import grade_submission
 from autograder.grading.submissions import clean_stem, read_submission
 from autograder.grading.warm_groups import warm_groups
-from autograder.sandbox import sandbox
+from autograder.sandbox import children, sandbox
 
 
 def prepare_first_time(found: sandbox.Sandbox, assignments: dict[str, Assignment], seed: int,
@@ -98,7 +98,7 @@ def warm_compile_cache(assignments: dict[str, Assignment], seed: int,
     folder.mkdir(parents=True, exist_ok=True)
     trusted = sandbox.Sandbox(unsafe=True, compile_cache=str(folder),
                               compile_cache_writable=True)
-    run = GradingRun(seed, sandbox.Limits(per_exercise=120, per_submission=600), trusted,
+    run = GradingRun(seed, children.Limits(per_exercise=120, per_submission=600), trusted,
                      assignments)
     status = 0
     for path in notebooks:

@@ -16,29 +16,30 @@ from autograder.grading.assignment import Assignment, GradingRun, write_inputs
 from autograder.grading.parts import round_workers
 from autograder.grading.verdicts import ExerciseResult, exercise_result, judge_outputs, read_outputs
 from autograder.judging.exercise import Exercise
-from autograder.sandbox import sandbox
+from autograder.sandbox import children, errors, sandbox, submission_folders, warm_children
 from autograder.sandbox.confined import child
 
 
 @dataclass
-class Run:
-    """One submission's run: its sandbox, folders and single deadline across all rounds."""
+class Part:
+    """Some of one submission's exercises, run in folders of their own: its sandbox, folders
+    and the submission's single deadline across all rounds."""
 
     sandbox: sandbox.Sandbox
-    box: sandbox.Box
-    limits: sandbox.Limits
+    folders: submission_folders.Folders
+    limits: children.Limits
     deadline: float
     exercise_cells: frozenset[int] = frozenset()
     rounds: int = 0
-    # A warm child started in this box for its first round (sandbox.WarmChild), until used.
-    warm: sandbox.WarmChild | None = None
+    # A warm child started in these folders for its first round, until used.
+    warm: warm_children.WarmChild | None = None
     # Exercises that the child's workers run at once, one list per worker (else all in one).
     workers: list[list[str]] = field(default_factory=list)
 
 
 
 def _run_rounds(
-    run: Run, assignment: Assignment, cells: list[str], exercises: list[Exercise],
+    part: Part, assignment: Assignment, cells: list[str], exercises: list[Exercise],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     """Run children until every exercise has a verdict; a crash costs one exercise only.
 
@@ -51,30 +52,30 @@ def _run_rounds(
     for exercise in exercises:
         groups.setdefault(tuple(sorted(exercise.frameworks)), []).append(exercise)
     for allowed, exercises in groups.items():
-        group_results, problems = _run_group(run, assignment, exercises, allowed, cells)
+        group_results, problems = _run_group(part, assignment, exercises, allowed, cells)
         results.update(group_results)
         cell_problems = cell_problems or problems
     return results, cell_problems
 
 
 
-def _write_program(run: Run, round_box: sandbox.Box, names: list[str],
+def _write_program(part: Part, round_folders: submission_folders.Folders, names: list[str],
                    by_name: dict[str, Exercise], allowed: tuple[str, ...],
                    cells: list[str]) -> dict:
     """program.json for this round; returns it."""
-    limits = sandbox.child_limits(run.limits, frameworks=bool(allowed))
+    limits = children.child_limits(part.limits, frameworks=bool(allowed))
     reads = [n for name in names for n in by_name[name].namespace_reads]
-    needed = slicing.needed_cells(cells, set(run.exercise_cells), names + reads)
-    program = {"cells": needed, "exercises": names, "time_limit": run.limits.per_exercise,
-               "out": str(round_box.out), "allowed": child_frameworks(allowed, needed),
-               "confine": sandbox.confinement_plan(run.sandbox, round_box, limits),
+    needed = slicing.needed_cells(cells, set(part.exercise_cells), names + reads)
+    program = {"cells": needed, "exercises": names, "time_limit": part.limits.per_exercise,
+               "out": str(round_folders.out), "allowed": child_frameworks(allowed, needed),
+               "confine": children.confinement_plan(part.sandbox, round_folders, limits),
                "invoke": {name: by_name[name].invoke for name in names},
-               "workers": round_workers(run.workers, names),
+               "workers": round_workers(part.workers, names),
                "depends": {name: [list(pair) for pair in by_name[name].dependencies()]
                            for name in names}}
-    path = run.box.ctrl / "program.json"
+    path = part.folders.ctrl / "program.json"
     path.write_text(json.dumps(program))
-    sandbox.share_read_only(run.box, path)
+    submission_folders.share_read_only(part.folders, path)
     return program
 
 
@@ -90,7 +91,7 @@ def child_frameworks(allowed: tuple[str, ...], cells: list[str]) -> list[str]:
 
 
 def _run_group(
-    run: Run, assignment: Assignment, exercises: list[Exercise], allowed: tuple[str, ...],
+    part: Part, assignment: Assignment, exercises: list[Exercise], allowed: tuple[str, ...],
     cells: list[str],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     results: dict[str, ExerciseResult] = {}
@@ -98,22 +99,23 @@ def _run_group(
     remaining = [e.name for e in exercises]
     cell_problems: list[dict] = []
     while remaining:
-        warm = _usable_warm_child(run, allowed, cells)
+        warm = _usable_warm_child(part, allowed, cells)
         if warm is None:
-            run.rounds += 1
-        round_box = warm.box if warm else sandbox.fresh_round(run.box, run.rounds)
-        program = _write_program(run, round_box, remaining, by_name, allowed, cells)
+            part.rounds += 1
+        round_folders = warm.first_round if warm else submission_folders.fresh_round(
+            part.folders, part.rounds)
+        program = _write_program(part, round_folders, remaining, by_name, allowed, cells)
         # A fork server imported its framework before any submission: code that sets the
         # environment first (JAX_ENABLE_X64) gets a fresh child that imports after it.
-        outcome = warm.run(run.deadline, run.sandbox) if warm else sandbox.run_child(
-            run.sandbox, round_box, run.deadline, tuple(program["allowed"]),
+        outcome = warm.run(part.deadline, part.sandbox) if warm else children.run_child(
+            part.sandbox, round_folders, part.deadline, tuple(program["allowed"]),
             forked=not child.sets_environment(program["cells"]))
         if not outcome.started:
-            raise sandbox.SandboxFailure(_launcher_message(outcome))
-        cell_problems = _read_cell_problems(round_box.out) or cell_problems
+            raise errors.SandboxFailure(_launcher_message(outcome))
+        cell_problems = _read_cell_problems(round_folders.out) or cell_problems
         progressed = False
         for name in list(remaining):
-            verdict = _verdict(by_name[name], assignment, round_box.out, outcome)
+            verdict = _verdict(by_name[name], assignment, round_folders.out, outcome)
             if verdict is None:
                 continue
             results[name] = verdict
@@ -128,12 +130,12 @@ def _run_group(
 
 
 
-def _usable_warm_child(run: Run, allowed: tuple[str, ...], cells: list[str]
-                       ) -> sandbox.WarmChild | None:
-    """The box's warm child, for its first round only, when it imported what this round
+def _usable_warm_child(part: Part, allowed: tuple[str, ...], cells: list[str]
+                       ) -> warm_children.WarmChild | None:
+    """The part's warm child, for its first round only, when it imported what this round
     allows and the code does not set the environment the framework reads at import (as for a
     fork server); otherwise it is stopped, and the round starts a fresh child."""
-    warm, run.warm = run.warm, None
+    warm, part.warm = part.warm, None
     if warm is None:
         return None
     if warm.allowed == tuple(child_frameworks(allowed, cells)) and not child.sets_environment(
@@ -145,7 +147,7 @@ def _usable_warm_child(run: Run, allowed: tuple[str, ...], cells: list[str]
 
 
 def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
-             outcome: sandbox.ChildResult) -> ExerciseResult | None:
+             outcome: children.ChildResult) -> ExerciseResult | None:
     """The exercise's result from this round, or None when the child never reached it: an
     exercise whose whole report was written is judged on it, even where the child filled its
     folder later, and one never reached runs in the next round's fresh folders."""
@@ -160,7 +162,7 @@ def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
 
 
 
-def _launcher_message(outcome: sandbox.ChildResult) -> str:
+def _launcher_message(outcome: children.ChildResult) -> str:
     return (f"the sandbox did not start (exit code {outcome.returncode}, timed out: "
             f"{outcome.timed_out}); launcher output: {outcome.launcher_output[-800:]}")
 
@@ -179,7 +181,7 @@ def _read_cell_problems(out: Path) -> list[dict]:
 
 
 
-def _death_message(name: str, outcome: sandbox.ChildResult) -> str:
+def _death_message(name: str, outcome: children.ChildResult) -> str:
     if outcome.timed_out:
         return f"`{name}` was stopped at the time limit for the whole submission."
     if outcome.disk_exceeded:
@@ -194,11 +196,12 @@ def _death_message(name: str, outcome: sandbox.ChildResult) -> str:
 
 
 def _disk_limit() -> str:
-    return f"{sandbox.DISK_LIMIT // 1024**2} MiB and {sandbox.INODE_LIMIT} files"
+    limit = submission_folders.DISK_LIMIT // 1024**2
+    return f"{limit} MiB and {submission_folders.INODE_LIMIT} files"
 
 
 
-def _cells_died_message(outcome: sandbox.ChildResult) -> str:
+def _cells_died_message(outcome: children.ChildResult) -> str:
     if outcome.timed_out:
         return "The notebook's cells did not finish within the time limit (an endless loop?)."
     if outcome.disk_exceeded:
@@ -215,23 +218,24 @@ def run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exerci
               cells: list[str], exercise_cells: set[int], deadline: float,
               workers: list[list[str]] | None = None,
               ) -> tuple[dict[str, ExerciseResult], list[dict]]:
-    """Some of a submission's exercises, in a box of their own: parts of one submission run
+    """Some of a submission's exercises, in folders of their own: parts of one submission run
     at once and never share a process or a folder, nor a uid where the grader has uid slots
     (end_processes kills a round's whole uid). `workers`: the exercises the child's worker
     processes run at once (child.fork_workers)."""
     warm = grading.sandbox.take_warm(tuple(sorted(exercises[0].frameworks)))
-    with _part_box(grading.sandbox, warm) as folders:
+    with _part_folders(grading.sandbox, warm) as folders:
         for exercise in exercises:
             write_inputs(folders, exercise.name, assignment.input_files(exercise.name))
-        run = Run(grading.sandbox, folders, grading.limits, deadline, frozenset(exercise_cells),
+        part = Part(grading.sandbox, folders, grading.limits, deadline, frozenset(exercise_cells),
                   rounds=1 if warm else 0, warm=warm, workers=workers or [])
-        return _run_rounds(run, assignment, cells, exercises)
+        return _run_rounds(part, assignment, cells, exercises)
 
 
 
 @contextlib.contextmanager
-def _part_box(box: sandbox.Sandbox, warm: sandbox.WarmChild | None) -> Iterator[sandbox.Box]:
-    """The warm child's folders (its first round's are made already), or a new box with the
+def _part_folders(found: sandbox.Sandbox, warm: warm_children.WarmChild | None
+                  ) -> Iterator[submission_folders.Folders]:
+    """The warm child's folders (its first round's are made already), or new folders with the
     child's files in it."""
     if warm is not None:
         try:
@@ -239,6 +243,6 @@ def _part_box(box: sandbox.Sandbox, warm: sandbox.WarmChild | None) -> Iterator[
         finally:
             warm.close()
         return
-    with sandbox.submission_box(box) as folders:
-        sandbox.install_child_files(folders)
+    with submission_folders.for_submission(found) as folders:
+        submission_folders.install_child_files(folders)
         yield folders

@@ -5,7 +5,7 @@ Grading one TensorFlow or JAX submission is mostly its children importing the fr
 (TensorFlow: about 1.5 s each). Importing the grader proper (numpy, Hypothesis, every
 chapter's exercises) and reading the references takes about 0.3 s more, which a child
 started after it would wait out. So `grade` reads its submissions, decides the sandbox and
-starts warm children (sandbox.WarmChild) first, with the standard library, the sandbox
+starts warm children (warm_children.WarmChild) first, with the standard library, the sandbox
 package and submissions.py only, and imports the rest while they import their framework.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.grading import cache_folders
 from autograder.grading.submissions import Submission, read_submissions
 from autograder.grading.warm_groups import warm_groups
-from autograder.sandbox import capacity, sandbox
+from autograder.sandbox import capacity, errors, sandbox
 
 
 @dataclass
@@ -50,7 +50,7 @@ def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode:
             sandbox.allow_fork_server_if_possible(found, sandbox_mode)
         compiled = cache_folders.compile_cache(reference_cache)
         found.compile_cache = str(compiled) if compiled.is_dir() else None
-    except (OSError, sandbox.SandboxUnavailable) as error:
+    except (OSError, errors.SandboxUnavailable) as error:
         return Start(read, jobs, None, f"Cannot grade: {error}")
     start_warm_children(found, read, assignment, jobs)
     return Start(read, jobs, found)
@@ -88,7 +88,7 @@ def start_warm_children(found: sandbox.Sandbox, submissions: list[Submission],
     chapters = chapters_named(submissions, assignment)
     if len(chapters) != 1 or (allowed := warm_groups().get(chapters.pop() or "")) is None:
         return 0
-    with contextlib.suppress(OSError, sandbox.SandboxFailure):
+    with contextlib.suppress(OSError, errors.SandboxFailure):
         if found.fork:
             found.fork_server(allowed)
         else:

@@ -1,0 +1,288 @@
+"""Running one child: its environment and limits, the bubblewrap command or the fork server,
+its supervision to the deadline, and the end of every process it started."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autograder.sandbox import forkserver
+from autograder.sandbox.errors import SandboxFailure
+from autograder.sandbox.submission_folders import Folders, filled, over_disk_quota, readable_roots
+from autograder.sandbox.uid_slots import kill_uid, pids, stat_fields
+
+if TYPE_CHECKING:
+    from autograder.sandbox.sandbox import Sandbox
+
+MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
+
+
+FILE_SIZE_LIMIT = 64 * 1024**2
+
+
+FRAMEWORK_MEMORY_LIMIT = 8 * 1024**3  # address space when TensorFlow or JAX may be imported
+
+
+PROCESS_LIMIT = 256  # threads count too: TensorFlow and JAX start dozens
+
+
+OUTPUT_CAP = 64 * 1024  # bytes of the child's own stdout/stderr kept for diagnosis
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Time limits in seconds: per exercise (enforced in the child) and per submission."""
+
+    per_exercise: float = 30.0
+    per_submission: float = 120.0
+    memory: int = MEMORY_LIMIT
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    returncode: int | None
+    timed_out: bool
+    started: bool = True
+    disk_exceeded: bool = False
+    launcher_output: str = ""
+
+
+def scrubbed_environment(workdir: Path, compile_cache: str | None = None) -> dict[str, str]:
+    """Only what Python and numpy need; nothing of the grader's own environment. With a
+    compilation cache, JAX looks there first, for every program however small."""
+    cache = {"JAX_COMPILATION_CACHE_DIR": compile_cache,
+             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"} if compile_cache else {}
+    return cache | {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "TF_ENABLE_ONEDNN_OPTS": "0",  # oneDNN's batch matmul can corrupt the heap (__main__)
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
+    }
+
+
+def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
+    """The rlimits the child applies to itself before running any submitted code.
+
+    They are set in the child rather than between fork and exec (preexec_fn), which is not
+    safe in a multithreaded parent such as one that has imported JAX.
+    """
+    return {
+        # TensorFlow and JAX reserve far more address space than they use.
+        "memory": max(limits.memory, FRAMEWORK_MEMORY_LIMIT) if frameworks else limits.memory,
+        "cpu_seconds": int(limits.per_submission) + 5,
+        "file_size": FILE_SIZE_LIMIT,
+    }
+
+
+def _bwrap_command(sandbox: Sandbox, folders: Folders, argv: list[str]) -> list[str]:
+    # /tmp first: a tmpfs mounted later would hide anything bound below it (a venv in /tmp).
+    command = [sandbox.bwrap, "--tmpfs", "/tmp"]
+    for root in readable_roots():
+        command += ["--ro-bind", root, root]
+    if sandbox.compile_cache:
+        bind = "--bind" if sandbox.compile_cache_writable else "--ro-bind"
+        command += [bind, sandbox.compile_cache, sandbox.compile_cache]
+    for link in ("/bin", "/lib", "/lib64", "/sbin"):
+        if os.path.islink(link):
+            command += ["--symlink", os.readlink(link), link]
+    command += [
+        "--dev", "/dev", "--proc", "/proc", "--ro-bind", str(folders.ctrl), str(folders.ctrl),
+        "--bind", str(folders.work), str(folders.work),
+        "--bind", str(folders.out), str(folders.out),
+        "--chdir", str(folders.work),
+        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+        "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+    ]
+    return command + argv
+
+
+def run_child(sandbox: Sandbox, folders: Folders, deadline: float,
+              allowed: tuple[str, ...] = (), forked: bool = True) -> ChildResult:
+    """Run `python -I ctrl/child.py` in `folders.work` until it ends or the deadline passes;
+    with --fork-server (unless not `forked`), fork the child from the server for the
+    frameworks `allowed`.
+
+    The child writes one byte to the `ready` pipe once it has confined itself; a child
+    that never does so means the sandbox failed to start (SandboxFailure).
+    """
+    if sandbox.fork and forked:
+        return _run_forked(sandbox, folders, deadline, allowed)
+    ready_read, ready_write = os.pipe()
+    try:
+        process = start_child(sandbox, folders, [str(ready_write)], (ready_write,))
+    except SandboxFailure:
+        os.close(ready_read)
+        raise
+    finally:
+        os.close(ready_write)
+    return supervise_started(process, ready_read, folders, deadline, sandbox)
+
+
+def start_child(sandbox: Sandbox, folders: Folders, arguments: list[str],
+                 descriptors: tuple[int, ...]) -> subprocess.Popen:
+    """`python -I ctrl/child.py ARGUMENTS` in its sandbox, in a process group of its own."""
+    argv = [sys.executable, "-I", str(folders.ctrl / "child.py"), *arguments]
+    command = _bwrap_command(sandbox, folders, argv) if sandbox.bwrap else argv
+    uid = folders.uid
+    identity = {"user": uid, "group": uid, "extra_groups": []} if uid else {}
+    try:
+        return subprocess.Popen(
+            command, cwd=folders.work,
+            env=scrubbed_environment(folders.work, sandbox.compile_cache),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, process_group=0, close_fds=True,
+            pass_fds=descriptors, **identity)
+    except OSError as error:
+        raise SandboxFailure(f"could not start the child: {error}") from error
+
+
+def supervise_started(process: subprocess.Popen, ready_read: int, folders: Folders,
+                       deadline: float, sandbox: Sandbox) -> ChildResult:
+    ready = os.fdopen(ready_read, "rb")
+    try:
+        return _supervise(process, ready, folders, deadline, sandbox)
+    finally:
+        ready.close()
+        process.stdout.close()
+
+
+def _run_forked(sandbox: Sandbox, folders: Folders, deadline: float,
+                allowed: tuple[str, ...]) -> ChildResult:
+    request = {"ctrl": str(folders.ctrl), "work": str(folders.work), "uid": folders.uid,
+               "env": scrubbed_environment(folders.work, sandbox.compile_cache)}
+    try:
+        child, ready_read = sandbox.fork_server(allowed).start(request, deadline)
+    except (OSError, forkserver.ForkServerFailure) as error:
+        raise SandboxFailure(str(error)) from error
+    ready = os.fdopen(ready_read, "rb")
+    try:
+        return _supervise(child, ready, folders, deadline, sandbox)
+    finally:
+        ready.close()
+        child.close()
+
+
+def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folders: Folders,
+               deadline: float, sandbox: Sandbox) -> ChildResult:
+    output, started, timed_out, full = bytearray(), False, False, False
+    streams = selectors.DefaultSelector()
+    streams.register(process.stdout, selectors.EVENT_READ, "output")
+    streams.register(ready, selectors.EVENT_READ, "ready")
+    exit_signal = _exit_signal(process)
+    if exit_signal is not None:
+        streams.register(exit_signal, selectors.EVENT_READ, "exit")
+    next_disk_check = 0.0
+    try:
+        while process.poll() is None:
+            now = time.monotonic()
+            if now >= deadline:
+                timed_out = True
+                break
+            if not sandbox.tmpfs and now >= next_disk_check:
+                full, next_disk_check = over_disk_quota(folders), now + 0.25
+                if full:
+                    break
+            for key, _ in streams.select(timeout=min(0.1, deadline - now)):
+                if key.data == "exit":
+                    continue  # readable once the child has exited: poll() now says so
+                chunk = os.read(key.fileobj.fileno(), 65536)
+                if not chunk:
+                    streams.unregister(key.fileobj)
+                elif key.data == "ready":
+                    started = True
+                elif len(output) < OUTPUT_CAP:
+                    output += chunk[: OUTPUT_CAP - len(output)]
+        started = started or _drained_ready(ready)
+        end_processes(process, folders)
+    finally:
+        streams.close()
+        if exit_signal is not None and not isinstance(process, forkserver.ForkedChild):
+            os.close(exit_signal)  # the pidfd opened here
+    # Once more now that the child has ended: it may have filled its folder since the last
+    # check, and a tmpfs says so only when asked.
+    exceeded = full or (filled(folders) if sandbox.tmpfs else over_disk_quota(folders))
+    return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
+                       started, exceeded, output.decode(errors="replace"))
+
+
+def _exit_signal(process: subprocess.Popen | forkserver.ForkedChild) -> int | None:
+    """A descriptor that becomes readable when the child exits, so the supervisor wakes at
+    once instead of at its next 0.1 s timeout: once the child has closed its pipes, a
+    select on them alone sleeps the whole timeout (in a batch, once per round). A forked
+    child's is the monitor's status pipe (its own, not to be closed here); a started
+    one's, a pidfd (Linux 5.3; None where there is none, and the timeout is the fallback)."""
+    if isinstance(process, forkserver.ForkedChild):
+        return process.status_pipe
+    try:
+        return os.pidfd_open(process.pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _drained_ready(ready) -> bool:
+    os.set_blocking(ready.fileno(), False)
+    try:
+        return bool(os.read(ready.fileno(), 1))
+    except BlockingIOError:
+        return False
+
+
+def end_processes(process: subprocess.Popen | forkserver.ForkedChild, folders: Folders) -> None:
+    """Kill the child's group (and, with a dedicated uid, every process of that uid), and
+    wait until they are gone: SIGKILL is delivered asynchronously."""
+    for _ in range(200):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if isinstance(process, forkserver.ForkedChild) and process.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(process.pid, signal.SIGKILL)  # forked, and maybe not yet in its group
+        if folders.uid is not None:
+            kill_uid(folders.uid)
+        if not _live_members(process.pid):
+            break
+        time.sleep(0.025)
+    process.wait()
+
+
+def _live_members(group: int) -> list[int]:
+    """Processes of this process group that are still running (zombies do not count)."""
+    members = []
+    for pid in pids():
+        fields = stat_fields(pid)
+        if fields and fields[0] != "Z" and int(fields[2]) == group:
+            members.append(pid)
+    return members
+
+
+def confinement_plan(sandbox: Sandbox, folders: Folders, limits: dict) -> dict:
+    """What the child applies to itself (confine.confine) before submitted code runs."""
+    plan: dict = {"limits": dict(limits), "no_new_privs": True,
+                  "seccomp": sandbox.seccomp,
+                  "drop_capabilities": os.geteuid() == 0 and folders.uid is None}
+    if folders.uid is not None:
+        plan["limits"]["processes"] = PROCESS_LIMIT
+    if sandbox.landlock_abi:
+        plan["landlock"] = {"read": [*readable_roots(), str(folders.ctrl)],
+                            "write": [str(folders.work), str(folders.out), "/dev/null"]}
+        if sandbox.compile_cache:
+            kind = "write" if sandbox.compile_cache_writable else "read"
+            plan["landlock"][kind].append(sandbox.compile_cache)
+    return plan
