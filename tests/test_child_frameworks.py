@@ -18,8 +18,8 @@ from .submissions import ROOT
 # The child's guards, then the submission's imports, then what got loaded.
 PROBE = """
 import json, sys
-from autograder.sandbox.confined import child
-child._install_guards({allowed})
+from autograder.sandbox.confined import guards
+guards.install({allowed})
 import tensorflow as tf
 x = tf.constant([1.0, 2.0])
 with tf.GradientTape() as tape:

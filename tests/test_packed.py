@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from autograder.grading import untrusted
-from autograder.sandbox.confined.child import pack_arrays, unpack_arrays
+from autograder.sandbox.confined.wire import pack_arrays, unpack_arrays
 
 DTYPES = st.sampled_from(["<f4", "<f8", ">f8", "<i8", "|u1", "|b1", "<i2"])
 ARRAYS = st.dictionaries(

@@ -4,8 +4,6 @@ cache (refcache.py), with what the known mistakes give on those cases."""
 
 from __future__ import annotations
 
-import io
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -21,7 +19,7 @@ from autograder.judging import references
 from autograder.judging.cases import Case, draw_cases, grading_profile
 from autograder.judging.exercise import Exercise, Mistake, Outputs, Raised
 from autograder.sandbox import children, sandbox, submission_folders
-from autograder.sandbox.confined import child
+from autograder.sandbox.confined import wire
 
 
 @dataclass
@@ -42,9 +40,8 @@ class Assignment:
     def input_files(self, name: str) -> tuple[bytes, str]:
         """The exercise's inputs_<name>.npz and .json, as written for the child."""
         if name not in self._inputs:
-            self._inputs[name] = serialized_inputs(self.cases[name])
+            self._inputs[name] = wire.serialized_inputs(self.cases[name])
         return self._inputs[name]
-
 
 
 def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
@@ -68,7 +65,6 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
                       refcache.load_costs(refcache.costs_path(path), set(cases)))
 
 
-
 def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
                      ) -> Callable[[Mistake, Case], Any]:
     """Exercise.known for one exercise: a mistake's stored outputs on one of its hidden
@@ -85,7 +81,6 @@ def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.Know
         return found[0] if len(found) == 1 else tuple(found)
 
     return stored
-
 
 
 def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = None) -> int:
@@ -106,7 +101,6 @@ def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = 
     return sum(len(mistakes) for mistakes in table.values())
 
 
-
 def _storable(exercise: Exercise, value: Any) -> refcache.MistakeOutputs:
     """A mistake's result as stored: the exception's name, its outputs as numeric arrays,
     or None when it gave something else (that mistake is then run when a hint needs it)."""
@@ -122,7 +116,6 @@ def _storable(exercise: Exercise, value: Any) -> refcache.MistakeOutputs:
     return arrays
 
 
-
 def compute_references(exercises: list[Exercise], seed: int
                        ) -> tuple[dict[str, list[Case]], dict[str, list[Outputs]]]:
     """Draw every exercise's hidden cases and ask both frameworks (the slow part)."""
@@ -136,7 +129,6 @@ def compute_references(exercises: list[Exercise], seed: int
     return cases, refs
 
 
-
 def _save_quietly(path: Path, cases: dict[str, list[Case]],
                   refs: dict[str, list[Outputs]]) -> None:
     """A cache that cannot be written (read-only home) costs the next run time, not this one."""
@@ -146,33 +138,15 @@ def _save_quietly(path: Path, cases: dict[str, list[Case]],
         print(f"note: reference cache not written ({error})", file=sys.stderr)
 
 
-
-def write_inputs(folders: submission_folders.Folders, name: str, files: tuple[bytes, str]) -> None:
+def write_inputs(folders: submission_folders.Folders, name: str, files: tuple[bytes, str]
+                 ) -> None:
+    """The exercise's inputs into the folder the child reads (wire.input_files)."""
+    npz_file, meta_file = wire.input_files(folders.ctrl, name)
     npz, meta = files
-    (folders.ctrl / f"inputs_{name}.npz").write_bytes(npz)
-    (folders.ctrl / f"inputs_{name}.json").write_text(meta)
-    for suffix in ("npz", "json"):
-        submission_folders.share_read_only(folders, folders.ctrl / f"inputs_{name}.{suffix}")
-
-
-
-def serialized_inputs(cases: list[Case]) -> tuple[bytes, str]:
-    """(the .npz of every case's arrays, keys "c<case>_<argument>"; the .json of the
-    arguments' order and each case's static parameters)."""
-    arrays = {f"c{index}_{argument}": value for index, case in enumerate(cases)
-              for argument, value in case.arrays().items()}
-    buffer = io.BytesIO()
-    np.savez(buffer, **child.pack_arrays(arrays))
-    meta = json.dumps({
-        "arguments": [argument for argument, _ in cases[0].args],
-        "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
-    })
-    return buffer.getvalue(), meta
-
-
-
-def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    npz_file.write_bytes(npz)
+    meta_file.write_text(meta)
+    for path in (npz_file, meta_file):
+        submission_folders.share_read_only(folders, path)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from autograder.judging.cases import Case
-from autograder.sandbox.confined.child import pack_arrays, unpack_arrays
+from autograder.sandbox.confined.wire import pack_arrays, unpack_arrays
 
 PACKAGE = Path(__file__).resolve().parents[1]
 VERSIONED = ("numpy", "hypothesis", "tensorflow", "jax", "jaxlib")

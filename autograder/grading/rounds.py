@@ -17,7 +17,7 @@ from autograder.grading.parts import round_workers
 from autograder.grading.verdicts import ExerciseResult, exercise_result, judge_outputs, read_outputs
 from autograder.judging.exercise import Exercise
 from autograder.sandbox import children, errors, sandbox, submission_folders, warm_children
-from autograder.sandbox.confined import child
+from autograder.sandbox.confined import child, wire
 
 
 @dataclass
@@ -73,7 +73,7 @@ def _write_program(part: Part, round_folders: submission_folders.Folders, names:
                "workers": round_workers(part.workers, names),
                "depends": {name: [list(pair) for pair in by_name[name].dependencies()]
                            for name in names}}
-    path = part.folders.ctrl / "program.json"
+    path = part.folders.ctrl / wire.PROGRAM
     path.write_text(json.dumps(program))
     submission_folders.share_read_only(part.folders, path)
     return program
@@ -156,7 +156,7 @@ def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
         return replace(judge_outputs(exercise, assignment.cases[exercise.name],
                                      assignment.references[exercise.name], report, arrays),
                        seconds=report["seconds"])
-    if os.path.lexists(out / f"started_{exercise.name}"):
+    if os.path.lexists(wire.started_file(out, exercise.name)):
         return exercise_result(exercise, False, _death_message(exercise.name, outcome))
     return None
 
@@ -170,7 +170,7 @@ def _launcher_message(outcome: children.ChildResult) -> str:
 
 def _read_cell_problems(out: Path) -> list[dict]:
     try:
-        problems = untrusted.read_json(out / "cells.json")
+        problems = untrusted.read_json(out / wire.CELL_ERRORS)
     except untrusted.Untrusted:
         return []
     if not isinstance(problems, list):

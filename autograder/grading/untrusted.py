@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.sandbox.confined.child import unpack_arrays
+from autograder.sandbox.confined.wire import unpack_arrays
 
 MAX_JSON_BYTES = 5_000_000
 MAX_NPZ_BYTES = 256 * 1024**2

@@ -26,19 +26,9 @@ from autograder.judging.engine import (
 )
 from autograder.judging.exercise import Exercise, Outputs
 from autograder.judging.report import NOT_ANSWERED, Failure, Report
-
-RECORD_KINDS = {"array", "other", "sequence", "error"}
-
-
+from autograder.sandbox.confined import wire
 
 NOT_ANSWERED_TEXT = "Not answered:"
-
-
-
-# The error types whose first case ends an exercise's run in the child (child.py keeps its
-# own copy, since it imports nothing of the grader; a test keeps the two equal).
-STOPPING_ERRORS = INPUT_INDEPENDENT | {"NotImplementedError"}
-
 
 
 class RemoteError(Exception):
@@ -47,7 +37,6 @@ class RemoteError(Exception):
     def __init__(self, type_name: str, message: str) -> None:
         super().__init__(message)
         self.type_name = type_name
-
 
 
 @dataclass
@@ -62,48 +51,15 @@ class ExerciseResult:
     seconds: float = 0.0
 
 
-
 def read_outputs(out: Path, name: str) -> tuple[dict | None, dict[str, np.ndarray]]:
     """The child's report and arrays, read as untrusted data; anything refused reads as None."""
     try:
-        report = validated_report(untrusted.read_json(out / f"out_{name}.json"))
-        arrays = untrusted.read_packed_npz(out / f"out_{name}.npz")
-    except untrusted.Untrusted:
+        report_file, arrays_file = wire.output_files(out, name)
+        report = wire.validated_report(untrusted.read_json(report_file))
+        arrays = untrusted.read_packed_npz(arrays_file)
+    except (untrusted.Untrusted, ValueError):
         return None, {}
     return report, arrays
-
-
-
-def validated_report(value: Any) -> dict:
-    """The report's shape, checked field by field, so judging never meets a wrong type."""
-    if not isinstance(value, dict):
-        raise untrusted.Untrusted("the report is not an object")
-    cases = value.get("cases", [])
-    defined = value.get("defined", [])
-    if not isinstance(cases, list) or not all(_valid_record(r) for r in cases):
-        raise untrusted.Untrusted("malformed case records")
-    if not isinstance(defined, list) or not all(isinstance(d, str) for d in defined):
-        raise untrusted.Untrusted("malformed list of defined names")
-    seconds = value.get("seconds")
-    if not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e6:
-        seconds = 0.0
-    return {"cases": cases, "defined": defined[:30], "missing": value.get("missing") is True,
-            "timeout": value.get("timeout") is True, "seconds": float(seconds)}
-
-
-
-def _valid_record(record: Any) -> bool:
-    if not isinstance(record, dict) or record.get("kind") not in RECORD_KINDS:
-        return False
-    if record["kind"] == "sequence":
-        items = record.get("items")
-        return (isinstance(items, list) and len(items) <= 64
-                and isinstance(record.get("method", ""), str)
-                and all(_valid_record(i) and i["kind"] in ("array", "other") for i in items))
-    strings = ("key", "type", "module", "message", "traceback", "function", "method")
-    return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
-        record.get("generic", False), bool)
-
 
 
 def _item(record: Any, arrays: dict[str, np.ndarray]) -> Any:
@@ -113,7 +69,6 @@ def _item(record: Any, arrays: dict[str, np.ndarray]) -> Any:
         array = arrays[record["key"]]
         return array[()] if record.get("generic") else array
     return type(str(record.get("type", "object")), (), {"__module__": str(record.get("module"))})()
-
 
 
 def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
@@ -131,22 +86,19 @@ def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
     return Attempt(value=_item(record, arrays), method=method)
 
 
-
 def exercise_result(exercise: Exercise, passed: bool, output: str) -> ExerciseResult:
     return ExerciseResult(exercise.name, 1.0 if passed else 0.0, 1.0, passed, output)
 
 
-
 def cases_run(records: list[dict], total: int) -> int:
     """How many cases the child ran: all of them, or fewer when its last case raised an
-    error that ends the run (child.STOPPING_ERRORS). Only an error can end it early, so a
+    error that ends the run (wire.STOPPING_ERRORS). Only an error can end it early, so a
     child that stops on its own can only fail."""
     last = records[-1] if records else {}
     if len(records) < total and last.get("kind") == "error" and last.get(
-            "type") in STOPPING_ERRORS:
+            "type") in wire.STOPPING_ERRORS:
         return len(records)
     return total
-
 
 
 def judge_outputs(
@@ -195,7 +147,6 @@ def judge_outputs(
     return exercise_result(exercise, feedback.passed, text)
 
 
-
 def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
                      ) -> Failure | None:
     """The failure to show: an error that does not depend on the case (a NameError) first,
@@ -209,7 +160,6 @@ def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outp
     return judge(exercise, case, attempt, expected, others_than(case, evidence))
 
 
-
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     """The verdict in the grader's words: hidden cases, and how many of them failed."""
     if report.status == NOT_ANSWERED:
@@ -220,7 +170,6 @@ def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     if report.passed:
         return f"Passed all {report.cases_checked} cases (hidden cases included)."
     return f"Failed {failed} of {report.cases_checked} cases. {report}"
-
 
 
 def with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]

@@ -47,14 +47,19 @@ HERE = Path(__file__).resolve().parent
 CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
 PR_SET_PDEATHSIG = 1
 REQUEST_BYTES = 65536
-_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 # ---------------------------------------------------------------- the server (a script)
 
-def _load_child():
-    spec = importlib.util.spec_from_file_location("grader_child", HERE / "confined" / "child.py")
+def _load(name: str):
+    """A file of confined/ by its path, under the name child.py gives its siblings (the
+    server runs under `python -I`, which puts no folder on sys.path)."""
+    key = f"grader_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, HERE / "confined" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
     spec.loader.exec_module(module)
     return module
 
@@ -103,7 +108,7 @@ def _die_with(parent: int) -> None:
     """SIGKILL when the parent goes, so a grader that dies takes the whole tree with it (the
     server leaves when the grader's end of the channel closes); exit at once if it is already
     gone."""
-    if _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
+    if _load("confine").LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() != parent:
         os._exit(72)
@@ -136,13 +141,13 @@ def _become_child(request: dict, output: int, ready: int, child, monitor: int) -
 
 
 def _leave_namespaces() -> None:
-    if _LIBC.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
+    if _load("confine").LIBC.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
         raise OSError(ctypes.get_errno(), "unshare of the network namespace failed")
 
 
 def main() -> None:
     channel = socket.socket(fileno=int(sys.argv[1]))
-    child = _load_child()
+    child = _load("child")
     child.preload(json.loads(sys.argv[2]))
     threads = child.thread_count()
     if threads != 1:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.sandbox.confined.confine import LIBC
 from autograder.sandbox.errors import SandboxFailure
 from autograder.sandbox.uid_slots import kill_uid
 
@@ -37,7 +38,8 @@ FULL_BYTES, FULL_FILES = 1024**2, 16
 CONFINED = Path(__file__).resolve().parent / "confined"
 
 
-CHILD_FILES = (CONFINED / "child.py", CONFINED / "confine.py")
+# What the child runs: every file of confined/ (its package file aside).
+CHILD_FILES = tuple(sorted(p for p in CONFINED.glob("*.py") if p.name != "__init__.py"))
 
 
 # The invokes, a package the child imports too.
@@ -57,20 +59,19 @@ def can_mount_tmpfs() -> bool:
 MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
 
 
-_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def mount_tmpfs(folder: Path, options: str) -> bool:
     """mount(2) a tmpfs on `folder`: the system call, not the `mount` program, which cost
     two process starts per submission in the grading process (mount, then umount)."""
-    return _LIBC.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", 0,
+    return LIBC.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", 0,
                        options.encode()) == 0
 
 
 def unmount(folder: Path) -> None:
     """umount2(2) with MNT_DETACH (`umount -l`): gone now, even if still in use; a symbolic
     link is not followed."""
-    _LIBC.umount2(os.fsencode(folder), MNT_DETACH | UMOUNT_NOFOLLOW)
+    LIBC.umount2(os.fsencode(folder), MNT_DETACH | UMOUNT_NOFOLLOW)
 
 
 @dataclass(frozen=True)

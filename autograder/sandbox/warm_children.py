@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 @dataclass
 class WarmChild:
     """A child started before its submission is known, which imports its frameworks and
-    waits (child.wait_warm), in a submission first_round of its own.
+    waits (child.wait_warm), in folders of its own.
 
     Grading one submission is mostly a TensorFlow or JAX child's import (TensorFlow: 1.5 s);
     the grader's own start-up (its imports, the references) is 0.3 s more, which a child

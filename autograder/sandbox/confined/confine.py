@@ -51,8 +51,10 @@ DENIED_SYSCALLS = (
     "clock_settime", "adjtimex", "acct",
 )
 
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
+# The C library, bound once for the whole grader: this file's system calls, the fork
+# server's (prctl, unshare) and the grader's round folders (mount, umount2) use it.
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
 
 
 class RulesetAttr(ctypes.Structure):
@@ -71,7 +73,7 @@ class ConfinementError(RuntimeError):
 
 def landlock_abi() -> int:
     """Landlock's ABI version here, 0 where the kernel lacks it or it is switched off."""
-    version = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
+    version = LIBC.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
                             ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
     return max(int(version), 0)
 
@@ -114,7 +116,7 @@ def seccomp_available() -> bool:
 
 
 def set_no_new_privs() -> None:
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise ConfinementError(f"prctl(NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}")
 
 
@@ -123,8 +125,8 @@ def drop_capabilities() -> None:
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     data = (ctypes.c_uint32 * 6)()
     for cap in range(64):
-        _libc.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last capability
-    if _libc.capset(header, data) != 0:
+        LIBC.prctl(24, cap, 0, 0, 0)  # PR_CAPBSET_DROP; EINVAL past the last capability
+    if LIBC.capset(header, data) != 0:
         raise ConfinementError(f"capset failed: {os.strerror(ctypes.get_errno())}")
 
 
@@ -141,7 +143,7 @@ def _add_path(ruleset: int, path: str, access: int) -> None:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= FS_FILE
         rule = PathBeneathAttr(access, fd)
-        if _libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
+        if LIBC.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
                          ctypes.byref(rule), 0) != 0:
             raise ConfinementError(f"landlock_add_rule({path}) failed: "
                                    f"{os.strerror(ctypes.get_errno())}")
@@ -158,7 +160,7 @@ def apply_landlock(read: list[str], write: list[str]) -> int:
     attr = RulesetAttr(everything, (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
                        (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0)
     size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
-    ruleset = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
+    ruleset = LIBC.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
                             ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         raise ConfinementError(f"landlock_create_ruleset failed: "
@@ -168,7 +170,7 @@ def apply_landlock(read: list[str], write: list[str]) -> int:
             _add_path(ruleset, path, FS_READ & everything)
         for path in write:
             _add_path(ruleset, path, everything)
-        if _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
+        if LIBC.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
             raise ConfinementError(f"landlock_restrict_self failed: "
                                    f"{os.strerror(ctypes.get_errno())}")
     finally:
