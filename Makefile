@@ -56,7 +56,7 @@ LATEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python
                              $(shell command -v python3.12 2>/dev/null))
 LATEST := .venv-latest
 LATEST_PY := $(LATEST)/bin/python
-VERSIONS_TESTS := $(sort $(wildcard tests/test_check_ch*.py)) tests/test_precision.py
+VERSIONS_TESTS := $(sort $(wildcard tests/exercises/test_check_ch*.py)) tests/harness/test_precision.py
 # nbval over every solution notebook: their check cells must say PASSED there too, and cells
 # whose printed text varies between releases (versions, JAX's wording) are NBVAL_IGNORE_OUTPUT.
 VERSIONS_NOTEBOOKS := solutions

@@ -155,9 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         without_keras()
         return prepare_cache(**args)
     if command == "warm-up":
+        from autograder.exercises import EXERCISES
         from autograder.judging.engine import warm_up
 
-        print(f"prepared the references of {warm_up()} notebook cases")
+        print(f"prepared the references of {warm_up(EXERCISES.values())} notebook cases")
         return 0
     if command == "gradescope":
         from autograder.grading.gradescope import build_zip

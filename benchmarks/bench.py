@@ -8,18 +8,18 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    (benchmarks/latency.py) checks the course's own answers, chapters 03 and 05: right ones
    from the solution notebooks, wrong ones the mistakes the exercises declare.
 2. The tile / reshape / unbroadcast fixes of chapter 03: time and peak memory.
-3. Grading speed, per chapter with exercises, of the command the README gives an instructor
-   (`grade SUBMISSIONS --out DIR --seed N`, no other flag): its first run on an empty cache
-   (which prepares what it needs by itself, once), then grading one submission (as
-   Gradescope's run_autograder does: default --jobs, so a lone submission's exercises may run
-   in parts at once; and with --jobs 1), and each further one in a batch (--jobs 1), against
-   executing it with `jupyter nbconvert --execute` (what nbgrader and otter do per
-   submission), and --jobs 2 against --jobs 1. The targets are judged on that command. For
-   comparison, the batches again the other way (`--no-fork-server` where the command forks
-   its children from a server, `--fork-server` where it does not). nbconvert, grade one and
-   each batch are the fastest of BATCH_RUNS runs. Submissions are built from the
-   solution notebooks, some exercise cells left as the course's stub; the gradebooks are
-   checked too: a fast grader that grades wrongly is worthless.
+3. Grading speed, per chapter with exercises, of the command the instructor guide
+   (docs/instructor-guide.md) gives (`grade SUBMISSIONS --out DIR --seed N`, no other flag):
+   its first run on an empty cache (which prepares what it needs by itself, once), then
+   grading one submission (as Gradescope's run_autograder does: default --jobs, so a lone
+   submission's exercises may run in parts at once; and with --jobs 1), and each further one
+   in a batch (--jobs 1), against executing it with `jupyter nbconvert --execute` (what
+   nbgrader and otter do per submission), and --jobs 2 against --jobs 1. The targets are
+   judged on that command. For comparison, the batches again the other way (`--no-fork-server`
+   where the command forks its children from a server, `--fork-server` where it does not).
+   nbconvert, grade one and each batch are the fastest of BATCH_RUNS runs. Submissions are
+   built from the solution notebooks, some exercise cells left as the course's stub; the
+   gradebooks are checked too: a fast grader that grades wrongly is worthless.
 
 Run with `python -m benchmarks.bench` (or `make bench`); `--chapters 03,06` limits section 3
 to those chapters, `--grading-only` skips sections 1 and 2, `--latency-only` runs section 1
@@ -426,7 +426,7 @@ def run_grader(paths: Sequence[Path], out: Path, jobs: int | None, cache: Path,
 
 
 def run_first(path: Path, out: Path, cache: Path) -> float:
-    """The README's command on one submission with an empty cache: it computes the
+    """The documented command on one submission with an empty cache: it computes the
     references and prepares the rest (what `prepare --warm-with` does) by itself, once."""
     return run_grader([path], out, None, cache)[0]
 
@@ -457,11 +457,11 @@ class ChapterTimes:
 
     chapter: str
     nbconvert: float
-    first_run: float  # the README's command on an empty cache: it prepares once
+    first_run: float  # the documented command on an empty cache: it prepares once
     one: float  # `grade` of one submission as run_autograder runs it, start-up included
     one_serial: float  # the same with --jobs 1: one child at a time
     one_serial_child: float  # of which the grader reports for the submission itself
-    serial: float  # a batch of `batch` submissions with --jobs 1, the README's command
+    serial: float  # a batch of `batch` submissions with --jobs 1, the documented command
     parallel: float  # the same batch with --jobs 2
     frameworks: tuple[str, ...] = ()
     batch: int = BATCH
@@ -523,13 +523,13 @@ FRESH, FORKED = "fresh children", "forked children"
 
 
 def default_way(t: ChapterTimes) -> str:
-    """How the README's command graded this chapter's batches (the other way's flag is the
+    """How the documented command graded this chapter's batches (the other way's flag is the
     opposite of the command's choice)."""
     return FORKED if t.other_flag == "--no-fork-server" else FRESH
 
 
 def batch_targets_met(t: ChapterTimes) -> bool:
-    """Both batch targets at once (the margin and --jobs 2), by the README's command."""
+    """Both batch targets at once (the margin and --jobs 2), by the documented command."""
     return (ratio(t.marginal, t.nbconvert) <= MARGINAL_TARGET
             and t.jobs_speedup >= JOBS_TARGET)
 
@@ -666,7 +666,8 @@ def bench_grading(chapters: Sequence[str]) -> bool:
             f"more as last {MIN_BATCH_SECONDS:.0f} s with --jobs 1, up to {MAX_BATCH}) built from "
             "solutions/ (some exercise cells left as the course's stub)")
     print("The command: `python -m autograder grade SUBMISSIONS --out DIR --seed N` (the "
-          "README's), its first run on an empty cache. Every gradebook is checked.", flush=True)
+          "instructor guide's), its first run on an empty cache. Every gradebook is checked.",
+          flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
         for chapter in chapters:
@@ -680,7 +681,7 @@ def bench_grading(chapters: Sequence[str]) -> bool:
 
 
 def grading_passed(rows: Sequence[ChapterTimes]) -> bool:
-    """Right gradebooks, and every target met by the README's command on every chapter."""
+    """Right gradebooks, and every target met by the documented command on every chapter."""
     return all(line.endswith("PASS") for line in grading_targets(rows))
 
 
@@ -706,11 +707,11 @@ def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
     wrong = sum(r.wrong_grades for r in rows)
     return [
         target_line("every gradebook right", f"{wrong} wrong entries", wrong == 0),
-        target_line(f"the README's command: grade one <= {ONE_TARGET} x nbconvert on every "
+        target_line(f"the documented command: grade one <= {ONE_TARGET} x nbconvert on every "
                     "chapter", f"worst {one:.2f}", one <= ONE_TARGET),
-        target_line(f"the README's command: marginal <= {MARGINAL_TARGET} x nbconvert on every "
+        target_line(f"the documented command: marginal <= {MARGINAL_TARGET} x nbconvert on every "
                     "chapter", f"worst {marginal:.3f}", marginal <= MARGINAL_TARGET),
-        target_line(f"the README's command: --jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput on "
+        target_line(f"the documented command: --jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput on "
                     "every chapter", f"worst x{jobs:.2f}", jobs >= JOBS_TARGET),
     ]
 

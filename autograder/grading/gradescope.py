@@ -5,12 +5,13 @@ submission, with the student's files in /autograder/submission and the results e
 /autograder/results/results.json. Our run_autograder grades with the very same command as a
 local batch, into a folder only it writes, then copies that one results.json across.
 
-Choices the zip makes (the README's Instructor guide repeats them):
+Choices the zip makes (docs/instructor-guide.md repeats them):
 - Base image: Gradescope's Ubuntu 22.04. Its `python3` is 3.10, too old; setup.sh installs
   the distribution's own `python3.11` package (no third-party PPA) and stops the build, saying
   why, when the Python it gets is older than 3.11.
 - Packages: requirements-grader.txt, the grader's subset of requirements.txt with the same
-  pins (tests/test_gradescope.py keeps them equal): no JupyterLab, Playwright, ruff or pytest.
+  pins (tests/grading/test_gradescope.py keeps them equal): no JupyterLab, Playwright, ruff
+  or pytest.
 - Hidden cases: one seed for the whole assignment, baked into setup.sh and run_autograder, so
   every student (and every resubmission) is graded on the same cases; setup.sh computes them
   and their references once, into the reference cache that run_autograder reads.

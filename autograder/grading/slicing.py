@@ -135,7 +135,7 @@ def serialize_parsing() -> None:
 
     The grader calls it before it grades submissions in threads (`--jobs`): a parse in one
     thread and a traceback formatted in another made the grader fail on a submission with
-    that SystemError (seen with --jobs 2 under load; tests/test_slicing.py checks the lock).
+    that SystemError (seen with --jobs 2 under load; tests/grading/test_slicing.py checks the lock).
     Parsing takes milliseconds, so the lock costs nothing measurable."""
     if getattr(ast.parse, "serialized", False):
         return

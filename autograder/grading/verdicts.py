@@ -12,20 +12,17 @@ import numpy as np
 from autograder.grading import untrusted
 from autograder.judging.cases import Case
 from autograder.judging.engine import (
-    INPUT_INDEPENDENT,
     Attempt,
     dependency_note,
     error_type,
     fails,
-    judge,
+    failure_to_show,
     method_failure,
     not_answered,
-    others_than,
-    result_of,
     verdict,
 )
 from autograder.judging.exercise import Exercise, Outputs
-from autograder.judging.report import NOT_ANSWERED, Failure, Report
+from autograder.judging.report import NOT_ANSWERED, Report
 from autograder.sandbox.confined import wire
 
 NOT_ANSWERED_TEXT = "Not answered:"
@@ -137,7 +134,7 @@ def judge_outputs(
     # A wrong value or an error first; a method not followed only when every value is right.
     # Not answered needs neither (nor the mistakes that name a failure, which would bring
     # the exercise's framework into this process).
-    shown = None if unanswered else smallest_failure(exercise, failing) or next(
+    shown = None if unanswered else failure_to_show(exercise, failing) or next(
         (method_failure(case, attempt) for case, attempt in zip(cases, attempts, strict=False)
          if attempt.method), None)
     stub = failing[0][1].raised_in if unanswered else ""
@@ -145,19 +142,6 @@ def judge_outputs(
                        stub=stub)
     text = _grader_text(exercise, feedback, len(failing))
     return exercise_result(exercise, feedback.passed, text)
-
-
-def smallest_failure(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]]
-                     ) -> Failure | None:
-    """The failure to show: an error that does not depend on the case (a NameError) first,
-    else the smallest failing case, whose hint names a mistake only if that mistake
-    reproduces the other failing cases too."""
-    if not failing:
-        return None
-    independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
-    case, attempt, expected = (independent or [min(failing, key=lambda f: f[0].size())])[0]
-    evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
-    return judge(exercise, case, attempt, expected, others_than(case, evidence))
 
 
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:

@@ -183,7 +183,7 @@ def without_local_constants() -> Iterator[None]:
     test run and a fresh clone. Cases must depend on the seed alone (nbval compares the
     stored reports; a grading seed must reproduce its hidden cases), so that pool is emptied
     while we draw. It is an internal of the pinned Hypothesis version;
-    tests/test_cases.py fails if it stops working.
+    tests/judging/test_cases.py fails if it stops working.
     """
     from hypothesis.internal.conjecture import providers
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -321,7 +321,7 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
             continue
         if error_type(attempt) in INPUT_INDEPENDENT:  # every case would fail the same way
             return _remember(exercise, name, profile, source, len(cases),
-                             judge(exercise, case, attempt, expected), expected)
+                             failure_to_show(exercise, [(case, attempt, expected)]), expected)
         failing.append((case, attempt, expected))
         if index >= edge_count:
             generated = generated or failing[-1]
@@ -332,10 +332,37 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
     evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
     shrunk = (shrink_with_references(exercise, fn, profile, evidence)
               if generated is not None else None)
-    case, attempt, expected = generated or failing[0]
-    failure, expected = shrunk or (
-        judge(exercise, case, attempt, expected, others_than(case, evidence)), expected)
+    failure, expected = shrunk or _shown_with_expected(exercise, failing, generated)
     return _remember(exercise, name, profile, source, len(cases), failure, expected)
+
+
+def failure_to_show(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],
+                    preferred: tuple[Case, Attempt, Outputs] | None = None) -> Failure | None:
+    """The failure a report shows, the same rule in the notebook and in the grader: an error
+    that does not depend on the case (a NameError: every case fails alike) first; else the
+    caller's `preferred` failing case (the notebook's, which it shrinks from), else the
+    smallest; its hint names a mistake only if that mistake reproduces the other failing
+    cases too. (A method not followed is shown only when no case fails: the callers' rule.)"""
+    if not failing:
+        return None
+    independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
+    if independent:
+        case, attempt, expected = independent[0]
+    else:
+        case, attempt, expected = preferred or min(failing, key=lambda f: f[0].size())
+    evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
+    return judge(exercise, case, attempt, expected, others_than(case, evidence))
+
+
+def _shown_with_expected(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],
+                         preferred: tuple[Case, Attempt, Outputs] | None
+                         ) -> tuple[Failure | None, Outputs]:
+    """failure_to_show, with the references of the case it shows (kept with the failure as
+    the exercise's last counterexample)."""
+    failure = failure_to_show(exercise, failing, preferred or failing[0])
+    shown = next((f for f in failing if failure is not None and f[0] is failure.case),
+                 preferred or failing[0])
+    return failure, shown[2]
 
 
 def _remember(exercise: Exercise, name: str, profile: Profile, source: str | None,
@@ -351,16 +378,14 @@ def forget_counterexamples() -> None:
     _LAST.clear()
 
 
-def warm_up(profile: Profile = NOTEBOOK) -> int:
-    """Draw every exercise's notebook cases and compile their references once.
+def warm_up(exercises: Iterable[Exercise], profile: Profile = NOTEBOOK) -> int:
+    """Draw these exercises' notebook cases and compile their references once.
 
     The notebook cases are the same on every machine, so `make lab` (and Binder's postBuild)
     run this to fill JAX's persistent compilation cache: a learner's first check then loads
     compiled references instead of compiling them. Returns the number of cases prepared.
     """
-    from autograder.exercises import EXERCISES
-
-    return sum(len(_notebook_table(exercise, profile)[0]) for exercise in EXERCISES.values())
+    return sum(len(_notebook_table(exercise, profile)[0]) for exercise in exercises)
 
 
 class _Failed(Exception):

@@ -1,0 +1,141 @@
+"""The package's layout keeps the architecture visible: each folder imports only the folders
+its `__init__` says it may, the confined child's code imports nothing of the grader, and no
+module outside the exercise tables grows past about 450 lines."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
+# Concern -> the other concerns its modules may import. "top" is autograder's own modules
+# (check, cli, __main__), which put the concerns together.
+MAY_IMPORT: dict[str, set[str]] = {
+    "harness": set(),  # it also runs in the confined child, beside child.py
+    "sandbox.confined": set(),  # copied into the child's folder: no grader at all
+    "sandbox": {"sandbox.confined"},
+    "judging": {"harness"},
+    "exercises": {"judging", "harness"},
+    "notebook": {"judging", "exercises", "authoring"},
+    "authoring": {"exercises"},
+    "grading": {"judging", "exercises", "harness", "sandbox", "sandbox.confined"},
+    "top": {"harness", "sandbox.confined", "sandbox", "judging", "exercises", "notebook",
+            "authoring", "grading"},
+}
+# Imports allowed inside a function only (never when the module loads): an Exercise looks
+# up the exercises it calls in the registry, whose modules import judging themselves.
+LAZY_ONLY = {("judging", "exercises")}
+# Long tables of declarations, not modules of many concerns.
+TABLES = {f"exercises/{path.name}" for path in (PACKAGE / "exercises").glob("ch*.py")}
+MAX_LINES = 450
+
+
+def concern(module: str) -> str:
+    """autograder.grading.rounds -> "grading"; autograder.sandbox.confined.wire ->
+    "sandbox.confined"; autograder.check or autograder itself -> "top"."""
+    parts = module.split(".")[1:]
+    if parts[:2] == ["sandbox", "confined"]:
+        return "sandbox.confined"
+    if parts and (PACKAGE / parts[0]).is_dir():
+        return parts[0]
+    return "top"
+
+
+def modules() -> list[tuple[str, Path]]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found.append((".".join(parts).removesuffix(".__init__"), path))
+    return found
+
+
+def imports(module: str, path: Path) -> list[tuple[str, bool]]:
+    """(the autograder module each import names, whether it runs when the module loads)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top_level = {id(node) for node in tree.body}
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            names = [_named(base, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        found += [(name, id(node) in top_level) for name in names
+                  if name.split(".")[0] == "autograder"]
+    return found
+
+
+def _named(base: str, name: str) -> str:
+    """What `from base import name` imports: the submodule when `name` is one, else base."""
+    candidate = PACKAGE.parent / f"{base}.{name}".replace(".", "/")
+    is_module = candidate.is_dir() or candidate.with_suffix(".py").is_file()
+    return f"{base}.{name}" if is_module else base
+
+
+def test_each_concern_imports_only_what_its_folder_allows():
+    wrong = []
+    for module, path in modules():
+        here = concern(module)
+        for name, at_load in imports(module, path):
+            there = concern(name)
+            if there == here:
+                continue
+            lazy_ok = (here, there) in LAZY_ONLY and not at_load
+            if there not in MAY_IMPORT[here] and not lazy_ok:
+                wrong.append(f"{module} imports {name} ({here} may import "
+                             f"{sorted(MAY_IMPORT[here]) or 'nothing of the grader'})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_confined_code_imports_the_standard_library_and_numpy_only():
+    """The child runs these files from its own folder, where no grader is to be found."""
+    # pyseccomp: the optional seccomp binding confine.py uses where it is installed.
+    allowed = set(sys.stdlib_module_names) | {"numpy", "pyseccomp", "__future__"}
+    for path in sorted((PACKAGE / "sandbox" / "confined").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0 or path.name == "__init__.py", (path.name, node.module)
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                assert name.split(".")[0] in allowed, f"{path.name} imports {name}"
+
+
+def test_every_folder_says_what_it_holds_and_may_import():
+    for folder in sorted(p.parent for p in PACKAGE.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+        assert len(doc.split()) >= 15, f"{folder}: its __init__ docstring says too little"
+        if folder.name not in ("autograder", "exercises", "harness"):
+            assert "import" in doc, f"{folder}: say what this folder may import"
+
+
+@pytest.mark.parametrize(("module", "path"), modules(), ids=[m for m, _ in modules()])
+def test_no_module_outside_the_exercise_tables_is_long(module, path):
+    if path.relative_to(PACKAGE).as_posix() in TABLES:
+        return
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{module}: {lines} lines; split it by concern"
+
+
+def test_the_rule_itself_catches_a_wrong_direction(tmp_path, monkeypatch):
+    """The checker sees an import it must refuse (the sandbox importing the grading)."""
+    fake = tmp_path / "autograder" / "sandbox"
+    fake.mkdir(parents=True)
+    (tmp_path / "autograder" / "grading").mkdir()
+    (fake / "bad.py").write_text("from autograder.grading import rounds\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "autograder")
+    refused = r"autograder\.sandbox\.bad imports autograder\.grading"
+    with pytest.raises(AssertionError, match=refused):
+        test_each_concern_imports_only_what_its_folder_allows()

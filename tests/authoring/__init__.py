@@ -1,0 +1,1 @@
+"""Learner copies built from the solutions, resetting an exercise, the README course map."""

@@ -1,0 +1,89 @@
+"""solutions/ -> course/: the stub generation, and the two folders being in sync."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.authoring import notebooks
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SOLUTION_CELL = '''import numpy as np
+
+def unbroadcast(g, shape):
+    """Sum g back to shape."""
+    ### BEGIN SOLUTION
+    leading = g.ndim - len(shape)
+    return g.sum(axis=tuple(range(leading)))
+    ### END SOLUTION
+
+print("after")'''
+
+
+def test_solution_block_becomes_a_stub_naming_the_exercise():
+    stripped = notebooks.strip_solutions(SOLUTION_CELL)
+    assert "leading" not in stripped
+    assert '    raise NotImplementedError("Exercise unbroadcast:' in stripped
+    assert '"""Sum g back to shape."""' in stripped
+    assert stripped.endswith('print("after")')
+    compile(stripped, "cell", "exec")  # the learner copy is valid Python
+
+
+def test_stub_raises_not_implemented_when_called():
+    namespace: dict = {}
+    exec(notebooks.strip_solutions(SOLUTION_CELL), namespace)
+    with pytest.raises(NotImplementedError, match="Exercise unbroadcast"):
+        namespace["unbroadcast"](None, ())
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("def f():\n    ### BEGIN SOLUTION\n    return 1\n", "never closed"),
+        ("### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n", "inside a `def`"),
+        ("def f():\n    return 1\n    ### END SOLUTION\n", "without"),
+    ],
+)
+def test_broken_markers_are_named(source, problem):
+    with pytest.raises(notebooks.SolutionMarkerError, match=problem):
+        notebooks.strip_solutions(source)
+
+
+def test_learner_copy_clears_outputs_and_keeps_metadata():
+    notebook = nbformat.v4.new_notebook(metadata={"course": {"chapter": "99"}})
+    cell = nbformat.v4.new_code_cell(SOLUTION_CELL, execution_count=3)
+    cell.outputs = [nbformat.v4.new_output("stream", text="after\n")]
+    notebook.cells = [cell]
+    copy = notebooks.learner_copy(notebook)
+    assert copy.cells[0].outputs == [] and copy.cells[0].execution_count is None
+    assert copy.metadata["course"] == {"chapter": "99"}
+    assert notebook.cells[0].outputs, "the solution notebook itself is left untouched"
+
+
+def test_every_solution_has_an_up_to_date_learner_copy():
+    pairs = notebooks.pairs(ROOT / "solutions", ROOT / "course")
+    assert pairs, "solutions/ holds no chapter notebooks"
+    problems = [p for pair in pairs for p in notebooks.sync_problems(pair)]
+    assert not problems, "\n".join(problems) + "\nRun `make course`."
+
+
+def test_out_of_sync_copy_is_detected(tmp_path):
+    pair = notebooks.pairs(ROOT / "solutions", ROOT / "course")[0]
+    stale = nbformat.read(pair.learner, as_version=4)
+    stale.cells[-1].source += "\n# edited by hand"
+    nbformat.write(stale, tmp_path / pair.learner.name)
+    problems = notebooks.sync_problems(notebooks.Pair(pair.solution, tmp_path / pair.learner.name))
+    assert problems and "differ" in problems[0]
+
+
+def test_no_checkpoints_or_caches_are_tracked():
+    import subprocess
+
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    junk = [p for p in tracked if ".ipynb_checkpoints" in p or "__pycache__" in p]
+    assert not junk, junk

@@ -1,0 +1,1 @@
+"""The teaching helpers the notebooks import."""

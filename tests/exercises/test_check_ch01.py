@@ -1,0 +1,362 @@
+"""The chapter 01 checks: right answers written in different ways pass, each wrong answer learners
+write fails with the hint that names it, and the references agree with finite differences."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from autograder import check
+from autograder.exercises import for_chapter
+from autograder.exercises.ch01_chain_rule import (
+    JACOBIAN_BY_ROWS,
+    PREDICT_TAPE_GRADIENT,
+    QA_GRADIENTS,
+    TO_NUMPY_INVOKE,
+)
+from autograder.harness import invoker
+from autograder.judging.cases import NOTEBOOK, draw_cases
+from autograder.judging.compare import compare_outputs
+from autograder.judging.engine import call_learner, judge
+
+# ---------------------------------------------------------------- predict_tape_gradient
+
+
+def predict_by_reshape(jacobian, x_shape):
+    return jacobian.reshape((-1, *x_shape)).sum(axis=0)
+
+
+def predict_by_ones_cotangent(jacobian, x_shape):
+    y_shape = jacobian.shape[: jacobian.ndim - len(x_shape)]
+    ones = np.ones(y_shape, dtype=jacobian.dtype)
+    return np.asarray(np.tensordot(ones, jacobian, axes=len(y_shape)))
+
+
+def predict_by_loop(jacobian, x_shape):
+    while jacobian.ndim > len(x_shape):
+        jacobian = jacobian.sum(axis=0)
+    return np.asarray(jacobian)
+
+
+@pytest.mark.parametrize("fn", [predict_by_reshape, predict_by_ones_cotangent, predict_by_loop])
+def test_right_predictions_pass(fn):
+    report = check.predict_tape_gradient(fn)
+    assert report.passed, str(report)
+    assert report.cases_checked >= 25
+
+
+# The declared mistakes are run by tests/judging/test_mistakes.py; these get a hint by their kind.
+
+
+def upcasts(jacobian, x_shape):
+    y_shape = jacobian.shape[: jacobian.ndim - len(x_shape)]
+    return np.asarray(np.tensordot(np.ones(y_shape), jacobian, axes=len(y_shape)))
+
+
+def returns_list(jacobian, x_shape):
+    return predict_by_reshape(jacobian, x_shape).tolist()
+
+
+PREDICT_BUGS = [
+    (upcasts, "upcasts float32 to float64"),
+    (returns_list, "numpy array"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), PREDICT_BUGS, ids=[f.__name__ for f, _ in PREDICT_BUGS])
+def test_wrong_prediction_fails_with_its_hint(fn, hint):
+    report = check.predict_tape_gradient(fn)
+    assert report.status == "failed"
+    assert hint in str(report), str(report)
+
+
+def test_prediction_cases_cover_scalars_and_both_dtypes():
+    cases = PREDICT_TAPE_GRADIENT.edge_cases() + draw_cases(
+        PREDICT_TAPE_GRADIENT.strategy(NOTEBOOK), NOTEBOOK
+    )
+    x_ranks = {len(c.arg("x_shape")) for c in cases}
+    y_ranks = {c.arg("jacobian").ndim - len(c.arg("x_shape")) for c in cases}
+    assert x_ranks == {0, 1, 2} and y_ranks == {0, 1, 2}
+    assert {c.arg("jacobian").dtype for c in cases} == {np.dtype(np.float32), np.dtype(np.float64)}
+
+
+def test_prediction_is_a_numpy_exercise():
+    assert PREDICT_TAPE_GRADIENT.frameworks == ()
+    assert PREDICT_TAPE_GRADIENT.invoke == ""
+
+
+# ---------------------------------------------------------------- qa_gradients
+
+
+def _tf(*arrays):
+    return tuple(tf.constant(a) for a in arrays)
+
+
+def qa_split_tf(x, W, b, y0):
+    x, W, b, y0 = _tf(x, W, b, y0)
+    h = x @ W + b
+    with tf.GradientTape() as tape:
+        tape.watch(h)
+        loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
+    g1 = tape.gradient(loss, h)
+    with tf.GradientTape() as tape:
+        tape.watch([W, b])
+        h = x @ W + b
+    return tape.gradient(h, [W, b], output_gradients=g1)  # a list of tensors
+
+
+def qa_split_jax(x, W, b, y0):
+    h, pullback_h = jax.vjp(lambda W, b: x @ W + b, W, b)
+    g1 = jax.grad(lambda h: jnp.mean(jnp.square(jnp.tanh(h) - y0)))(h)
+    return pullback_h(g1)
+
+
+def qa_split_grad_ys(x, W, b, y0):
+    @tf.function
+    def both_parts(x, W, b, y0):
+        h = x @ W + b
+        loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
+        (g1,) = tf.gradients(loss, h)
+        return tf.gradients(h, [W, b], grad_ys=g1)
+
+    grad_W, grad_b = both_parts(*_tf(x, W, b, y0))
+    return grad_W.numpy(), grad_b.numpy()
+
+
+def qa_by_hand(x, W, b, y0):
+    """The right values without any gradient call: the wrong answers below build on it (by
+    hand, it fails on the method: see test_method.py)."""
+    y = np.tanh(x @ W + b)
+    g1 = 2 * (y - y0) / y.size * (1 - y**2)
+    return x.T @ g1, g1.sum(axis=0)
+
+
+@pytest.mark.parametrize("fn", [qa_split_tf, qa_split_jax, qa_split_grad_ys])
+def test_right_qa_gradients_pass(fn):
+    report = check.qa_gradients(fn)
+    assert report.passed, str(report)
+
+
+def _two_calls(x, W, b, y0):
+    """What the Q&A did: g1 = dloss/dh and g2 = dh/dW, dh/db as two plain gradient calls."""
+    x, W, b, y0 = _tf(x, W, b, y0)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch([W, b])
+        h = x @ W + b
+        y = tf.tanh(h)
+        loss = tf.reduce_mean(tf.square(y - y0))
+    return tape, h, y, loss, W, b
+
+
+def multiplies_summed_gradients(x, W, b, y0):
+    tape, h, _, loss, W, b = _two_calls(x, W, b, y0)
+    g1 = tf.reduce_sum(tape.gradient(loss, h), axis=0)  # made to fit W's last axis
+    return (g1 * tape.gradient(h, W)).numpy(), (g1 * tape.gradient(h, b)).numpy()
+
+
+def multiplies_in_tensorflow(x, W, b, y0):
+    tape, h, _, loss, W, b = _two_calls(x, W, b, y0)
+    g1 = tape.gradient(loss, h)
+    return (g1 * tape.gradient(h, W)).numpy(), (g1 * tape.gradient(h, b)).numpy()
+
+
+def multiplies_in_numpy(x, W, b, y0):
+    tape, h, _, loss, W, b = _two_calls(x, W, b, y0)
+    g1 = tape.gradient(loss, h).numpy()
+    return g1 * tape.gradient(h, W).numpy(), (g1 * tape.gradient(h, b).numpy()).sum(axis=0)
+
+
+def forgets_the_cotangent(x, W, b, y0):
+    tape, h, _, _, W, b = _two_calls(x, W, b, y0)
+    return tape.gradient(h, W).numpy(), tape.gradient(h, b).numpy()
+
+
+def cotangent_at_y(x, W, b, y0):
+    tape, h, y, loss, W, b = _two_calls(x, W, b, y0)
+    g1 = tape.gradient(loss, y)
+    grad_W, grad_b = tape.gradient(h, [W, b], output_gradients=g1)
+    return grad_W.numpy(), grad_b.numpy()
+
+
+def returns_one_array(x, W, b, y0):
+    return qa_by_hand(x, W, b, y0)[0]
+
+
+QA_BUGS = [
+    (multiplies_summed_gradients, "multiplied gradients that had already been summed"),
+    (multiplies_in_tensorflow, "summed over h"),
+    (multiplies_in_numpy, "summed over h"),
+    (forgets_the_cotangent, "does not depend on the loss"),
+    (cotangent_at_y, "cotangent at tanh's OUTPUT"),
+    (returns_one_array, "should return a tuple (grad_W, grad_b)"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), QA_BUGS, ids=[f.__name__ for f, _ in QA_BUGS])
+def test_wrong_qa_gradients_fail_with_their_hint(fn, hint):
+    report = check.qa_gradients(fn)
+    assert report.status == "failed"
+    assert hint in str(report), str(report)
+
+
+def test_products_of_summed_gradients_are_named_where_they_have_a_shape():
+    """Where batch == inputs, g1 * g2 runs and is silently wrong: the hint names it."""
+    case = next(c for c in QA_GRADIENTS.edge_cases() if "g1 * g2" in c.label)
+    expected = qa_by_hand(*case.values())
+    got = multiplies_in_numpy(*case.values())
+    assert got[0].shape == expected[0].shape
+    mismatch = compare_outputs(QA_GRADIENTS.outputs, got, expected)
+    assert mismatch is not None
+    assert "already been summed" in QA_GRADIENTS.diagnose(case, got, mismatch)
+
+
+def test_the_qa_shape_error_is_explained_on_the_qa_case():
+    """TensorFlow's own error for g1 * g2 gets the hint that tells the Q&A's story."""
+    case = QA_GRADIENTS.edge_cases()[0]
+    assert "Q&A" in case.label
+    attempt = call_learner(multiplies_in_tensorflow, case, QA_GRADIENTS)
+    failure = judge(QA_GRADIENTS, case, attempt, QA_GRADIENTS.tf_reference(tf, case))
+    assert "Incompatible shapes" in failure.message
+    assert "Q&A's own trap" in failure.hint
+    assert "g1 * tape.gradient(h, W)" in failure.traceback  # the learner's own line
+
+
+def _loss64(x, W, b, y0):
+    return np.mean((np.tanh(x @ W + b) - y0) ** 2)
+
+
+def _central_difference(fn, array, step=1e-6):
+    grad = np.zeros_like(array)
+    for index in np.ndindex(array.shape):
+        up, down = array.copy(), array.copy()
+        up[index] += step
+        down[index] -= step
+        grad[index] = (fn(up) - fn(down)) / (2 * step)
+    return grad
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_qa_references_agree_with_finite_differences(index):
+    case = QA_GRADIENTS.edge_cases()[index]
+    x, W, b, y0 = (v.astype(np.float64) for v in case.values())
+    grad_W, grad_b = QA_GRADIENTS.tf_reference(tf, case)
+    fd_W = _central_difference(lambda w: _loss64(x, w, b, y0), W)
+    fd_b = _central_difference(lambda c: _loss64(x, W, c, y0), b)
+    np.testing.assert_allclose(grad_W, fd_W, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(grad_b, fd_b, rtol=1e-4, atol=1e-5)
+
+
+def test_qa_cases_include_the_shapes_that_hide_mistakes():
+    cases = QA_GRADIENTS.edge_cases() + draw_cases(QA_GRADIENTS.strategy(NOTEBOOK), NOTEBOOK)
+    shapes = [(c.arg("x").shape, c.arg("W").shape) for c in cases]
+    assert any(x[0] == x[1] and x[0] > 1 for x, _ in shapes)  # batch == n
+    assert any(w[0] == w[1] and w[0] > 1 for _, w in shapes)  # n == m
+    assert any(x[0] > 1 and x[0] != w[0] for x, w in shapes)  # g1 * g2 cannot be formed
+    assert all(c.arg(name).dtype == np.float32 for c in cases for name in ("x", "W", "b", "y0"))
+
+
+# ---------------------------------------------------------------- jacobian_by_rows
+
+
+def rows_tf(x, W, b):
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
+    m = y.shape[0]
+    return tf.stack([tape.gradient(y, x, output_gradients=tf.one_hot(i, m)) for i in range(m)])
+
+
+def rows_jax(x, W, b):
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), x)
+    return jnp.stack([pullback(e)[0] for e in jnp.eye(y.shape[0], dtype=y.dtype)])
+
+
+def rows_by_hand(x, W, b):
+    """The right Jacobian without any VJP: a wrong answer below builds on it."""
+    return (1 - np.tanh(x @ W + b) ** 2)[:, None] * W.T
+
+
+@pytest.mark.parametrize("fn", [rows_tf, rows_jax])
+def test_right_jacobians_pass(fn):
+    report = check.jacobian_by_rows(fn)
+    assert report.passed, str(report)
+
+
+def rows_without_cotangent(x, W, b):
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
+    return tf.stack([tape.gradient(y, x) for _ in range(y.shape[0])]).numpy()
+
+
+def stacks_rows_as_columns(x, W, b):
+    return np.stack(list(rows_by_hand(x, W, b)), axis=1)
+
+
+def one_hot_in_float64(x, W, b):
+    y = np.tanh(x @ W + b)
+    eye = np.eye(y.shape[0])  # float64: the product upcasts
+    return eye @ ((1 - y**2)[:, None] * W.T)
+
+
+ROWS_BUGS = [
+    (rows_without_cotangent, "Every row of your Jacobian is the same"),
+    (stacks_rows_as_columns, "Your Jacobian is transposed"),
+    (one_hot_in_float64, "Keep float32"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), ROWS_BUGS, ids=[f.__name__ for f, _ in ROWS_BUGS])
+def test_wrong_jacobians_fail_with_their_hint(fn, hint):
+    report = check.jacobian_by_rows(fn)
+    assert report.status == "failed"
+    assert hint in str(report), str(report)
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_jacobian_references_agree_with_compute_gradient(index):
+    case = JACOBIAN_BY_ROWS.edge_cases()[index]
+    x, W, b = (tf.constant(v.astype(np.float64)) for v in case.values())
+    theoretical, numerical = tf.test.compute_gradient(
+        lambda x: tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b), [x]
+    )
+    (reference,) = JACOBIAN_BY_ROWS.tf_reference(tf, case)
+    np.testing.assert_allclose(theoretical[0], numerical[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(reference, numerical[0], rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- the chapter as a whole
+
+
+def test_chapter_lists_its_exercises_in_notebook_order():
+    assert [e.name for e in for_chapter("01")] == [
+        "predict_tape_gradient", "qa_gradients", "jacobian_by_rows",
+    ]
+    assert QA_GRADIENTS.frameworks == JACOBIAN_BY_ROWS.frameworks == ("jax", "tensorflow")
+
+
+def test_invoke_converts_tensors_only():
+    invoke = invoker(TO_NUMPY_INVOKE)
+    out = invoke(lambda a: (tf.constant(a), jnp.asarray(a), [1.0]), np.ones(2, np.float32))
+    assert isinstance(out[0], np.ndarray) and isinstance(out[1], np.ndarray)
+    assert out[0].dtype == out[1].dtype == np.float32
+    assert out[2] == [1.0]  # a list stays a list: the check reports it as a wrong type
+
+
+def test_invoke_reports_framework_shape_errors_as_value_errors():
+    invoke = invoker(TO_NUMPY_INVOKE)
+    with pytest.raises(ValueError, match=r"^InvalidArgumentError: Incompatible shapes"):
+        invoke(lambda: tf.ones((4, 2)) * tf.ones((3, 2)))
+    with pytest.raises(ValueError, match="TypeError"):
+        invoke(lambda: jnp.ones((4, 2)) * jnp.ones((3, 2)))
+    with pytest.raises(ZeroDivisionError):  # other errors pass through unchanged
+        invoke(lambda: 1 / 0)

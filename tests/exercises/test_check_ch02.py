@@ -1,0 +1,376 @@
+"""The chapter 02 checks: right tapes written in different ways pass, and each wrong tape
+learners write (breadth-first order, `=` instead of `+=`, a lost incoming cotangent, a wrong
+sign in sub or div) fails with the hint that names it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import deque
+
+import numpy as np
+import pytest
+
+import coursekit.tape
+from autograder import check
+from autograder.exercises.ch02_reverse_mode_tape import (
+    BACKWARD,
+    BFS_TRAP,
+    GRAD,
+    TOPOSORT,
+    VJP_RULE,
+    first_difference,
+    parse_program,
+    program_case,
+    program_text,
+)
+from autograder.judging.engine import check_function
+
+# The learner's namespace: the tape's type and operations, found by the checks in
+# fn.__globals__ (here, this module's globals).
+from coursekit.tape import (  # noqa: F401
+    Tensor,
+    add,
+    bfs_order,
+    div,
+    exp,
+    log,
+    matmul,
+    mul,
+    neg,
+    reduce_sum,
+    sub,
+    tanh,
+    toposort,
+    vjp_rule,
+)
+
+
+def tape_with_rule(op, rule, name):
+    """A fresh copy of the reference tape whose rule for `op` is replaced (a learner's tape
+    with one wrong rule: its own Tensor, operations, backward and grad)."""
+    spec = importlib.util.spec_from_file_location(name, coursekit.tape.__file__)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    module.RULES[op] = rule
+    return module
+
+
+def failed_with(report, words):
+    assert not report.passed, str(report)
+    assert report.failure is not None and words in report.failure.hint, str(report)
+
+
+# ---------------------------------------------------------------- vjp_rule
+
+
+def vjp_rule_branches(op, g, *primals, axis=None):
+    if op == "add":
+        return g, g
+    if op == "sub":
+        return g, np.negative(g)
+    if op == "mul":
+        x, y = primals
+        return y * g, x * g
+    if op == "div":
+        x, y = primals
+        return g / y, -(g * x) / (y * y)
+    if op == "matmul":
+        x, y = primals
+        return np.einsum("ik,jk->ij", g, y), np.einsum("ki,kj->ij", x, g)
+    (x,) = primals
+    if op == "sum":
+        shape = list(x.shape)
+        if axis is not None:
+            shape[axis] = 1
+            return (np.broadcast_to(np.reshape(g, shape), x.shape).copy(),)
+        return (np.full(x.shape, g, dtype=x.dtype),)
+    t = np.tanh(x)
+    local = {"neg": -np.ones_like(x), "exp": np.exp(x), "log": 1 / x, "tanh": 1 - t * t}[op]
+    return (g * local,)
+
+
+@pytest.mark.parametrize("fn", [vjp_rule, vjp_rule_branches])
+def test_right_vjp_rules_pass(fn):
+    report = check.vjp_rule(fn)
+    assert report.passed, str(report)
+
+
+# The wrong rules learners write are declared mistakes of vjp_rule, run by
+# tests/judging/test_mistakes.py.
+
+
+def test_vjp_rule_returning_a_bare_array_is_explained():
+    def bare(op, g, *primals, **params):
+        result = vjp_rule(op, g, *primals, **params)
+        return result[0] if len(result) == 1 else result
+
+    report = check.vjp_rule(bare)
+    assert not report.passed
+    assert "tuple of cotangents" in report.failure.message
+
+
+# ---------------------------------------------------------------- toposort
+
+
+def toposort_kahn(root):
+    """Kahn's algorithm on the graph reversed: consumers counted, then peeled from the root."""
+    nodes, stack, seen = [], [root], set()
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen.add(id(node))
+            nodes.append(node)
+            stack.extend(node.parents)
+    consumers = {id(n): 0 for n in nodes}
+    for node in nodes:
+        for parent in node.parents:
+            consumers[id(parent)] += 1
+    ready, order = deque([root]), []
+    while ready:
+        node = ready.popleft()
+        order.append(node)
+        for parent in node.parents:
+            consumers[id(parent)] -= 1
+            if consumers[id(parent)] == 0:
+                ready.append(parent)
+    return order[::-1]
+
+
+def toposort_bfs(root):
+    return bfs_order(root)[::-1]
+
+
+def toposort_without_inputs(root):
+    return [node for node in toposort(root) if node.parents]
+
+
+@pytest.mark.parametrize("fn", [toposort, toposort_kahn])
+def test_right_toposorts_pass(fn):
+    report = check.toposort(fn)
+    assert report.passed, str(report)
+
+
+def test_breadth_first_toposort_fails_with_its_hint():
+    report = check.toposort(toposort_bfs)
+    failed_with(report, "breadth-first")
+
+
+def test_toposort_missing_nodes_is_explained():
+    report = check.toposort(toposort_without_inputs)
+    assert not report.passed
+    assert "left out" in report.failure.message
+
+
+# ---------------------------------------------------------------- backward
+
+
+def backward_right(root, g):
+    root.grad += g
+    for node in reversed(toposort(root)):
+        if node.parents:
+            for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
+                parent.grad += c
+
+
+def backward_recursive(root, g):
+    """The same pass with the order built by a different search (Kahn's algorithm)."""
+    root.grad = root.grad + g
+    for node in reversed(toposort_kahn(root)):
+        for parent, c in zip(node.parents, node.vjp(node.grad) if node.parents else (),
+                             strict=True):
+            parent.grad = parent.grad + c
+
+
+def backward_bfs(root, g):
+    root.grad += g
+    queue, seen = deque([root]), {id(root)}
+    while queue:
+        node = queue.popleft()
+        if node.parents:
+            for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
+                parent.grad += c
+                if id(parent) not in seen:
+                    seen.add(id(parent))
+                    queue.append(parent)
+
+
+def backward_queue(root, g):
+    """A queue that takes a node back in whenever it is not waiting in it (no visited set)."""
+    root.grad += g
+    working = [root]
+    while working:
+        node = working.pop(0)
+        if node.parents:
+            for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
+                parent.grad += c
+                if parent not in working:
+                    working.append(parent)
+
+
+def backward_assign(root, g):
+    root.grad = g
+    for node in reversed(toposort(root)):
+        if node.parents:
+            for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
+                parent.grad = c
+
+
+def backward_forgets_node_cotangent(root, g):
+    root.grad += g
+    for node in reversed(toposort(root)):
+        if node.parents:
+            for parent, c in zip(node.parents, node.vjp(np.ones_like(node.grad)), strict=True):
+                parent.grad += c
+
+
+def backward_seeded_with_ones(root, g):
+    backward_right(root, np.ones_like(g))
+
+
+@pytest.mark.parametrize("fn", [backward_right, backward_recursive, coursekit.tape.backward])
+def test_right_backward_passes(fn):
+    report = check.backward(fn)
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (backward_bfs, "breadth-first"),
+        (backward_queue, "puts a node back into it"),
+        (backward_assign, "accumulate with `parent.grad += c`"),
+        (backward_forgets_node_cotangent, "incoming cotangent is lost"),
+        (backward_seeded_with_ones, "incoming cotangent is lost"),
+    ],
+)
+def test_wrong_backward_fails_with_its_hint(fn, words):
+    failed_with(check.backward(fn), words)
+
+
+@pytest.mark.parametrize(
+    ("op", "rule", "words"),
+    [
+        ("sub", lambda g, x, y: (g, g), "Wrong sign in sub"),
+        ("div", lambda g, x, y: (g / y, g * x / y**2), "Wrong sign in div"),
+    ],
+)
+def test_a_wrong_rule_costs_vjp_rule_only_and_is_named(op, rule, words):
+    """A tape with one wrong rule: vjp_rule fails with its hint; backward and grad, which
+    call it, are checked with the correct rule in its place, pass, and say so (issue 17)."""
+    learner = tape_with_rule(op, rule, f"learner_tape_{op}")
+    own = learner.vjp_rule
+    failed_with(check_function(VJP_RULE, own), words)
+    for exercise, fn in ((BACKWARD, learner.backward), (GRAD, learner.grad)):
+        report = check_function(exercise, fn)
+        assert report.passed, str(report)
+        assert "Your vjp_rule is not right yet" in report.dependencies, str(report)
+        assert learner.vjp_rule is own  # the learner's own is put back after the check
+
+
+def test_failures_show_the_smallest_program():
+    report = check.backward(backward_bfs)
+    assert report.failure.shrunk or report.failure.case.label
+    program = report.failure.case.arg("program")
+    steps = parse_program(program)
+    assert len(steps) <= 4, program  # the trap needs a value with consumers at two depths
+    assert "program = " in str(report)
+
+
+def test_failures_name_the_value_where_the_cotangents_first_differ():
+    case = program_case(0, 2, np.float64, 7, program="v3 = tanh(v2); v4 = exp(v3); "
+                        "v5 = mul(v4, v1)")
+    forgets = next(m for m in BACKWARD.mistakes if m.name == "forgets_node_cotangent")
+    wrong = BACKWARD.run_mistake(forgets, case)
+    where = first_difference(case, wrong)
+    assert where.startswith("Walking back from the output, the cotangents first differ at "
+                            "v4 = exp(v3)"), where
+    report = check.backward(backward_bfs)
+    assert "the first to differ are those of the inputs" in report.failure.hint, str(report)
+
+
+def test_a_tape_that_frees_node_cotangents_is_told_to_keep_them():
+    def backward_freeing(root, g):
+        backward_right(root, g)
+        for node in toposort(root):
+            if node.parents:
+                node.grad = np.zeros_like(node.grad)
+
+    report = check.backward(backward_freeing)
+    assert not report.passed and "node_cotangents" in report.failure.message
+
+
+# ---------------------------------------------------------------- grad
+
+
+def grad_right(f, argnums=0):
+    def gradient(*args):
+        inputs = [Tensor(a) for a in args]
+        out = f(*inputs)
+        backward_right(out, np.ones_like(out.value))
+        picked = [inputs[i].grad for i in np.atleast_1d(argnums)]
+        return picked[0] if isinstance(argnums, int) else tuple(picked)
+
+    return gradient
+
+
+def grad_assign(f, argnums=0):
+    def gradient(*args):
+        inputs = [Tensor(a) for a in args]
+        backward_assign(f(*inputs), np.ones((), args[0].dtype))
+        return inputs[argnums].grad if isinstance(argnums, int) else tuple(
+            inputs[i].grad for i in argnums)
+
+    return gradient
+
+
+def grad_always_tuple(f, argnums=0):
+    argnums = (argnums,) if isinstance(argnums, int) else argnums
+    return coursekit.tape.grad(f, argnums)
+
+
+@pytest.mark.parametrize("fn", [coursekit.tape.grad, grad_right])
+def test_right_grad_passes(fn):
+    report = check.grad(fn)
+    assert report.passed, str(report)
+
+
+def test_grad_with_assignment_fails_with_its_hint():
+    failed_with(check.grad(grad_assign), "accumulate with `parent.grad += c`")
+
+
+def test_grad_must_mirror_jax_argnums():
+    report = check.grad(grad_always_tuple)
+    assert not report.passed
+    assert "as jax.grad does" in report.failure.message
+
+
+# ---------------------------------------------------------------- the cases themselves
+
+
+def test_the_bfs_trap_is_an_edge_case_and_breadth_first_is_wrong_there():
+    case = next(c for c in TOPOSORT.edge_cases() if c.arg("program") == BFS_TRAP)
+    steps = parse_program(BFS_TRAP)
+    assert program_text(steps) == BFS_TRAP
+    mistake = next(m for m in BACKWARD.mistakes if m.name == "bfs_order")
+    wrong = BACKWARD.run_mistake(mistake, case)
+    assert len(wrong) == 4  # x0, x1, x2 and the node cotangents
+    assert first_difference(case, wrong)  # the breadth-first cotangents are wrong here
+
+
+def test_programs_have_fan_out():
+    from autograder.judging.cases import NOTEBOOK, draw_cases
+
+    cases = draw_cases(BACKWARD.strategy(NOTEBOOK), NOTEBOOK)
+    reused = 0
+    for case in cases:
+        operands = [i for _, ops, _ in parse_program(case.arg("program")) for i in ops]
+        reused += len(operands) != len(set(operands))
+    assert reused >= len(cases) // 4
+
+
+def test_every_rule_exercise_has_the_four_exercises():
+    assert [e.name for e in (VJP_RULE, TOPOSORT, BACKWARD, GRAD)] == [
+        "vjp_rule", "toposort", "backward", "grad"]
+    assert all(e.frameworks == () for e in (VJP_RULE, TOPOSORT, BACKWARD, GRAD))

@@ -1,0 +1,221 @@
+"""The chapter 03 checks: right answers written in different ways pass, and each wrong answer
+learners write fails with the hint that names it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from autograder import check
+from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
+from autograder.judging.cases import NOTEBOOK, draw_cases
+from autograder.judging.engine import check_function
+from autograder.judging.references import ReferenceDisagreement
+
+# ---------------------------------------------------------------- right answers, several ways
+
+
+def unbroadcast_loops(g, shape):
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1 and g.shape[axis] != 1:
+            g = g.sum(axis=axis, keepdims=True)
+    return g
+
+
+def unbroadcast_reshape(g, shape):
+    leading = g.ndim - len(shape)
+    axes = tuple(range(leading)) + tuple(leading + i for i, n in enumerate(shape) if n == 1)
+    return np.asarray(g.sum(axis=axes)).reshape(shape)
+
+
+def unbroadcast_in_place(g, shape):
+    g *= 1  # writes into its input: the check must hand out copies
+    return unbroadcast_loops(g, shape)
+
+
+def matmul_vjp_einsum(g, a, b):
+    grad_a = np.einsum("...ij,...kj->...ik", g, b)
+    grad_b = np.einsum("...ij,...ik->...jk", a, g)
+    return unbroadcast_loops(grad_a, a.shape), unbroadcast_loops(grad_b, b.shape)
+
+
+def matmul_vjp_batch_loop(g, a, b):
+    batch = g.shape[:-2]
+    a_full = np.broadcast_to(a, batch + a.shape[-2:])
+    b_full = np.broadcast_to(b, batch + b.shape[-2:])
+    grad_a = np.zeros(batch + a.shape[-2:], dtype=g.dtype)
+    grad_b = np.zeros(batch + b.shape[-2:], dtype=g.dtype)
+    for index in np.ndindex(*batch):
+        grad_a[index] = g[index] @ b_full[index].T
+        grad_b[index] = a_full[index].T @ g[index]
+    return unbroadcast_loops(grad_a, a.shape), unbroadcast_loops(grad_b, b.shape)
+
+
+@pytest.mark.parametrize("fn", [unbroadcast_loops, unbroadcast_reshape, unbroadcast_in_place])
+def test_right_unbroadcast_passes(fn):
+    report = check.unbroadcast(fn)
+    assert report.passed, str(report)
+    assert report.cases_checked >= 20
+
+
+@pytest.mark.parametrize("fn", [matmul_vjp_einsum, matmul_vjp_batch_loop])
+def test_right_matmul_vjp_passes(fn):
+    report = check.matmul_vjp(fn)
+    assert report.passed, str(report)
+
+
+# ---------------------------------------------------------------- wrong answers learners write
+
+
+# The declared mistakes (autograder/exercises/ch03) are tested by tests/judging/test_mistakes.py;
+# these wrong answers get a hint by their kind (dtype, exception, type) instead.
+
+
+def declared(exercise, name):
+    """A mistake the exercise declares, as the learner's function."""
+    return next(m.answer for m in exercise.mistakes if m.name == name)
+
+
+def upcasts(g, shape):
+    return np.zeros(shape) + unbroadcast_loops(g, shape)
+
+
+def reshapes(g, shape):
+    return g.reshape(shape)
+
+
+def returns_list(g, shape):
+    return unbroadcast_loops(g, shape).tolist()
+
+
+UNBROADCAST_BUGS = [
+    (upcasts, "upcasts float32 to float64"),
+    (reshapes, "must be added up"),
+    (returns_list, "numpy array"),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"), UNBROADCAST_BUGS, ids=[f.__name__ for f, _ in UNBROADCAST_BUGS]
+)
+def test_wrong_unbroadcast_fails_with_its_hint(fn, hint):
+    report = check.unbroadcast(fn)
+    assert not report.passed
+    assert report.status == "failed"
+    assert hint in str(report), str(report)
+
+
+def returns_one_array(g, a, b):
+    return matmul_vjp_einsum(g, a, b)[0]
+
+
+MATMUL_BUGS = [
+    (returns_one_array, "should return a tuple (grad_a, grad_b)"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), MATMUL_BUGS, ids=[f.__name__ for f, _ in MATMUL_BUGS])
+def test_wrong_matmul_vjp_fails_with_its_hint(fn, hint):
+    report = check.matmul_vjp(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+def test_all_axes_transpose_is_caught_on_the_qa_case():
+    """The Q&A bug only shows with a 3-D operand; the case from the Q&A must catch it."""
+    qa_case = MATMUL_VJP.edge_cases()[0]
+    assert "Q&A" in qa_case.label
+    g, a, b = qa_case.values()
+    _, wrong_b = declared(MATMUL_VJP, "all_axes_transposed")(g, a, b)
+    _, right_b = matmul_vjp_einsum(g, a, b)
+    assert not np.allclose(wrong_b, right_b)
+
+
+def test_failure_is_shrunk_to_a_small_case():
+    report = check.unbroadcast(declared(UNBROADCAST, "leading_only"))
+    assert report.failure.shrunk
+    assert report.failure.case.size() <= 4
+
+
+def test_exception_is_reported_with_the_learners_line():
+    report = check.unbroadcast(reshapes)
+    assert "raised ValueError" in report.headline()
+    assert "g.reshape(shape)" in report.failure.traceback
+
+
+def test_prints_are_captured_and_shown_for_the_failing_case():
+    def noisy(g, shape):
+        print("debug", g.shape)
+        return declared(UNBROADCAST, "leading_only")(g, shape)
+
+    report = check.unbroadcast(noisy)
+    assert "debug" in report.failure.printed
+
+
+def test_not_answered_stub_is_reported_as_such():
+    def unbroadcast(g, shape):
+        raise NotImplementedError("Exercise unbroadcast: replace this line with your code.")
+
+    report = check.unbroadcast(unbroadcast)
+    assert report.status == "not answered"
+    assert not report.passed
+    assert "NOT ANSWERED" in report._repr_html_()
+
+
+def test_passing_the_result_instead_of_the_function_is_explained():
+    report = check.unbroadcast(np.zeros(3))
+    assert report.status == "error"
+    assert "pass the function itself" in str(report)
+
+
+def test_reports_are_deterministic_for_nbval():
+    left_aligned = declared(UNBROADCAST, "left_aligned")
+    assert str(check.unbroadcast(left_aligned)) == str(check.unbroadcast(left_aligned))
+
+
+def test_unknown_exercise_names_the_known_ones():
+    with pytest.raises(AttributeError, match="unbroadcast"):
+        check.unbroadcst  # noqa: B018
+
+
+# ---------------------------------------------------------------- the cases themselves
+
+
+def test_cases_cover_dtypes_ranks_size_one_axes_and_random_cotangents():
+    cases = draw_cases(UNBROADCAST.strategy(NOTEBOOK), NOTEBOOK)
+    dtypes = {case.arg("g").dtype for case in cases}
+    ranks = {case.arg("g").ndim for case in cases}
+    assert dtypes == {np.dtype(np.float32), np.dtype(np.float64)}
+    assert {0, 4} <= ranks
+    assert any(1 in case.arg("shape") and case.arg("g").ndim > 0 for case in cases)
+    assert any(len(case.arg("shape")) < case.arg("g").ndim for case in cases)
+    big = [case.arg("g") for case in cases if case.arg("g").size >= 4]
+    assert big and all(len(np.unique(g)) > 1 for g in big), "cotangents must not be constant"
+
+
+def test_matmul_cases_include_broadcast_batch_axes():
+    cases = draw_cases(MATMUL_VJP.strategy(NOTEBOOK), NOTEBOOK)
+    assert any(case.arg("a").ndim != case.arg("b").ndim for case in cases)
+    assert all(case.arg("a").ndim >= 2 and case.arg("b").ndim >= 2 for case in cases)
+
+
+def test_frameworks_must_agree_before_judging():
+    def perturbed_jax(jax, params, arrays):
+        (result,) = UNBROADCAST.jax_reference(jax, params, arrays)
+        return (result + 1,)
+
+    broken = dataclasses.replace(UNBROADCAST, jax_reference=perturbed_jax)
+    with pytest.raises(ReferenceDisagreement, match="disagree"):
+        check_function(broken, unbroadcast_loops)
+
+
+def test_two_chapters_cannot_share_an_exercise_name():
+    from autograder.exercises import _by_name
+
+    clash = dataclasses.replace(UNBROADCAST, chapter="99")
+    with pytest.raises(ValueError, match="used by chapters 03 and 99"):
+        _by_name((UNBROADCAST, clash))

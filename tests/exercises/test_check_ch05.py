@@ -1,0 +1,503 @@
+"""The chapter 05 checks: right answers written in different ways pass, each wrong answer
+learners write fails with the hint that names it, and the references agree with finite
+differences in random directions."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autograder import check
+from autograder.exercises.ch05_custom_derivatives_jax import (
+    BESSEL_I0,
+    CLIP_BOUNDS,
+    CLIP_GRADIENT,
+    CLIP_GRADING,
+    CLIP_SHAPES,
+    EXERCISES,
+    FIXED_POINT,
+    LOG1PEXP,
+)
+from autograder.judging.cases import NOTEBOOK, draw_cases, grading_profile
+from autograder.judging.references import reference_outputs
+
+# ---------------------------------------------------------------- log1pexp
+
+
+def _log1pexp(value, tangent):
+    """A custom_jvp function from a forward formula and a tangent rule tangent(x, t)."""
+
+    @jax.custom_jvp
+    def log1pexp(x):
+        return value(x)
+
+    @log1pexp.defjvp
+    def log1pexp_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return log1pexp(x), tangent(x, t)
+
+    return log1pexp
+
+
+log1pexp_logaddexp = _log1pexp(lambda x: jnp.logaddexp(x, 0.0), lambda x, t: jax.nn.sigmoid(x) * t)
+log1pexp_abs = _log1pexp(
+    lambda x: jnp.maximum(x, 0) + jnp.log1p(jnp.exp(-jnp.abs(x))),
+    lambda x, t: jnp.exp(x - jnp.logaddexp(x, 0.0)) * t,
+)
+
+
+@jax.custom_jvp
+def log1pexp_defjvps(x):
+    return jnp.where(x > 0, x + jnp.log1p(jnp.exp(-jnp.abs(x))), jnp.log1p(jnp.exp(-jnp.abs(x))))
+
+
+log1pexp_defjvps.defjvps(lambda t, ans, x: jax.nn.sigmoid(x) * t)
+
+
+@pytest.mark.parametrize("fn", [log1pexp_logaddexp, log1pexp_abs, log1pexp_defjvps])
+def test_right_log1pexp_passes(fn):
+    report = check.log1pexp(fn)
+    assert report.passed, str(report)
+    assert report.cases_checked >= 20
+
+
+# Stable going forward, and both branches of the derivative look stable, but jnp.where
+# differentiates both branches: the unused one is inf / inf = NaN in the second derivative.
+where_trap = _log1pexp(
+    lambda x: jnp.logaddexp(x, 0.0),
+    lambda x, t: jnp.where(x > 0, 1 / (1 + jnp.exp(-x)), jnp.exp(x) / (1 + jnp.exp(x))) * t,
+)
+
+
+def stable(x):
+    return jnp.logaddexp(x, 0.0)
+
+
+tangent_squared = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * t * t)
+tangent_sine = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * jnp.sin(t))
+
+
+@jax.custom_jvp
+def unstable_rule_primal(x):
+    """The issue's false pass: stable itself, but the rule's primal overflows, and jax.jvp
+    and jax.vjp return the rule's primal ([inf, inf] at float32 x = [100, 1000])."""
+    return jnp.logaddexp(x, 0.0)
+
+
+@unstable_rule_primal.defjvp
+def _unstable_rule_primal_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return jnp.log(1 + jnp.exp(x)), jax.nn.sigmoid(x) * t
+
+
+def no_custom_rule(x):
+    return jnp.log1p(jnp.exp(x))
+
+
+def upcasts(x):
+    return jnp.logaddexp(x, np.zeros(x.shape))
+
+
+# The declared mistakes (naive forms, a tangent ignored or plus one, sigmoid(-x), clipping
+# the value or ones) are run by tests/judging/test_mistakes.py; these are other wrong answers.
+LOG1PEXP_BUGS = [
+    (where_trap, "NaN or Inf at the edges"),
+    (no_custom_rule, "NaN or Inf at the edges"),
+    (tangent_squared, "not linear in the tangent"),
+    (tangent_sine, "not linear in the tangent"),
+    (upcasts, "Keep x's dtype"),
+    (unstable_rule_primal, "The primal output of your JVP rule"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), LOG1PEXP_BUGS,
+                         ids=[str(i) for i in range(len(LOG1PEXP_BUGS))])
+def test_wrong_log1pexp_fails_with_its_hint(fn, hint):
+    report = check.log1pexp(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+def test_the_rules_primal_is_what_overflows():
+    """The wrong answer above is stable through jit and wrong only through jax.jvp."""
+    x = jnp.asarray([100.0, 1000.0], jnp.float32)
+    assert np.isfinite(jax.jit(unstable_rule_primal)(x)).all()
+    assert np.isinf(jax.jvp(unstable_rule_primal, (x,), (jnp.ones_like(x),))[0]).all()
+
+
+def test_log1pexp_edges_are_the_issues_points():
+    points = {float(v) for case in LOG1PEXP.edge_cases() for v in case.arg("x")}
+    assert {-1000.0, -100.0, 100.0, 1000.0} <= points
+
+
+# ---------------------------------------------------------------- clip_gradient
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def clip_nondiff(lo, hi, x):
+    return x
+
+
+clip_nondiff.defvjp(lambda lo, hi, x: (x, None), lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
+
+
+def clip_custom_gradient(lo, hi, x):
+    @jax.custom_gradient
+    def identity(x):
+        return x, lambda g: (jnp.clip(g, lo, hi),)
+
+    return identity(x)
+
+
+@jax.custom_vjp
+def _clip_three(lo, hi, x):
+    return x
+
+
+_clip_three.defvjp(
+    lambda lo, hi, x: (x, (lo, hi)),
+    lambda bounds, g: (None, None, jnp.minimum(jnp.maximum(g, bounds[0]), bounds[1])),
+)
+
+
+def clip_all_arguments(lo, hi, x):
+    return _clip_three(lo, hi, x)
+
+
+@pytest.mark.parametrize("fn", [clip_nondiff, clip_custom_gradient, clip_all_arguments])
+def test_right_clip_gradient_passes(fn):
+    report = check.clip_gradient(fn)
+    assert report.passed, str(report)
+
+
+def _clip_with_bwd(bwd):
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+    def clip_gradient(lo, hi, x):
+        return x
+
+    clip_gradient.defvjp(lambda lo, hi, x: (x, None), bwd)
+    return clip_gradient
+
+
+bare_array = _clip_with_bwd(lambda lo, hi, r, g: jnp.clip(g, lo, hi))
+cotangents_for_bounds = _clip_with_bwd(lambda lo, hi, r, g: (0.0, 0.0, jnp.clip(g, lo, hi)))
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def fwd_clips_primal(lo, hi, x):
+    """The identity under jit, but fwd's primal is clipped: wrong only through jax.vjp."""
+    return x
+
+
+fwd_clips_primal.defvjp(lambda lo, hi, x: (jnp.clip(x, lo, hi), None),
+                        lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
+
+CLIP_BUGS = [
+    (bare_array, "bwd returned the wrong structure"),
+    (cotangents_for_bounds, "bwd returned the wrong structure"),
+    (fwd_clips_primal, "The primal output of fwd"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), CLIP_BUGS, ids=[str(i) for i in range(len(CLIP_BUGS))])
+def test_wrong_clip_gradient_fails_with_its_hint(fn, hint):
+    report = check.clip_gradient(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+# ---------------------------------------------------------------- fixed_point
+
+
+def fixed_point_map(a, x):
+    return a / (1 + x)
+
+
+def solve(a):
+    return jax.lax.fori_loop(0, 300, lambda i, x: fixed_point_map(a, x), jnp.zeros_like(a))
+
+
+def _fixed_point(fwd, bwd):
+    @jax.custom_vjp
+    def fixed_point(a):
+        return solve(a)
+
+    fixed_point.defvjp(fwd, bwd)
+    return fixed_point
+
+
+def _fwd(a):
+    x = solve(a)
+    return x, (a, x)
+
+
+def _bwd_formula(residuals, g):
+    a, x = residuals
+    return (g / (1 + x) / (1 + a / (1 + x) ** 2),)
+
+
+def _bwd_general(residuals, g):
+    """Solve u = g + u df/dx with JAX's own VJP of the map, then the cotangent of a is u df/da."""
+    a, x = residuals
+    _, vjp_x = jax.vjp(lambda x: fixed_point_map(a, x), x)
+    u = jax.lax.fori_loop(0, 300, lambda i, u: g + vjp_x(u)[0], g)
+    _, vjp_a = jax.vjp(lambda a: fixed_point_map(a, x), a)
+    return vjp_a(u)
+
+
+fixed_point_formula = _fixed_point(_fwd, _bwd_formula)
+fixed_point_general = _fixed_point(_fwd, _bwd_general)
+
+
+@pytest.mark.parametrize("fn", [fixed_point_formula, fixed_point_general])
+def test_right_fixed_point_passes(fn):
+    report = check.fixed_point(fn)
+    assert report.passed, str(report)
+
+
+STASH = {}
+
+
+def _fwd_stashing(a):
+    x = solve(a)
+    STASH["x"] = x  # kept outside: under jit this is a tracer, gone when bwd runs
+    return x, a
+
+
+def _bwd_stashed(a, g):
+    x = STASH["x"]
+    return (g / (1 + x) / (1 + a / (1 + x) ** 2),)
+
+
+def while_loop_unrolled(a):
+    return jax.lax.while_loop(
+        lambda s: s[1] < 300, lambda s: (fixed_point_map(a, s[0]), s[1] + 1), (a, 0)
+    )[0]
+
+
+FIXED_POINT_BUGS = [
+    (_fixed_point(_fwd_stashing, _bwd_stashed), "residuals close over tracers"),
+    (_fixed_point(_fwd, lambda r, g: _bwd_formula(r, g)[0]), "bwd returned the wrong structure"),
+    (while_loop_unrolled, "cannot differentiate through lax.while_loop"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), FIXED_POINT_BUGS,
+                         ids=[str(i) for i in range(len(FIXED_POINT_BUGS))])
+def test_wrong_fixed_point_fails_with_its_hint(fn, hint):
+    report = check.fixed_point(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+# ---------------------------------------------------------------- bessel_i0
+
+
+def _bessel(tangent, vmap_method="expand_dims"):
+    @jax.custom_jvp
+    def bessel_i0(x):
+        shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(
+            lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method=vmap_method
+        )
+
+    @bessel_i0.defjvp
+    def bessel_i0_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return bessel_i0(x), tangent(x, t)
+
+    return bessel_i0
+
+
+bessel_i1 = _bessel(lambda x, t: jax.scipy.special.i1(x) * t)
+bessel_i1e = _bessel(
+    lambda x, t: jax.scipy.special.i1e(x) * jnp.exp(jnp.abs(x)) * t, vmap_method="broadcast_all"
+)
+
+
+@pytest.mark.parametrize("fn", [bessel_i1, bessel_i1e])
+def test_right_bessel_i0_passes(fn):
+    report = check.bessel_i0(fn)
+    assert report.passed, str(report)
+
+
+def _numpy_i1(v):
+    h = 1e-3
+    return ((np.i0(v + h) - np.i0(v - h)) / (2 * h)).astype(v.dtype)
+
+
+def callback_derivative(x, t):
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.pure_callback(_numpy_i1, shape, x, vmap_method="expand_dims") * t
+
+
+def plain_callback(x):
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.pure_callback(
+        lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method="expand_dims"
+    )
+
+
+BESSEL_BUGS = [
+    (_bessel(callback_derivative), "write the rule itself in jax.numpy"),
+    (plain_callback, "Give the function a jax.custom_jvp rule"),
+    (_bessel(lambda x, t: jax.scipy.special.i1(x) * t, vmap_method=None), "needs a vmap_method"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), BESSEL_BUGS,
+                         ids=[str(i) for i in range(len(BESSEL_BUGS))])
+def test_wrong_bessel_i0_fails_with_its_hint(fn, hint):
+    report = check.bessel_i0(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bessel_derivatives_on_a_bucket_are_the_elementwise_derivatives(dtype):
+    """invoke_bessel_i0 differentiates x flattened and padded to a bucket (one compiled
+    program per dtype, not per shape): its outputs must be those of differentiating each
+    element of x in its own shape (XLA's code for another length may round the last bit
+    differently, nothing more), and the padding compiles no new program."""
+    from autograder.harness import ch05 as harness
+
+    fn = _bessel(lambda x, t: jax.scipy.special.i1(x) * t)
+    rng = np.random.default_rng(5)
+    compiled = harness._bessel_i0_derivatives._cache_size()
+    for shape in [(1,), (6,), (2, 3), (16,), (3, 1, 4)]:
+        x = rng.uniform(-4, 4, shape).astype(dtype)
+        y, y_jvp, jvp, grad, second = harness.invoke_bessel_i0(fn, x, np.ones_like(x))
+        with harness.double_precision():
+            flat = jnp.asarray(x).reshape(-1)
+            expected = [jax.vmap(jax.grad(fn))(flat), jax.vmap(jax.grad(jax.grad(fn)))(flat)]
+        for got, want in zip((grad, second), expected, strict=True):
+            assert got.shape == x.shape and got.dtype == x.dtype
+            np.testing.assert_allclose(got, np.asarray(want).reshape(x.shape),
+                                       rtol=4 * np.finfo(dtype).eps, atol=0)
+        np.testing.assert_array_equal(y, np.i0(x).astype(dtype))
+        np.testing.assert_array_equal(y_jvp, y)
+        np.testing.assert_allclose(jvp, expected[0].reshape(x.shape), rtol=1e-5)
+    assert harness._bessel_i0_derivatives._cache_size() == compiled + 1
+    assert harness.bucketed(jnp.arange(17.0)).shape == (32,)
+
+
+# ---------------------------------------------------------------- the references themselves
+
+
+def _table(exercise):
+    cases = exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)
+    return cases, reference_outputs(exercise, cases)
+
+
+def _directional(f, x, v, h=1e-6):
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+def _softplus(x):
+    return np.logaddexp(x, 0.0)
+
+
+def _fixed_point_numpy(a):
+    x = np.zeros_like(a)
+    for _ in range(400):
+        x = a / (1 + x)
+    return x
+
+
+def test_references_match_finite_differences_in_random_directions():
+    """JVPs against a central difference along a random direction; VJPs by <g, J v> =
+    <J^T g, v> for a random v. Only moderate float64 points: a difference quotient says
+    nothing useful at x = 1000."""
+    rng = np.random.default_rng(0)
+    checked = 0
+    for exercise, f, tangent_name, vjp_name in [
+        (LOG1PEXP, _softplus, "jvp", "vjp"),
+        (FIXED_POINT, _fixed_point_numpy, None, "vjp"),
+        (BESSEL_I0, np.i0, "jvp", None),
+    ]:
+        tangent_index = exercise.outputs.index(tangent_name) if tangent_name else None
+        vjp_index = exercise.outputs.index(vjp_name) if vjp_name else None
+        for case, outputs in zip(*_table(exercise), strict=True):
+            x = case.values()[0]
+            if x.dtype != np.float64 or np.abs(x).max() > 50:
+                continue
+            v = rng.normal(size=x.shape)
+            if tangent_index is not None:
+                t = case.values()[1]
+                np.testing.assert_allclose(outputs[tangent_index], _directional(f, x, t),
+                                           rtol=1e-5, atol=1e-6)
+            if vjp_index is not None:
+                g = case.values()[-1]
+                lhs = float(np.vdot(g, _directional(f, x, v)))
+                np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5,
+                                           atol=1e-6)
+            checked += 1
+    assert checked >= 20
+
+
+def test_second_derivatives_match_finite_differences():
+    for exercise, grad in [(LOG1PEXP, lambda x: 1 / (1 + np.exp(-x))), (BESSEL_I0, None)]:
+        for case, outputs in zip(*_table(exercise), strict=True):
+            x = case.values()[0]
+            if x.dtype != np.float64 or np.abs(x).max() > 50:
+                continue
+            first = outputs[exercise.outputs.index("grad")]
+            if grad is None:  # I0' = I1, checked against a difference of np.i0 first
+                np.testing.assert_allclose(first, _directional(np.i0, x, 1.0), rtol=1e-5)
+                grad_fn = lambda v: _directional(np.i0, v, 1.0, h=1e-4)  # noqa: E731
+            else:
+                grad_fn = grad
+            second = outputs[-1]
+            np.testing.assert_allclose(second, _directional(grad_fn, x, 1.0, h=1e-4), rtol=1e-4,
+                                       atol=1e-6)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
+def test_the_primal_of_every_jvp_and_vjp_is_compared_with_the_value(exercise):
+    """jax.jvp and jax.vjp return the primal of the learner's rule (the JVP rule, or fwd),
+    which may differ from the function's; the references expect the function's value."""
+    primals = [name for name in exercise.outputs if name.endswith("_primal")]
+    assert primals, exercise.name
+    for outputs in _table(exercise)[1]:
+        for name in primals:
+            np.testing.assert_array_equal(outputs[exercise.outputs.index(name)], outputs[0])
+
+
+def test_every_exercise_is_a_jax_exercise_with_an_invoke():
+    for exercise in EXERCISES:
+        assert exercise.frameworks == ("jax",)
+        assert exercise.invoker().__wrapped__.__module__ == "autograder.harness.ch05"
+        assert exercise.chapter == "05"
+
+
+def test_the_clip_reference_is_clipped():
+    cases, outputs = _table(CLIP_GRADIENT)
+    for case, (value, vjp_primal, vjp, rows, chained) in zip(cases, outputs, strict=True):
+        lo, hi, x, g = case.values()
+        np.testing.assert_array_equal(value, x)
+        np.testing.assert_array_equal(vjp_primal, x)
+        np.testing.assert_allclose(vjp, np.clip(g, lo, hi))
+        np.testing.assert_allclose(rows, vjp)
+        assert (np.abs(chained) <= 3 * max(-lo, hi) + 1e-5).all()
+
+
+def test_clip_cases_compile_once_per_shape_yet_meet_every_bounds_pair():
+    """lo and hi are static: each (lo, hi, shape, dtype) compiles the learner's function
+    again, so every hidden case of one shape shares its dtype and bounds (the edge cases
+    too); across the shapes, both dtypes and every bounds pair, asymmetric ones included,
+    are met."""
+    cases = [*CLIP_GRADIENT.edge_cases(), *draw_cases(CLIP_GRADIENT.strategy(
+        grading_profile(20261124)), grading_profile(20261124))]
+    kinds_of: dict[tuple, set] = {}
+    for case in cases:
+        lo, hi, x, _ = case.values()
+        kinds_of.setdefault(x.shape, set()).add((x.dtype, lo, hi))
+    assert set(kinds_of) == {*CLIP_SHAPES, *CLIP_GRADING}
+    assert all(len(kinds) == 1 for kinds in kinds_of.values()), kinds_of
+    met = {kind for kinds in kinds_of.values() for kind in kinds}
+    assert {dtype for dtype, _, _ in met} == {np.dtype(np.float32), np.dtype(np.float64)}
+    assert {(lo, hi) for _, lo, hi in met} == set(CLIP_BOUNDS)

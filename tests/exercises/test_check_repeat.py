@@ -1,0 +1,146 @@
+"""Re-running a check cell: the last counterexample is tried first, and a wrong function that
+has not changed is not shrunk again (issue 16: a repeated check must answer in under 0.5 s)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
+from autograder.judging import engine
+from autograder.judging.engine import check_function, forget_counterexamples
+from autograder.judging.fingerprint import fingerprint
+
+from ..answers import unbroadcast
+
+
+@pytest.fixture(autouse=True)
+def fresh_memory():
+    forget_counterexamples()
+    yield
+    forget_counterexamples()
+
+
+@pytest.fixture
+def shrinks(monkeypatch):
+    """Counts the shrinks a check runs (each one is seconds in chapter 05)."""
+    calls = []
+    original = engine.shrink_with_references
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "shrink_with_references", counted)
+    return calls
+
+
+def leading_axes_only(g, shape):
+    return g.sum(axis=tuple(range(g.ndim - len(shape))))
+
+
+def forgets_keepdims(g, shape):
+    lead = g.ndim - len(shape)
+    ones = tuple(lead + i for i, n in enumerate(shape) if n == 1)
+    return g.sum(axis=tuple(range(lead)) + ones)
+
+
+def test_the_same_wrong_function_is_not_shrunk_again(shrinks):
+    first = check_function(UNBROADCAST, forgets_keepdims)
+    assert not first.passed and first.failure.shrunk
+    assert shrinks == ["unbroadcast"]
+    second = check_function(UNBROADCAST, forgets_keepdims)
+    assert shrinks == ["unbroadcast"], "the second check shrank again"
+    assert str(second) == str(first)
+    assert second.failure.shrunk
+
+
+def test_a_fixed_function_passes_after_a_wrong_one(shrinks):
+    assert not check_function(UNBROADCAST, forgets_keepdims).passed
+    report = check_function(UNBROADCAST, unbroadcast)
+    assert report.passed, str(report)
+    assert report.cases_checked >= 20
+
+
+def test_another_wrong_function_gets_its_own_smallest_case(shrinks):
+    check_function(UNBROADCAST, forgets_keepdims)
+    after = check_function(UNBROADCAST, leading_axes_only)
+    assert shrinks == ["unbroadcast", "unbroadcast"]
+    forget_counterexamples()
+    fresh = check_function(UNBROADCAST, leading_axes_only)
+    assert str(after) == str(fresh)  # history does not change what it is told
+
+
+def test_same_code_whose_state_changed_is_judged_again(shrinks):
+    """A check never trusts the fingerprint alone: the remembered case is run again."""
+    state = {"keepdims": False}
+
+    def stateful(g, shape):
+        lead = g.ndim - len(shape)
+        summed = g.sum(axis=tuple(range(lead)))
+        ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
+        return summed.sum(axis=ones, keepdims=state["keepdims"])
+
+    assert not check_function(UNBROADCAST, stateful).passed
+    state["keepdims"] = True
+    assert check_function(UNBROADCAST, stateful).passed
+
+
+def test_the_remembered_failure_is_per_exercise(shrinks):
+    check_function(UNBROADCAST, forgets_keepdims)
+
+    def matmul_vjp(g, a, b):
+        return unbroadcast(g @ b.T, a.shape), unbroadcast(a.T @ g, b.shape)
+
+    report = check_function(MATMUL_VJP, matmul_vjp)
+    assert not report.passed
+    assert report.failure.case.arrays().keys() == {"g", "a", "b"}
+
+
+# ---------------------------------------------------------------- fingerprints
+
+
+def _define(source: str, **namespace) -> object:
+    namespace = {"np": np, **namespace}
+    exec(source, namespace)
+    return namespace["f"]
+
+
+def test_a_comment_does_not_change_the_fingerprint_and_the_code_does():
+    plain = _define("def f(g, shape):\n    return g.sum(axis=0)\n")
+    commented = _define("def f(g, shape):\n    # sum it\n\n    return g.sum(axis=0)\n")
+    other = _define("def f(g, shape):\n    return g.sum(axis=1)\n")
+    assert fingerprint(plain) == fingerprint(commented)
+    assert fingerprint(plain) != fingerprint(other)
+
+
+def test_the_fingerprint_follows_the_learners_helpers():
+    """matmul_vjp calling a fixed unbroadcast is different code, though its own is not."""
+    source = "def f(g, a, b):\n    return helper(g @ b.T, a.shape)\n"
+    wrong = _define(source, helper=leading_axes_only)
+    fixed = _define(source, helper=unbroadcast)
+    assert fingerprint(wrong) != fingerprint(fixed)
+    assert fingerprint(_define(source, helper=unbroadcast)) == fingerprint(fixed)
+
+
+def test_the_fingerprint_follows_closures_and_wrapped_rules():
+    jax = pytest.importorskip("jax")
+
+    def rule(scale):
+        @jax.custom_jvp
+        def f(x):
+            return x
+
+        @f.defjvp
+        def f_jvp(primals, tangents):
+            return primals[0], tangents[0] * scale
+
+        return f
+
+    assert fingerprint(rule(2.0)) != fingerprint(rule(3.0))
+    assert fingerprint(rule(2.0)) == fingerprint(rule(2.0))
+
+
+def test_builtins_have_no_fingerprint():
+    assert fingerprint(len) is None
+    assert fingerprint(np.add) is None

@@ -1,0 +1,1 @@
+"""The classroom grader's pipeline, from `grade` to the gradebook, and the Gradescope zip."""

@@ -1,0 +1,121 @@
+"""The harness: how every exercise calls the learner's function, in the notebook and in the
+grader's child alike (issue 22). It must run where the grader is not importable."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autograder import harness
+from autograder.exercises import EXERCISES
+from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
+from autograder.judging.cases import Case
+from autograder.judging.engine import call_learner
+from autograder.sandbox import submission_folders
+
+HARNESS = Path(harness.__file__).parent
+ALLOWED_IMPORTS = {"numpy", "jax", "tensorflow"}  # besides the standard library
+
+
+def _imports(path: Path) -> set[str]:
+    """The top-level packages a module imports absolutely (relative imports excluded)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found - {"__future__"}
+
+
+def test_the_harness_imports_only_the_standard_library_numpy_and_the_frameworks():
+    modules = sorted(HARNESS.glob("*.py"))
+    assert {m.stem for m in modules} >= {"__init__", "precision", "ch01", "ch02", "ch05"}
+    for module in modules:
+        foreign = _imports(module) - ALLOWED_IMPORTS - set(sys.stdlib_module_names)
+        assert not foreign, f"{module.name} imports {foreign}: the grader's child lacks them"
+
+
+def test_every_exercise_names_an_invoke_that_resolves_to_a_harness_function():
+    for exercise in EXERCISES.values():
+        invoke = exercise.invoker()
+        function = getattr(invoke, "__wrapped__", invoke)
+        assert function.__module__.startswith(harness.__name__), exercise.name
+        # Full precision exactly where a framework is allowed (the wrapper marks it).
+        assert hasattr(invoke, "__wrapped__") == bool(exercise.frameworks), exercise.name
+
+
+def test_a_misnamed_invoke_is_refused_when_the_exercise_is_declared():
+    for wrong in ("ch02.invoke_vjp_rule", "ch02:", ":invoke", "ch02:invoke vjp"):
+        with pytest.raises(ValueError, match="<module>:<function>"):
+            dataclasses.replace(VJP_RULE, invoke=wrong)
+
+
+def _vjp_case() -> Case:
+    g, x, y = (np.full((2,), v, np.float32) for v in (1.0, 2.0, 3.0))
+    return Case((("op", "add"), ("axis", None), ("g", g), ("x", x), ("y", y)))
+
+
+def test_the_traceback_starts_at_the_learners_own_frames():
+    def vjp_rule(op, g, *primals, **params):
+        raise ValueError("the learner's own error")
+
+    attempt = call_learner(vjp_rule, _vjp_case(), VJP_RULE)
+    assert "in vjp_rule" in attempt.traceback
+    assert attempt.traceback.endswith("ValueError: the learner's own error")
+    assert str(HARNESS) not in attempt.traceback and "engine.py" not in attempt.traceback
+
+
+CHILD_SCRIPT = """
+import sys
+from pathlib import Path
+import importlib.util
+import numpy as np
+
+ctrl = Path(sys.argv[1])
+spec = importlib.util.spec_from_file_location("child", ctrl / "child.py")
+child = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(child)
+harness = child._load_harness(ctrl)
+assert Path(harness.__file__).parent == ctrl / "harness", harness.__file__
+
+def vjp_rule(op, g, x, y):
+    raise ValueError("mine")
+
+invoke = child._invoker(harness, "ch02:invoke_vjp_rule", ())
+g = np.ones(2)
+try:
+    invoke(vjp_rule, "add", None, g, g, g)
+except ValueError as error:
+    text = harness.learner_traceback(error, 3000)
+assert "in vjp_rule" in text and str(ctrl / "harness") not in text, text
+broken = child._invoker(harness, "ch02:no_such_invoke", ())
+try:
+    broken(vjp_rule)
+except AttributeError:
+    pass
+else:
+    raise AssertionError("a missing invoke must fail every case, not the child")
+assert not any(name.split(".")[0] in ("autograder", "coursekit") for name in sys.modules)
+assert not list((ctrl / "harness").glob("__pycache__")), "bytecode written into ctrl"
+print("ok")
+"""
+
+
+def test_the_child_imports_the_harness_the_grader_copied_and_nothing_of_the_grader(tmp_path):
+    ctrl = tmp_path / "ctrl"
+    ctrl.mkdir()
+    folders = submission_folders.Folders(tmp_path, ctrl, tmp_path, tmp_path, None)
+    submission_folders.install_child_files(folders)
+    assert sorted(p.name for p in (ctrl / "harness").iterdir()) == sorted(
+        p.name for p in HARNESS.glob("*.py"))
+    done = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(CHILD_SCRIPT), str(ctrl)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -1,0 +1,492 @@
+"""The method is checked where the exercise text names one (issue 17): an answer whose values
+are right but that ignores the method fails with a message saying what to use instead; the
+solutions, which follow it, pass; a wrong value still gets the hint that names its mistake."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import nbformat
+import numpy as np
+import pytest
+import tensorflow as tf
+from jax import jacrev
+
+from autograder import check
+from autograder.judging.report import FAILED
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def solution_source(notebook: str, name: str) -> str:
+    """The exercise cell of the solution notebook that defines `name`."""
+    cells = nbformat.read(ROOT / "solutions" / notebook, as_version=4).cells
+    (source,) = [c.source for c in cells
+                 if "exercise" in c.metadata.get("tags", []) and f"def {name}(" in c.source]
+    return source
+
+
+def solution(notebook: str, name: str):
+    """The exercise function `name` as the solution notebook defines it (its exercise cell
+    run with the notebook's usual imports), so the test follows the notebook."""
+    namespace = {"tf": tf, "jax": jax, "jnp": jnp, "np": np}
+    exec(compile(solution_source(notebook, name), f"<{notebook}>", "exec"), namespace)
+    return namespace[name]
+
+
+# ---------------------------------------------------------------- jacobian_by_rows (ch01)
+
+
+def rows_by_hand(x, W, b):
+    return (1 - np.tanh(x @ W + b) ** 2)[:, None] * W.T
+
+
+def rows_by_jacrev(x, W, b):
+    return jax.jacrev(lambda x: jnp.tanh(x @ W + b))(x)
+
+
+def rows_by_imported_jacrev(x, W, b):  # `from jax import jacrev` binds it in the globals
+    return jacrev(lambda x: jnp.tanh(x @ W + b))(x)
+
+
+def rows_by_tape_jacobian(x, W, b):
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
+    return tape.jacobian(y, x, experimental_use_pfor=False).numpy()
+
+
+def columns_forward_mode(x, W, b):
+    """By columns: one JVP per input direction (forward mode), not one VJP per row."""
+    x = tf.constant(x)
+    columns = []
+    for j in range(x.shape[0]):
+        with tf.autodiff.ForwardAccumulator(x, tf.one_hot(j, x.shape[0])) as acc:
+            y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
+        columns.append(acc.jvp(y))
+    return tf.stack(columns, axis=1).numpy()
+
+
+# ---------------------------------------------------------------- qa_gradients (ch01)
+
+
+def qa_by_hand(x, W, b, y0):
+    y = np.tanh(x @ W + b)
+    g1 = 2 * (y - y0) / y.size * (1 - y**2)
+    return x.T @ g1, g1.sum(axis=0)
+
+
+def qa_in_one_tape_call(x, W, b, y0):
+    W, b = tf.Variable(W), tf.Variable(b)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(tf.tanh(x @ W + b) - y0))
+    return [g.numpy() for g in tape.gradient(loss, [W, b])]
+
+
+def qa_in_one_jax_grad(x, W, b, y0):
+    loss = lambda W, b: jnp.mean((jnp.tanh(x @ W + b) - y0) ** 2)  # noqa: E731
+    return jax.grad(loss, argnums=(0, 1))(W, b)
+
+
+# ---------------------------------------------------------------- hvp (ch06)
+
+
+def hvp_by_hessian(f, x, v):
+    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+
+
+def hvp_by_jacfwd_of_flat_grad(f, x, v):  # no builder named "hessian", still n x n
+    def flat_grad(y):
+        return jax.grad(f)(y.reshape(x.shape)).ravel()
+
+    return (jax.jacfwd(flat_grad)(x.ravel()) @ v.ravel()).reshape(x.shape)
+
+
+def hvp_by_columns(f, x, v):  # the Hessian built column by column from HVPs: no builder
+    columns = [jax.jvp(jax.grad(f), (x,), (e.reshape(x.shape),))[1].ravel()
+               for e in jnp.eye(x.size, dtype=x.dtype)]
+    return (jnp.stack(columns, 1) @ v.ravel()).reshape(x.shape)
+
+
+def hvp_reverse_over_reverse(f, x, v):
+    """No Hessian either: the gradient of <grad f(x), v>. Right, and allowed."""
+    return jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x)
+
+
+# ---------------------------------------------------------------- linear_layer (ch04)
+
+
+def layer_without_custom_gradient(x, w):
+    return x @ w
+
+
+@tf.custom_gradient
+def _matmul_by_module_weight(x):
+    w = _WEIGHT[0]
+
+    def grad_fn(g, variables=None):
+        return g @ tf.transpose(w), [tf.transpose(x) @ g]
+
+    return x @ w, grad_fn
+
+
+_WEIGHT: list = [None]
+
+
+def layer_with_a_module_level_custom_gradient(x, w):
+    """Decorated once, outside the function: the rule still runs, so the method holds."""
+    _WEIGHT[0] = w
+    return _matmul_by_module_weight(x)
+
+
+ROWS_SAYS = ("must build the Jacobian from m VJPs", "tape.gradient(y, x, output_gradients=")
+QA_SAYS = ("in two parts through a cotangent", "output_gradients=g1")
+HVP_SAYS = ("without the Hessian", "jax.jvp(jax.grad(f), (x,), (v,))")
+LAYER_SAYS = ("@tf.custom_gradient", "your gradient rule never ran")
+
+IGNORING = [
+    ("jacobian_by_rows", rows_by_hand, (*ROWS_SAYS, "made 0 VJP call(s)")),
+    ("jacobian_by_rows", rows_by_jacrev, (*ROWS_SAYS, "it used jax.jacrev")),
+    ("jacobian_by_rows", rows_by_imported_jacrev, (*ROWS_SAYS, "it used jax.jacrev")),
+    ("jacobian_by_rows", rows_by_tape_jacobian, (*ROWS_SAYS, "it used tape.jacobian")),
+    ("jacobian_by_rows", columns_forward_mode, ROWS_SAYS),
+    ("qa_gradients", qa_by_hand, (*QA_SAYS, "0 gradient call(s)")),
+    ("qa_gradients", qa_in_one_tape_call, (*QA_SAYS, "1 gradient call(s), 0 of them")),
+    ("qa_gradients", qa_in_one_jax_grad, (*QA_SAYS, "1 gradient call(s), 0 of them")),
+    ("hvp", hvp_by_hessian, (*HVP_SAYS, "it used jax.hessian")),
+    ("hvp", hvp_by_jacfwd_of_flat_grad, (*HVP_SAYS, "it used jax.jacfwd")),
+    ("hvp", hvp_by_columns, (*HVP_SAYS, "as many entries as the Hessian")),
+    ("linear_layer", layer_without_custom_gradient, LAYER_SAYS),
+]
+
+
+@pytest.mark.parametrize(("exercise", "fn", "says"), IGNORING,
+                         ids=[fn.__name__ for _, fn, _ in IGNORING])
+def test_right_values_by_another_method_fail_saying_what_to_use(exercise, fn, says):
+    report = getattr(check, exercise)(fn)
+    assert report.status == FAILED, str(report)
+    for words in says:
+        assert words in report.headline(), str(report)
+    titles = [title for title, _ in report.sections()]
+    assert not any("case" in title for title in titles), titles  # no case: it is the method
+
+
+SOLUTIONS = [("01_chain_rule.ipynb", "jacobian_by_rows"), ("01_chain_rule.ipynb", "qa_gradients"),
+             ("06_jacobians.ipynb", "hvp"), ("04_custom_gradient_tf.ipynb", "linear_layer")]
+
+
+@pytest.mark.parametrize(("notebook", "name"), SOLUTIONS, ids=[n for _, n in SOLUTIONS])
+def test_the_solutions_follow_the_method(notebook, name):
+    report = getattr(check, name)(solution(notebook, name))
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize("fn", [hvp_reverse_over_reverse,
+                                layer_with_a_module_level_custom_gradient])
+def test_other_ways_that_follow_the_method_pass(fn):
+    exercise = "hvp" if fn is hvp_reverse_over_reverse else "linear_layer"
+    report = getattr(check, exercise)(fn)
+    assert report.passed, str(report)
+
+
+def test_a_wrong_value_gets_its_hint_before_the_method():
+    def transposed_by_hand(x, W, b):
+        return rows_by_hand(x, W, b).T
+
+    report = check.jacobian_by_rows(transposed_by_hand)
+    assert report.status == FAILED
+    assert "Your Jacobian is transposed" in str(report), str(report)
+    assert "m VJPs" not in report.headline()
+
+
+# ---------------------------------------------------------------- in the grader's child
+
+HESSIAN_HVP = '''
+def hvp(f, x, v):
+    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+'''
+UNDEFINED_NAME = '''
+def jacobian_via_jvp(f, x):
+    return jacobian_by_columns(f, x)
+'''
+UNANSWERED_HELPER = '''
+def rows_of(f, x):
+    raise NotImplementedError("rows_of")
+
+
+def batch_jacobian(f, x):
+    return rows_of(f, x)
+'''
+
+
+def _replace_exercise(notebook: nbformat.NotebookNode, name: str, source: str) -> None:
+    for cell in notebook.cells:
+        if "exercise" in cell.metadata.get("tags", []) and f"def {name}(" in cell.source:
+            cell.source = source
+            return
+    raise AssertionError(f"no exercise cell defines {name}")
+
+
+def graded_tests(notebook: nbformat.NotebookNode, tmp_path: Path, seed: int) -> dict:
+    """Grade the notebook alone, sandboxed, with --jobs 1: its results by exercise."""
+    nbformat.write(notebook, tmp_path / "submission.ipynb")
+    out = tmp_path / "graded"
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
+         "--out", str(out), "--seed", str(seed), "--jobs", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    (results,) = out.glob("*-submission/results.json")
+    return {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
+
+
+def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp_path):
+    """One sandboxed grading of chapter 06: hvp by jax.hessian fails on the method, with no
+    case; a NameError shows no case and only the learner's frames; an unanswered helper is
+    named; the untouched exercise still passes."""
+    notebook = nbformat.read(ROOT / "solutions" / "06_jacobians.ipynb", as_version=4)
+    for name, source in [("hvp", HESSIAN_HVP), ("jacobian_via_jvp", UNDEFINED_NAME),
+                         ("batch_jacobian", UNANSWERED_HELPER)]:
+        _replace_exercise(notebook, name, source)
+    tests = graded_tests(notebook, tmp_path, seed=5)
+    assert tests["jacobian_via_vjp"]["status"] == "passed", tests["jacobian_via_vjp"]["output"]
+    method, name_error, stub = (tests[n]["output"] for n in
+                                ("hvp", "jacobian_via_jvp", "batch_jacobian"))
+    assert "without the Hessian" in method and "it used jax.hessian" in method, method
+    assert "NameError" in name_error and "jacobian_by_columns" in name_error, name_error
+    for output in (method, name_error):
+        assert "ailing case" not in output and "input x" not in output, output
+    assert "child.py" not in name_error and "harness" not in name_error, name_error
+    assert "`rows_of` (called by `batch_jacobian`)" in stub, stub
+
+
+# ---------------------------------------------------------------- exercises judged alone
+
+
+def wrong_unbroadcast(g, shape):  # sums the leading axes only, never keepdims
+    return g.sum(axis=tuple(range(g.ndim - len(shape))))
+
+
+def test_matmul_vjp_is_checked_with_a_correct_unbroadcast_and_says_so():
+    """matmul_vjp calls unbroadcast by its global name: the check puts the reference there
+    while it runs (and puts the learner's back), and names the learner's as wrong."""
+    namespace = {"np": np, "unbroadcast": wrong_unbroadcast}
+    source = solution_source("03_unbroadcasting.ipynb", "matmul_vjp")
+    exec(compile(source, "<matmul_vjp>", "exec"), namespace)
+    assert not check.unbroadcast(wrong_unbroadcast).passed
+    report = check.matmul_vjp(namespace["matmul_vjp"])
+    assert report.passed, str(report)
+    assert "Your unbroadcast is not right yet" in str(report)
+    assert "checked with a correct unbroadcast in place of yours" in str(report)
+    assert namespace["unbroadcast"] is wrong_unbroadcast
+
+
+def test_no_note_when_the_dependency_is_right():
+    namespace = {"np": np}
+    exec(compile(solution_source("03_unbroadcasting.ipynb", "unbroadcast")
+                 + "\n" + solution_source("03_unbroadcasting.ipynb", "matmul_vjp"),
+                 "<chapter 03>", "exec"), namespace)
+    report = check.matmul_vjp(namespace["matmul_vjp"])
+    assert report.passed and "Your other exercises" not in str(report), str(report)
+
+
+@tf.function
+def _second_part(x, W, b, g1):
+    with tf.GradientTape() as tape:
+        tape.watch([W, b])
+        h = x @ W + b
+    return tape.gradient(h, [W, b], output_gradients=g1)
+
+
+def qa_with_a_traced_second_part(x, W, b, y0):
+    """Follows the method, but part 2 runs in a tf.function traced once per signature: on a
+    case whose shapes were seen before, its tape.gradient is replayed, not called."""
+    x, W, b, y0 = (tf.constant(a) for a in (x, W, b, y0))
+    h = x @ W + b
+    with tf.GradientTape() as tape:
+        tape.watch(h)
+        loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
+    return _second_part(x, W, b, tape.gradient(loss, h))
+
+
+def test_a_graph_traced_on_an_earlier_case_is_not_a_method_failure():
+    report = check.qa_gradients(qa_with_a_traced_second_part)
+    assert report.passed, str(report)
+
+
+# ---------------------------------------------------------------- the same verdict every time
+# Issue 31: a vmap answer failed its first check and passed every later one, because a function
+# once seen following the method was let off when a compiled part replayed without Python.
+# Now compiled code runs its Python while watched, and no check remembers an earlier one.
+
+
+def rows_by_vmap_of_the_pullback(x, W, b):
+    """One jax.vjp, its pullback mapped over the one-hot rows: one VJP per row, as jacrev."""
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
+    return rows
+
+
+def rows_by_a_loop_of_the_pullback(x, W, b):
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    eye = jnp.eye(y.shape[0], dtype=y.dtype)
+    return jnp.stack([pullback(eye[i])[0] for i in range(y.shape[0])])
+
+
+@jax.jit
+def _rows_jitted(x, W, b):
+    return rows_by_a_loop_of_the_pullback(x, W, b)
+
+
+def rows_by_a_jitted_loop(x, W, b):
+    """Follows the method inside jax.jit: a later call of the same shapes replays the
+    compiled program without calling Python, unless the check makes it."""
+    return _rows_jitted(x, W, b)
+
+
+def rows_by_vectorized_map(x, W, b):
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
+    m = y.shape[0]
+    return tf.vectorized_map(lambda e: tape.gradient(y, x, output_gradients=e),
+                             tf.eye(m, dtype=y.dtype))
+
+
+def rows_by_one_vmapped_sum(x, W, b):
+    """A vmap, but not of VJPs: one pullback of the ones cotangent, inside vmap over nothing
+    that multiplies it. Right values (by hand), 0 VJPs per row: must fail."""
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    pullback(jnp.ones_like(y))
+    return rows_by_hand(x, W, b)
+
+
+@tf.function
+def _qa_whole(x, W, b, y0):
+    """Both parts in one tf.function, part 1 by tf.gradients (which needs a graph)."""
+    h = x @ W + b
+    loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
+    (g1,) = tf.gradients(loss, h)
+    with tf.GradientTape() as tape:
+        tape.watch([W, b])
+        h = x @ W + b
+    return tape.gradient(h, [W, b], output_gradients=g1)
+
+
+def qa_in_a_tf_function(x, W, b, y0):
+    return _qa_whole(tf.constant(x), tf.constant(W), tf.constant(b), tf.constant(y0))
+
+
+FOLLOWING = [("jacobian_by_rows", rows_by_vmap_of_the_pullback),
+             ("jacobian_by_rows", rows_by_a_loop_of_the_pullback),
+             ("jacobian_by_rows", rows_by_a_jitted_loop),
+             ("jacobian_by_rows", rows_by_vectorized_map),
+             ("qa_gradients", qa_with_a_traced_second_part),
+             ("qa_gradients", qa_in_a_tf_function)]
+
+
+@pytest.mark.parametrize(("exercise", "fn"), FOLLOWING, ids=[fn.__name__ for _, fn in FOLLOWING])
+def test_an_answer_that_follows_the_method_passes_its_first_check_and_every_later_one(
+        exercise, fn):
+    reports = [getattr(check, exercise)(fn) for _ in range(3)]
+    assert all(report.passed for report in reports), "\n".join(map(str, reports))
+
+
+def rows_by_the_jitted_loop_after_the_learner_ran_it(x, W, b):
+    return _rows_jitted(x, W, b)
+
+
+def test_a_function_the_learner_ran_before_the_check_still_passes():
+    """The learner's own cell traced the jitted function on these shapes before the check."""
+    rng = np.random.default_rng(0)
+    for n, m in [(1, 1), (2, 3), (3, 2), (4, 4)]:
+        _rows_jitted(rng.normal(size=n).astype(np.float32),
+                     rng.normal(size=(n, m)).astype(np.float32),
+                     rng.normal(size=m).astype(np.float32))
+    report = check.jacobian_by_rows(rows_by_the_jitted_loop_after_the_learner_ran_it)
+    assert report.passed, str(report)
+
+
+@pytest.mark.parametrize(("exercise", "fn"), [("jacobian_by_rows", rows_by_one_vmapped_sum),
+                                              ("jacobian_by_rows", rows_by_hand),
+                                              ("qa_gradients", qa_in_one_tape_call)])
+def test_an_answer_that_does_not_follow_the_method_fails_its_first_check_and_every_later_one(
+        exercise, fn):
+    reports = [getattr(check, exercise)(fn) for _ in range(3)]
+    assert all(report.status == FAILED for report in reports), "\n".join(map(str, reports))
+    assert len({report.headline() for report in reports}) == 1
+
+
+def test_a_layer_whose_custom_gradient_runs_in_a_tf_function_passes_every_time():
+    """The solution inside the learner's own tf.function: traced by the first check, it
+    would replay in later ones without calling its custom gradient, unless retraced."""
+    forward = tf.function(solution("04_custom_gradient_tf.ipynb", "linear_layer"))
+
+    def layer_in_a_tf_function(x, w):
+        return forward(x, w)
+
+    reports = [check.linear_layer(layer_in_a_tf_function) for _ in range(3)]
+    assert all(report.passed for report in reports), "\n".join(map(str, reports))
+
+
+_HELPER = {"hvp": None}
+
+
+def hvp_through_a_helper(f, x, v):
+    return _HELPER["hvp"](f, x, v)
+
+
+def test_hvp_is_judged_on_what_its_helpers_do_now_not_on_an_earlier_check():
+    """The traced-shape memory was kept per function across checks: a fixed helper behind an
+    unchanged function kept failing. Each check now traces afresh."""
+    _HELPER["hvp"] = hvp_by_columns
+    assert check.hvp(hvp_through_a_helper).status == FAILED
+    _HELPER["hvp"] = hvp_reverse_over_reverse
+    report = check.hvp(hvp_through_a_helper)
+    assert report.passed, str(report)
+
+
+VMAP_ROWS = '''def jacobian_by_rows(x, W, b):
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
+    (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
+    return rows
+'''
+
+
+def test_the_grader_gives_the_vmap_answer_the_notebook_check_s_verdict(tmp_path):
+    notebook = nbformat.read(ROOT / "solutions" / "01_chain_rule.ipynb", as_version=4)
+    _replace_exercise(notebook, "jacobian_by_rows", VMAP_ROWS)
+    tests = graded_tests(notebook, tmp_path, seed=7)
+    assert tests["jacobian_by_rows"]["status"] == "passed", tests["jacobian_by_rows"]["output"]
+
+
+@partial(jax.jit, static_argnums=0)
+def _hvp_by_a_jitted_hessian(f, x, v):
+    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+
+
+def hvp_by_a_jitted_hessian(f, x, v):
+    """jax.hessian inside jax.jit: a case of a shape traced before replays without calling
+    it, so only a trace of the check's own (with every call seen) can name it every time."""
+    return _hvp_by_a_jitted_hessian(f, x, v)
+
+
+def test_a_jitted_hessian_gets_the_same_verdict_and_message_on_every_check():
+    reports = [check.hvp(hvp_by_a_jitted_hessian) for _ in range(3)]
+    assert all(report.status == FAILED for report in reports), "\n".join(map(str, reports))
+    assert {report.headline() for report in reports} == {reports[0].headline()}
+    assert "it used jax.hessian" in reports[0].headline(), reports[0].headline()

@@ -1,0 +1,2 @@
+"""What the notebook check and the grader share: cases, comparison, mistakes and their hints,
+reports."""

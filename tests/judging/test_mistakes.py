@@ -1,0 +1,211 @@
+"""Every declared mistake, run as a learner's function through the in-notebook check, fails
+with its own hint; every solution notebook's function passes.
+
+The mistakes are the exercises' own data (wrong learner functions), so this one test covers
+every chapter: a new mistake is tested the moment it is declared.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import numpy as np
+import pytest
+from IPython.core.inputtransformer2 import TransformerManager
+
+from autograder.exercises import EXERCISES
+from autograder.judging.cases import NOTEBOOK
+from autograder.judging.engine import (
+    _notebook_table,
+    call_learner,
+    check_function,
+    fails,
+    failure_to_show,
+)
+from autograder.judging.exercise import SEVERAL_MISTAKES, Exercise, Mistake
+from autograder.judging.references import jax_module, tensorflow
+from autograder.judging.report import FAILED, PASSED
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+
+MISTAKES = [
+    pytest.param(exercise, mistake, id=f"{exercise.name}-{mistake.name}")
+    for exercise in EXERCISES.values()
+    for mistake in exercise.mistakes
+]
+
+
+@pytest.mark.parametrize(("exercise", "mistake"), MISTAKES)
+def test_a_declared_mistake_fails_with_its_hint(exercise: Exercise, mistake: Mistake) -> None:
+    report = check_function(exercise, mistake.answer)
+    assert report.status == FAILED, f"{mistake.name} passed the check"
+    assert report.failure is not None
+    assert mistake.hint in report.failure.hint, (
+        f"{mistake.name} got another hint: {report.failure.hint!r}")
+
+
+def _definitions_only(source: str) -> str:
+    """The imports, functions and classes of a cell (what a later exercise cell may use),
+    without its demonstrations, which may be slow."""
+    tree = ast.parse(TransformerManager().transform_cell(source))
+    tree.body = [node for node in tree.body if isinstance(node, DEFINITIONS)]
+    return ast.unparse(tree)
+
+
+def _is_exercise_cell(source: str) -> bool:
+    return "### BEGIN SOLUTION" in source
+
+
+@cache
+def solution_namespace(chapter: str) -> dict[str, Any]:
+    """The solution notebook of a chapter run as a learner would have it: every exercise cell
+    whole (some finish a definition with a call, e.g. `.defvjp(fwd, bwd)`) and the
+    definitions of the other cells, check cells left out."""
+    (path,) = (ROOT / "solutions").glob(f"{chapter}_*.ipynb")
+    namespace: dict[str, Any] = {"__name__": f"solution_{chapter}"}
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        code = cell.source if _is_exercise_cell(cell.source) else _definitions_only(cell.source)
+        exec(compile(code, f"{path.name}", "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES.values()), ids=list(EXERCISES))
+def test_the_solution_passes(exercise: Exercise) -> None:
+    solution = solution_namespace(exercise.chapter)[exercise.name]
+    report = check_function(exercise, solution)
+    assert report.status == PASSED, str(report)
+
+
+# ---------------------------------------------------------------- hints that named the wrong
+# mistake (issue 17): on the shrunk case alone, each of these wrong answers gave the output of
+# another declared mistake. Each is written here as a learner would write it.
+
+
+def toposort_pre_order(root: Any) -> list:
+    """Depth-first with a stack, a node listed when first popped, BEFORE its parents are
+    explored (a pre-order); then reversed."""
+    order: list = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if all(node is not listed for listed in order):
+            order.append(node)
+            stack.extend(reversed(node.parents))
+    return order[::-1]
+
+
+def predict_first_axis_only(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
+    return jacobian.sum(axis=0)
+
+
+def qa_batch_mean(x: np.ndarray, W: np.ndarray, b: np.ndarray,
+                  y0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The loss divided by the batch size only, not by every entry of y."""
+    y = np.tanh(x @ W + b)
+    g1 = 2 * (y - y0) / x.shape[0] * (1 - y**2)
+    return x.T @ g1, g1.sum(axis=0)
+
+
+def clip_cotangent_hard_coded(x: Any, limit: float) -> Any:
+    tf = tensorflow()
+
+    @tf.custom_gradient
+    def identity(x: Any) -> Any:
+        return tf.identity(x), lambda g: tf.clip_by_value(g, -1.0, 1.0)
+
+    return identity(x)
+
+
+@cache
+def clip_gradient_symmetric() -> Any:
+    """A custom_vjp clip_gradient whose bwd clips g to [-hi, hi] instead of [lo, hi]."""
+    jax = jax_module()
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
+        return x
+
+    clip_gradient.defvjp(lambda lo, hi, x: (x, None),
+                         lambda lo, hi, residuals, g: (jax.numpy.clip(g, -hi, hi),))
+    return clip_gradient
+
+
+def clip_gradient_symmetric_answer(lo: float, hi: float, x: Any) -> Any:
+    return clip_gradient_symmetric()(lo, hi, x)
+
+
+def batch_jacobian_batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
+    """Each example's Jacobian from f on that example alone (a batch of one)."""
+    jax = jax_module()
+    blocks = jax.numpy.stack([jax.jacrev(lambda row: f(row[None])[0])(x[i])
+                              for i in range(len(x))])
+    full = jax.jacrev(f)(x)
+    off_diagonal = full * (1 - jax.numpy.eye(len(x), dtype=x.dtype)[:, None, :, None])
+    return blocks, jax.numpy.all(off_diagonal == 0)
+
+
+def _hint(exercise: str, mistake: str) -> str:
+    return next(m.hint for m in EXERCISES[exercise].mistakes if m.name == mistake)
+
+
+MISNAMED = [  # exercise, the learner's wrong answer, the hint it got, the hint it should get
+    ("clip_gradient", clip_gradient_symmetric_answer, "clip_by_norm", "symmetric_clip"),
+    ("predict_tape_gradient", predict_first_axis_only, "sums_x_axes", "first_axis_only"),
+    ("clip_cotangent", clip_cotangent_hard_coded, "not_clipped", "fixed_limit"),
+    ("qa_gradients", qa_batch_mean, "sum_not_mean_0_0", "batch_mean_0_0"),
+]
+
+
+@pytest.mark.parametrize(("name", "answer", "wrong", "right"), MISNAMED,
+                         ids=[row[0] for row in MISNAMED])
+def test_a_hint_names_the_mistake_made_not_a_look_alike(name: str, answer: Any, wrong: str,
+                                                        right: str) -> None:
+    report = check_function(EXERCISES[name], answer)
+    assert report.status == FAILED and report.failure is not None
+    assert _hint(name, wrong) not in report.failure.hint
+    assert _hint(name, right) in report.failure.hint
+
+
+TOGETHER = [  # exercise, the learner's wrong answer, its mistake, the look-alike
+    # On batchnorm and batch_centred (the batch-mixing test functions) every output sums to
+    # zero over the batch, so summing over the batch and differentiating each example alone
+    # both give zero blocks.
+    ("batch_jacobian", batch_jacobian_batches_of_one, "batches_of_one", "summed_over_batch"),
+    # A reversed pre-order fails on one notebook case only (the BFS trap), where the
+    # breadth-first order is the same order.
+    ("toposort", toposort_pre_order, "dfs_pre_order", "bfs_order"),
+]
+
+
+@pytest.mark.parametrize(("name", "answer", "right", "look_alike"), TOGETHER,
+                         ids=[row[0] for row in TOGETHER])
+def test_mistakes_no_failing_case_tells_apart_are_named_together(
+        name: str, answer: Any, right: str, look_alike: str) -> None:
+    report = check_function(EXERCISES[name], answer)
+    assert report.status == FAILED and report.failure is not None
+    assert report.failure.hint.startswith(SEVERAL_MISTAKES)
+    assert _hint(name, right) in report.failure.hint
+    assert _hint(name, look_alike) in report.failure.hint
+
+
+def test_the_grader_names_a_mistake_by_all_its_failing_cases() -> None:
+    """The grader shows its smallest failing case; the hint must hold on the others too.
+    On its smallest failing case alone, clipping to [-hi, hi] looks like clipping the norm."""
+    exercise = EXERCISES["clip_gradient"]
+    cases, outputs, _ = _notebook_table(exercise, NOTEBOOK)
+    attempts = [call_learner(clip_gradient_symmetric_answer, case, exercise) for case in cases]
+    failing = [(case, attempt, expected)
+               for case, attempt, expected in zip(cases, attempts, outputs, strict=True)
+               if fails(exercise, attempt, expected)]
+    failure = failure_to_show(exercise, failing)
+    assert failure is not None
+    assert _hint("clip_gradient", "symmetric_clip") in failure.hint
+    assert _hint("clip_gradient", "clip_by_norm") not in failure.hint

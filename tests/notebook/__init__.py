@@ -1,0 +1,1 @@
+"""The in-notebook side: hints, progress, the waiting line, a chapter in a real browser."""
