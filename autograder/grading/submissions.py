@@ -10,12 +10,12 @@ the grader's start-up 1-4 s, more than grading a numpy chapter. Standard library
 from __future__ import annotations
 
 import json
-import os
-import stat
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from autograder.grading.bounded import TooLarge, Untrusted, read_bytes
 
 # The largest submission read, in bytes: a larger file is refused with a message (a
 # notebook of this course is well under 1 MiB with its outputs; what is kept of one read is
@@ -82,13 +82,13 @@ def read_notebook(path: Path) -> tuple[Notebook | None, str]:
     """(notebook, "") or (None, a message saying what is wrong and what to do). A FIFO or a
     device is never read (it could block the batch), nor more than READ_LIMIT bytes."""
     try:
-        data = _read_regular_file(path)
+        data = read_bytes(path, READ_LIMIT, follow_symlinks=True)
         return parse_notebook(json.loads(data.decode("utf-8"))), ""
-    except _TooLarge as error:
-        return None, (f"{path.name} is larger than {READ_LIMIT // 1024**2} MiB ({error}). "
-                      "Clear its outputs (Edit > Clear Outputs of All Cells), save it and "
-                      "submit it again.")
-    except (OSError, UnicodeDecodeError) as error:
+    except TooLarge:
+        return None, (f"{path.name} is larger than {READ_LIMIT // 1024**2} MiB. Clear its "
+                      "outputs (Edit > Clear Outputs of All Cells), save it and submit it "
+                      "again.")
+    except (Untrusted, UnicodeDecodeError) as error:
         return None, f"could not read {path.name}: {error}. Submit the .ipynb file itself."
     except ValueError as error:  # JSON errors, and a structure that is not a notebook
         return None, (
@@ -96,26 +96,6 @@ def read_notebook(path: Path) -> tuple[Notebook | None, str]:
             f"{str(error)[:200]}). Download it again from JupyterLab (File > Download) "
             "and resubmit."
         )
-
-
-class _TooLarge(Exception):
-    pass
-
-
-def _read_regular_file(path: Path) -> bytes:
-    """The file's bytes; OSError for anything but a regular file (opened without blocking,
-    then checked), _TooLarge beyond READ_LIMIT."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(READ_LIMIT + 1)
-    finally:
-        os.close(fd)
-    if len(data) > READ_LIMIT:
-        raise _TooLarge(f"{os.stat(path).st_size // 1024**2} MiB")
-    return data
 
 
 def parse_notebook(data: Any) -> Notebook:

@@ -1,54 +1,28 @@
 """Reading what a sandboxed child left behind, as the hostile data it is.
 
-The child can put anything where the grader looks: a symlink to another student's notebook,
-a FIFO that blocks a reader forever, `/dev/zero`, a JSON nested 200,000 deep, an npz whose
-header claims 10**13 elements. Every read here is therefore bounded and refuses, rather
-than follows, anything that is not a small regular file. A refusal reads as "no result",
-which costs the submission that exercise, never the batch.
+The child can put anything where the grader looks (bounded.py reads each file): a symlink to
+another student's notebook, a FIFO that blocks a reader forever, `/dev/zero`, a JSON nested
+200,000 deep, an npz whose header claims 10**13 elements. Every read here is therefore
+bounded and refuses, rather than follows, anything that is not a small regular file. A
+refusal reads as "no result", which costs the submission that exercise, never the batch.
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import stat
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from autograder.grading.bounded import Untrusted, read_bytes
 from autograder.sandbox.confined.wire import unpack_arrays
 
 MAX_JSON_BYTES = 5_000_000
 MAX_NPZ_BYTES = 256 * 1024**2
 MAX_JSON_DEPTH = 12
-
-
-class Untrusted(ValueError):
-    """What the child left is not what the grader accepts (the submission's problem)."""
-
-
-def read_bytes(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file, at most `limit`; never follows a symlink or blocks."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as error:
-        raise Untrusted(f"cannot open {path.name}: {error.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise Untrusted(f"{path.name} is not a regular file")
-        if info.st_size > limit:
-            raise Untrusted(f"{path.name} is larger than {limit} bytes")
-        with os.fdopen(os.dup(fd), "rb") as file:
-            data = file.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise Untrusted(f"{path.name} is larger than {limit} bytes")
-    return data
 
 
 def _depth(value: Any) -> int:

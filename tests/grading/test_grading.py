@@ -612,3 +612,16 @@ def test_a_file_name_that_is_not_utf8_costs_nothing_but_its_escape(tmp_path):
     assert len(rows) == 2 and all(row["total"] == row["max"] for row in rows.values()), rows
     feedback = next(out.glob("*caf*/feedback.txt")).read_text(encoding="utf-8")
     assert "caf\\udce9 hw.ipynb" in feedback
+
+
+def test_a_submission_is_read_once_within_the_limit_and_may_be_a_link(tmp_path, monkeypatch):
+    """A notebook larger than READ_LIMIT gets a message saying what to do; an instructor's
+    folder of links to the submissions is read through them."""
+    solution = ROOT / "solutions" / "03_unbroadcasting.ipynb"
+    link = tmp_path / "linked.ipynb"
+    link.symlink_to(solution)
+    (read,) = read_submissions([link])
+    assert read.problem == "" and read.chapter == "03" and read.answered_exercises() == 2
+    monkeypatch.setattr(submissions_module, "READ_LIMIT", solution.stat().st_size - 1)
+    (large,) = read_submissions([solution])
+    assert large.notebook is None and "Clear its outputs" in large.problem
