@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from autograder.exercises.tape_answers import breadth_first
-from autograder.harness.ch02 import RULES as CHAPTER_RULES
-from autograder.harness.ch02 import toposort as reference_toposort
+from autograder.harness.ch02_reverse_mode_tape import RULES as CHAPTER_RULES
+from autograder.harness.ch02_reverse_mode_tape import toposort as reference_toposort
 
 # ---------------------------------------------------------------- the reference tape
 

@@ -1,10 +1,10 @@
 """Chapter 01 exercises: what `tape.gradient` returns for a vector output, the Q&A gradient
 computed in two parts through a cotangent, and a Jacobian built row by row.
 
-`predict_tape_gradient` is a numpy exercise. `qa_gradients` and `jacobian_by_rows` are done
-with TensorFlow or JAX (either may be used), so their `invoke` (autograder/harness/ch01.py)
-turns returned tensors into numpy arrays. The private helpers below only build the known
-wrong answers; verdicts always come from TensorFlow and JAX.
+`predict_tape_gradient` is a numpy exercise. `qa_gradients` and `jacobian_by_rows` are done with
+TensorFlow or JAX (either may be used), so their `invoke` (autograder/harness/ch01_chain_rule.py)
+turns returned tensors into numpy arrays. The private helpers below only build the known wrong
+answers; verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from autograder.judging.exercise import Exercise, Mistake
 
 F32 = np.dtype(np.float32)
 
-TO_NUMPY_INVOKE = "ch01:invoke_to_numpy"  # tensors become arrays, shape errors ValueError
-QA_INVOKE = "ch01:invoke_qa"  # the same, and the method: two parts through a cotangent
-ROWS_INVOKE = "ch01:invoke_rows"  # the same, and the method: one VJP per row, no jacrev
+# Tensors become arrays, shape errors ValueError.
+TO_NUMPY_INVOKE = "ch01_chain_rule:invoke_to_numpy"
+QA_INVOKE = "ch01_chain_rule:invoke_qa"  # the same, and the method: two parts through a cotangent
+ROWS_INVOKE = "ch01_chain_rule:invoke_rows"  # the same, and the method: one VJP per row, no jacrev
 
 
 def _rng_array(

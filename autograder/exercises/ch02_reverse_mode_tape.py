@@ -3,14 +3,13 @@
 `vjp_rule` is the table of derivative rules, `toposort` orders a traced graph, `backward`
 pulls a cotangent through it, and `grad` mirrors `jax.grad`. All are numpy exercises.
 
-The tape exercises are checked on random *programs*: small DAGs over three input arrays,
-with fan-out and reuse of values, written as readable text ("v3 = mul(v0, v1); v4 = ...").
-Each program is differentiated by TensorFlow and JAX (the verdict) and by the learner's
-tape. The invokes (autograder/harness/ch02.py) build the program from the learner's own
-`Tensor` and operations, found in the notebook namespace where the learner's function was
-defined (`fn.__globals__`). The known wrong answers are learner functions over a small tape
-of their own (tape_answers.py); `toposort`'s invoke runs the harness's numpy tape in the
-learner's order.
+The tape exercises are checked on random *programs*: small DAGs over three input arrays, with
+fan-out and reuse of values, written as readable text ("v3 = mul(v0, v1); v4 = ..."). Each program
+is differentiated by TensorFlow and JAX (the verdict) and by the learner's tape. The invokes
+(autograder/harness/ch02_reverse_mode_tape.py) build the program from the learner's own `Tensor` and
+operations, found in the notebook namespace where the learner's function was defined
+(`fn.__globals__`). The known wrong answers are learner functions over a small tape of their own
+(tape_answers.py); `toposort`'s invoke runs the harness's numpy tape in the learner's order.
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ from autograder.exercises.tape_answers import (
     toposort_breadth_first,
     toposort_pre_order,
 )
-from autograder.harness.ch02 import (
+from autograder.harness.ch02_reverse_mode_tape import (
     FORWARD,
     RULES,
     UNARY,
@@ -263,8 +262,9 @@ VJP_RULE = Exercise(
             "primal: (cx,) for one primal, (cx, cy) for two."
         ),
     },
-    invoke="ch02:invoke_vjp_rule",
-    reference_implementation="ch02:vjp_rule",  # the learner's Tensor operations record it
+    invoke="ch02_reverse_mode_tape:invoke_vjp_rule",
+    # The learner's Tensor operations record it.
+    reference_implementation="ch02_reverse_mode_tape:vjp_rule",
 )
 
 
@@ -560,8 +560,8 @@ TOPOSORT = TapeExercise(
         ),
         "exception": "See the message: toposort must list every node of the graph once.",
     },
-    invoke="ch02:invoke_toposort",
-    reference_implementation="ch02:toposort",  # backward calls it
+    invoke="ch02_reverse_mode_tape:invoke_toposort",
+    reference_implementation="ch02_reverse_mode_tape:toposort",  # backward calls it
 )
 
 
@@ -572,7 +572,7 @@ TOPOSORT = TapeExercise(
 
 
 # What the invokes of backward and grad look up by name in the learner's namespace: they trace
-# each program with the learner's own Tensor and operations (harness.ch02.build).
+# each program with the learner's own Tensor and operations (harness.ch02_reverse_mode_tape.build).
 TAPE_NAMESPACE = ("Tensor", "reduce_sum", "add", "sub", "mul", "div", "matmul", "neg", "exp",
                   "log", "tanh")
 
@@ -600,17 +600,17 @@ def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake
 
 BACKWARD = _tape_exercise(
     "backward", "None (accumulates .grad on every node)",
-    "ch02:invoke_backward",
+    "ch02_reverse_mode_tape:invoke_backward",
     (*_tape_mistakes(lambda backward: backward),
      Mistake("seeded_with_ones", LOST_COTANGENT_HINT + " (Start with root.grad += g.)",
              make_backward(seed_with_ones=True))),
     # The learner's Tensor operations record vjp_rule; backward calls toposort.
     depends_on=("toposort", "vjp_rule"),
-    reference_implementation="ch02:backward",  # grad calls it
+    reference_implementation="ch02_reverse_mode_tape:backward",  # grad calls it
 )
 GRAD = _tape_exercise(
     "grad", "function returning the gradient(s) of a scalar f",
-    "ch02:invoke_grad",
+    "ch02_reverse_mode_tape:invoke_grad",
     _tape_mistakes(make_grad),
     depends_on=("backward", "toposort", "vjp_rule"),
 )

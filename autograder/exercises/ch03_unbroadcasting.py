@@ -167,7 +167,7 @@ UNBROADCAST = Exercise(
             "over exactly the broadcast axes."
         ),
     },
-    reference_implementation="ch03:unbroadcast",  # matmul_vjp is checked with it
+    reference_implementation="ch03_unbroadcasting:unbroadcast",  # matmul_vjp is checked with it
 )
 
 

@@ -166,7 +166,7 @@ LOGADDEXP = Exercise(
     tf_reference=_logaddexp_tf,
     jax_reference=_logaddexp_jax,
     references_text="jax.vjp(jax.nn.logsumexp) and tf.GradientTape(tf.reduce_logsumexp)",
-    invoke="ch04:invoke",
+    invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -291,7 +291,7 @@ LOG_OR_ZERO = Exercise(
     tf_reference=_log_or_zero_tf,
     jax_reference=_log_or_zero_jax,
     references_text="jax.vjp and tf.GradientTape of the double-where log",
-    invoke="ch04:invoke",
+    invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -434,7 +434,7 @@ CLIP_COTANGENT = Exercise(
     tf_reference=_clip_tf,
     jax_reference=_clip_jax,
     references_text="jax.custom_vjp (identity, clipped cotangent) and tf.clip_by_value",
-    invoke="ch04:invoke",
+    invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake("clips_forward", _CLIP_FORWARD_HINT, _clips_forward),
@@ -540,7 +540,7 @@ SIGN_STE = Exercise(
     tf_reference=_sign_tf,
     jax_reference=_sign_jax,
     references_text="jax.vjp of the analytic STE and tf.stop_gradient's straight-through form",
-    invoke="ch04:invoke",
+    invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -655,7 +655,7 @@ LINEAR_LAYER = Exercise(
     tf_reference=_linear_tf,
     jax_reference=_linear_jax,
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape over a tf.Variable",
-    invoke="ch04:invoke_layer",
+    invoke="ch04_custom_gradient_tf:invoke_layer",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(

@@ -7,14 +7,13 @@
 * `bessel_i0(x)`: numpy's `np.i0` called through `jax.pure_callback`, made differentiable by a
   `jax.custom_jvp` rule.
 
-Each exercise's invoke (autograder/harness/ch05.py) runs the learner's function under
-`jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` (twice for the custom_jvp ones)
-and returns numpy arrays. When JAX refuses a transformation, the invoke raises a ValueError
-naming the transformation and the likely mistake (a rule not linear in the tangent,
-residuals closing over tracers, a bwd returning the wrong structure, ...). The references
-are JAX's own derivatives of a stable formula and a TensorFlow twin of the same function;
-the known wrong answers below are small JAX programs a learner would write, run through the
-same invoke.
+Each exercise's invoke (autograder/harness/ch05_custom_derivatives_jax.py) runs the learner's
+function under `jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` (twice for the custom_jvp
+ones) and returns numpy arrays. When JAX refuses a transformation, the invoke raises a ValueError
+naming the transformation and the likely mistake (a rule not linear in the tangent, residuals
+closing over tracers, a bwd returning the wrong structure, ...). The references are JAX's own
+derivatives of a stable formula and a TensorFlow twin of the same function; the known wrong answers
+below are small JAX programs a learner would write, run through the same invoke.
 """
 
 from __future__ import annotations
@@ -32,12 +31,12 @@ from autograder.judging.exercise import Exercise, Mistake, learner_function
 
 FRAMEWORKS = ("jax",)
 
-# Each exercise's invoke, in autograder/harness/ch05.py (the learner's kernel and the
-# grader's child both run it).
-LOG1PEXP_INVOKE = "ch05:invoke_log1pexp"
-CLIP_INVOKE = "ch05:invoke_clip_gradient"
-FIXED_POINT_INVOKE = "ch05:invoke_fixed_point"
-BESSEL_INVOKE = "ch05:invoke_bessel_i0"
+# Each exercise's invoke, in autograder/harness/ch05_custom_derivatives_jax.py (the learner's kernel
+# and the grader's child both run it).
+LOG1PEXP_INVOKE = "ch05_custom_derivatives_jax:invoke_log1pexp"
+CLIP_INVOKE = "ch05_custom_derivatives_jax:invoke_clip_gradient"
+FIXED_POINT_INVOKE = "ch05_custom_derivatives_jax:invoke_fixed_point"
+BESSEL_INVOKE = "ch05_custom_derivatives_jax:invoke_bessel_i0"
 
 EXCEPTION_HINT = (
     "JAX refused one of the transformations the check applies (jit, jvp, vjp, vmap, grad); "

@@ -4,7 +4,7 @@ operations, and wrong `toposort`, `backward` and `grad` functions.
 The invokes of `backward` and `grad` build each program from the `Tensor` and operations
 found where the learner's function was defined (`fn.__globals__`); for these wrong answers
 that is this module, which is the learner's namespace in miniature. Its rules come from the
-one rule table, `autograder.harness.ch02.RULES`.
+one rule table, `autograder.harness.ch02_reverse_mode_tape.RULES`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from autograder.harness.ch02 import FORWARD, RULES
+from autograder.harness.ch02_reverse_mode_tape import FORWARD, RULES
 
 Order = Callable[["Tensor"], list["Tensor"]]
 Rules = dict[str, Callable[..., tuple]]

@@ -76,9 +76,9 @@ class Exercise:
     chapter: str = ""
     mistakes: tuple[Mistake, ...] = ()
     hints_by_kind: dict[str, str] = field(default_factory=dict)
-    # How to call the learner's function on a case and turn its result into numpy arrays
-    # (e.g. under a GradientTape, eagerly and in tf.function): the name of a function
-    # `invoke(fn, *values)` in the harness package, "<module>:<function>" ("ch05:invoke_log1pexp"),
+    # How to call the learner's function on a case and turn its result into numpy arrays (e.g. under
+    # a GradientTape, eagerly and in tf.function): the name of a function `invoke(fn, *values)` in
+    # the harness package, "<module>:<function>" ("ch05_custom_derivatives_jax:invoke_log1pexp"),
     # which runs in the learner's kernel and in the grader's sandboxed child. Empty: `fn(*args)`.
     invoke: str = ""
     # Frameworks the learner's code may use in the grader's child ("tensorflow", "jax");
@@ -89,9 +89,9 @@ class Exercise:
     # dependency costs its own exercise only, and the report says when the learner's is wrong.
     depends_on: tuple[str, ...] = ()
     # A correct version of this exercise's function in the harness package, "<module>:<function>"
-    # ("ch03:unbroadcast"): what the exercises that depend on this one run in its place (in the
-    # notebook and in the grader's child, which never sees this module). Needed when another
-    # exercise lists this one in `depends_on`, or when this one has no mistakes.
+    # ("ch03_unbroadcasting:unbroadcast"): what the exercises that depend on this one run in its
+    # place (in the notebook and in the grader's child, which never sees this module). Needed when
+    # another exercise lists this one in `depends_on`, or when this one has no mistakes.
     reference_implementation: str = ""
     # Names the invoke looks up by string in the learner's namespace (`fn.__globals__`, e.g.
     # ch02's `Tensor` and `add`): the grader's child runs only the statements the exercises
@@ -210,11 +210,13 @@ def declaration_problems(exercises: Iterable[Exercise], read_harness: bool = Tru
                 problems.append(f"Exercise {exercise.name}: depends_on names {name!r}, which is "
                                 "no exercise of the course: fix depends_on.")
             elif not other.reference_implementation:
+                # The harness module is named as the exercise's: ch03_unbroadcasting.
+                module = other.tf_reference.__module__.rpartition(".")[2]
                 problems.append(
                     f"Exercise {name}: {exercise.name} depends on it, but it declares no "
-                    f"reference_implementation: add reference_implementation=\"ch{other.chapter}"
+                    f"reference_implementation: add reference_implementation=\"{module}"
                     f":{name}\" to {name}'s Exercise (a correct {name} in "
-                    f"autograder/harness/ch{other.chapter}.py).")
+                    f"autograder/harness/{module}.py).")
         if not read_harness:
             continue
         for key in ("invoke", "reference_implementation"):

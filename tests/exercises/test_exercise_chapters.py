@@ -86,7 +86,8 @@ def _problems(**changes: object) -> str:
 def test_a_dependency_without_a_reference_implementation_names_what_to_add() -> None:
     text = _problems(unbroadcast__reference_implementation="")
     assert "Exercise unbroadcast: matmul_vjp depends on it" in text
-    assert 'add reference_implementation="ch03:unbroadcast" to unbroadcast\'s Exercise' in text
+    assert ('add reference_implementation="ch03_unbroadcasting:unbroadcast" to '
+            "unbroadcast's Exercise") in text
     # The course's exercises are refused on import, not when a learner's check needs them.
     broken = [dataclasses.replace(e, reference_implementation="") for e in EXERCISES.values()]
     with pytest.raises(ValueError, match="declares no reference_implementation"):
@@ -99,9 +100,9 @@ def test_a_dependency_that_is_no_exercise_is_named() -> None:
 
 
 def test_an_invoke_or_reference_naming_no_harness_function_is_named() -> None:
-    text = _problems(vjp_rule__invoke="ch02:invoke_vjp_rules")
-    assert ("Exercise vjp_rule: invoke='ch02:invoke_vjp_rules' names no function "
-            "invoke_vjp_rules in autograder/harness/ch02.py") in text
+    text = _problems(vjp_rule__invoke="ch02_reverse_mode_tape:invoke_vjp_rules")
+    assert ("Exercise vjp_rule: invoke='ch02_reverse_mode_tape:invoke_vjp_rules' names no function "
+            "invoke_vjp_rules in autograder/harness/ch02_reverse_mode_tape.py") in text
     text = _problems(unbroadcast__reference_implementation="ch09:unbroadcast")
     assert ("Exercise unbroadcast: reference_implementation='ch09:unbroadcast' names "
             "autograder/harness/ch09.py, which does not exist") in text
@@ -109,8 +110,9 @@ def test_an_invoke_or_reference_naming_no_harness_function_is_named() -> None:
 
 def test_an_invoke_reading_the_learners_namespace_must_declare_the_names() -> None:
     text = _problems(backward__namespace_reads=())
-    assert ("Exercise backward: its invoke 'ch02:invoke_backward' looks names up in the "
-            "learner's namespace (fn.__globals__): declare them with namespace_reads") in text
+    assert ("Exercise backward: its invoke 'ch02_reverse_mode_tape:invoke_backward' looks "
+            "names up in the learner's namespace (fn.__globals__): declare them with "
+            "namespace_reads") in text
     assert "Exercise grad" not in text
 
 

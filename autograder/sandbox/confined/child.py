@@ -111,11 +111,11 @@ def _on_alarm(signum, frame):
 def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...],
              depends: tuple[tuple[str, str], ...] = ()):
     """The exercise's way of calling the learner's function: its invoke, named by the grader,
-    resolved as the notebook check resolves it. `allowed` is this child's frameworks, which
-    are the exercise's own (the grader groups exercises by them), so a framework exercise
-    runs at full precision here as in the notebook; `depends` pairs each exercise it calls
-    with its reference in the harness ("ch03:unbroadcast", declared on that exercise and
-    written by the grader), which it runs in their place, as in the notebook.
+    resolved as the notebook check resolves it. `allowed` is this child's frameworks, which are the
+    exercise's own (the grader groups exercises by them), so a framework exercise runs at full
+    precision here as in the notebook; `depends` pairs each exercise it calls with its reference in
+    the harness ("ch03_unbroadcasting:unbroadcast", declared on that exercise and written by the
+    grader), which it runs in their place, as in the notebook.
 
     If it cannot even be set up (say the learner's cells broke an import), every case
     reports that error instead of the child dying.

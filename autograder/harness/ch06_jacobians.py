@@ -1,10 +1,10 @@
 """Chapter 06's test functions and invokes: the learner's code gets a jax.numpy function.
 
-A case cannot carry a function (cases are data shipped to a sandbox), so it names one of a
-few fixed test functions. They are built here with jax.numpy, for the learner's code (by
-the invokes) and for the JAX references (autograder.exercises.ch06 imports this module), so
-the learner's code sees exactly the function the reference saw. `hvp`'s invoke also checks
-its method: no Hessian built (method.py watches the builders; the jaxpr shows the sizes).
+A case cannot carry a function (cases are data shipped to a sandbox), so it names one of a few fixed
+test functions. They are built here with jax.numpy, for the learner's code (by the invokes) and for
+the JAX references (autograder.exercises.ch06_jacobians imports this module), so the learner's code
+sees exactly the function the reference saw. `hvp`'s invoke also checks its method: no Hessian built
+(method.py watches the builders; the jaxpr shows the sizes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import method
-from .ch05 import double_precision
+from .ch05_custom_derivatives_jax import double_precision
 
 BATCH_NORM_EPS = 0.1
 Fn = Callable[..., Any]

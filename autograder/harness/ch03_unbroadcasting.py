@@ -1,8 +1,8 @@
 """Chapter 03's reference `unbroadcast`, for the exercises that call it.
 
-`matmul_vjp` calls the learner's `unbroadcast`: it is checked with this one in its place
-(the exercise unbroadcast declares `reference_implementation="ch03:unbroadcast"`), so that a
-wrong unbroadcast costs its own exercise only, not matmul_vjp's too.
+`matmul_vjp` calls the learner's `unbroadcast`: it is checked with this one in its place (the
+exercise unbroadcast declares `reference_implementation="ch03_unbroadcasting:unbroadcast"`), so that
+a wrong unbroadcast costs its own exercise only, not matmul_vjp's too.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Chapter 02: the VJP rule table, a numpy tape over programs, and the tape exercises' invokes.
 
 `RULES` is the one copy of the chapter's derivative rules: the grader's known wrong answers
-(autograder.exercises.ch02) and the teaching tape (coursekit.tape) both import it.
+(autograder.exercises.ch02_reverse_mode_tape) and the teaching tape (coursekit.tape) both import it.
 
 A *program* is a small DAG over three input arrays, written as readable text
 ("v3 = mul(v0, v1); v4 = sum(v3, axis=0)"). The numpy tape here runs it forward and
