@@ -8,6 +8,8 @@ answer or an exception inside the learner's function is reported, never raised. 
 runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (autograder/waiting.py).
 `check.progress()` shows every chapter's exercises as passed, failed or not answered;
 `check.hint("unbroadcast")` offers a hint before any check fails;
+`check.predict(name, guess)` commits a guess before a trap and `check.reveal(name, observed)`
+shows it beside what the run shows (notebook/predictions.py);
 `check.reset("unbroadcast")` gives the exercise's original cell back, to start it over
 (in a new cell below, and shown to copy: autograder/reset.py says why not in place).
 """
@@ -26,6 +28,7 @@ from autograder.notebook.waiting import message, waiting
 if TYPE_CHECKING:
     from autograder.authoring.reset import Stub
     from autograder.notebook.hints import Hint
+    from autograder.notebook.predictions import Shown
     from autograder.notebook.progress import Progress
 
 
@@ -70,6 +73,21 @@ def reset(exercise: str, notebook: str | Path | None = None) -> Stub:
     return in_notebook(exercise, notebook)
 
 
+def predict(name: str, guess: Any) -> Shown:
+    """Commit a guess before a trap (`prediction = "b"`); the next cell runs it and
+    `check.reveal` says whether you were right. Nothing is graded."""
+    from autograder.notebook.predictions import predict as commit
+
+    return commit(name, guess)
+
+
+def reveal(name: str, observed: Any) -> Shown:
+    """What the run shows for the question `name`, beside the guess you committed."""
+    from autograder.notebook.predictions import reveal as show
+
+    return show(name, observed)
+
+
 def __getattr__(name: str) -> Callable[[Any], Report]:
     if name in EXERCISES:
         return _checker(name)
@@ -78,4 +96,4 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
 
 
 def __dir__() -> list[str]:
-    return sorted([*EXERCISES, "hint", "progress", "reset"])
+    return sorted([*EXERCISES, "hint", "predict", "progress", "reset", "reveal"])

@@ -1,7 +1,8 @@
 """Every exercise of the course, by the name of the function the learner writes.
 
-Each chapter's module (`ch<NN>_<topic>.py`) defines `EXERCISES`; they are found here by
-name, so adding a chapter touches no shared file.
+Each chapter's module (`ch<NN>_<topic>.py`) defines `EXERCISES` (and may define
+`PREDICTIONS`, the guesses asked before its traps); they are found here by name, so adding a
+chapter touches no shared file.
 """
 
 from __future__ import annotations
@@ -10,14 +11,32 @@ import importlib
 import pkgutil
 
 from autograder.judging.exercise import Exercise, declaration_problems
+from autograder.judging.prediction import Prediction
+
+
+def _chapter_modules() -> list:
+    return [importlib.import_module(f"{__name__}.{module.name}")
+            for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+            if module.name.startswith("ch")]
 
 
 def _discover() -> tuple[Exercise, ...]:
     found: list[Exercise] = []
-    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if module.name.startswith("ch"):
-            found += importlib.import_module(f"{__name__}.{module.name}").EXERCISES
+    for module in _chapter_modules():
+        found += module.EXERCISES
     return tuple(found)
+
+
+def _predictions(exercises: dict[str, Exercise]) -> dict[str, Prediction]:
+    """A chapter's `PREDICTIONS` (optional): `check.predict(name, guess)` looks them up, so a
+    name may be neither another prediction's nor an exercise's."""
+    named: dict[str, Prediction] = {}
+    for module in _chapter_modules():
+        for prediction in getattr(module, "PREDICTIONS", ()):
+            if prediction.name in named or prediction.name in exercises:
+                raise ValueError(f"Prediction name {prediction.name!r} is used twice; rename one.")
+            named[prediction.name] = prediction
+    return named
 
 
 def _by_name(exercises: tuple[Exercise, ...]) -> dict[str, Exercise]:
@@ -39,6 +58,8 @@ def _by_name(exercises: tuple[Exercise, ...]) -> dict[str, Exercise]:
 _ALL = _discover()
 
 EXERCISES: dict[str, Exercise] = _by_name(_ALL)
+
+PREDICTIONS: dict[str, Prediction] = _predictions(EXERCISES)
 
 
 def for_chapter(chapter: str) -> list[Exercise]:
