@@ -586,6 +586,16 @@ JACOBIAN_BY_ROWS = Exercise(
             "whose cotangent is a one-hot vector of y's shape (m,), not x's; stack the m rows "
             "into an (m, n) array. Print the shapes on that line."
         ),
+        "exception": (
+            "A shape error. TensorFlow's `In[0] and In[1] has different ndims: [n] vs. [n,m] "
+            "[Op:MatMul]` (with oneDNN's CPU kernels: `In[0] ndims must be >= 2 [Op:MatMul]`) "
+            "comes from `x @ W` with the vector x: TensorFlow's @ (tf.matmul) needs operands "
+            "of rank 2 or more, unlike numpy's and JAX's. Write "
+            "`tf.linalg.matvec(W, x, transpose_a=True) + b`, or make x a (1, n) row with "
+            "`x[None, :]` and take row 0 of the product. Any other shape error: print the "
+            "shapes on the line that raised; each row is one VJP whose cotangent is a one-hot "
+            "vector of y's shape (m,)."
+        ),
         "shape": (
             "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + x.shape "
             "(the order tape.jacobian and jax.jacrev use): one row per entry of y, row i being "

@@ -9,6 +9,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import jax
 import jax.numpy as jnp
+import nbformat
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -206,6 +207,44 @@ def test_wrong_qa_gradients_fail_with_their_hint(fn, hint):
     assert hint in str(report), str(report)
 
 
+def copies_the_cotangents_cell(x, W, b, y0):
+    """The notebook's nearest cell computing gradients (the cotangents of every primal in one
+    tape.gradient call), made into the exercise: right values, not in two parts."""
+    x, W, b, y0 = _tf(x, W, b, y0)
+    with tf.GradientTape() as tape:
+        tape.watch([x, W, b])
+        h = x @ W + b
+        y = tf.tanh(h)
+        loss = tf.reduce_mean(tf.square(y - y0))
+    cotangents = dict(zip("yhWb", tape.gradient(loss, [y, h, W, b]), strict=True))
+    return cotangents["W"].numpy(), cotangents["b"].numpy()
+
+
+COPIED_DEMOS = [
+    (multiplies_in_tensorflow, "already been summed"),  # the question's cell: g1 * g2
+    (copies_the_cotangents_cell, "two parts through a cotangent"),
+]
+
+
+@pytest.mark.parametrize(("fn", "message"), COPIED_DEMOS, ids=[f.__name__ for f, _ in COPIED_DEMOS])
+def test_the_nearest_demo_cells_copied_fail(fn, message):
+    """The chapter shows the trap and what flows backward, never the split itself: a learner
+    who copies the cells above exercise 2 fails, with a message that points to the idea."""
+    report = check.qa_gradients(fn)
+    assert report.status == "failed"
+    assert message in str(report), str(report)
+
+
+def test_the_notebook_shows_no_split_through_a_cotangent_before_exercise_2():
+    from pathlib import Path
+
+    for folder in ("solutions", "course"):
+        cells = nbformat.read(Path(folder) / "01_chain_rule.ipynb", as_version=4).cells
+        before = cells[: next(i for i, c in enumerate(cells) if "Exercise 2" in c.source)]
+        code = "\n".join(c.source for c in before if c.cell_type == "code")
+        assert "h, [W" not in code and "output_gradients=g1" not in code, folder
+
+
 def test_products_of_summed_gradients_are_named_where_they_have_a_shape():
     """Where batch == inputs, g1 * g2 runs and is silently wrong: the hint names it."""
     case = next(c for c in QA_GRADIENTS.edge_cases() if "g1 * g2" in c.label)
@@ -308,7 +347,18 @@ def one_hot_in_float64(x, W, b):
     return eye @ ((1 - y**2)[:, None] * W.T)
 
 
+def rows_with_matmul_of_a_vector(x, W, b):
+    """x @ W as the statement writes it: tf.matmul refuses the vector x."""
+    x = tf.constant(x)
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = tf.tanh(x @ W + b)
+    m = y.shape[0]
+    return tf.stack([tape.gradient(y, x, output_gradients=tf.one_hot(i, m)) for i in range(m)])
+
+
 ROWS_BUGS = [
+    (rows_with_matmul_of_a_vector, "needs operands of rank 2 or more"),
     (rows_without_cotangent, "Every row of your Jacobian is the same"),
     (stacks_rows_as_columns, "Your Jacobian is transposed"),
     (one_hot_in_float64, "Keep float32"),
