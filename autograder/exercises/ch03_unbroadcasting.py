@@ -106,6 +106,11 @@ def _ignores_cotangent(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return _sum_to(np.ones_like(g), shape)
 
 
+def _copied_hand_computation(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    # Section 2's line for (6, 4, 5) -> (4, 1), copied: the axes of one pair of shapes.
+    return g.sum(axis=0).sum(axis=1, keepdims=True)
+
+
 UNBROADCAST = Exercise(
     name="unbroadcast",
     returns="ndarray",
@@ -146,6 +151,13 @@ UNBROADCAST = Exercise(
             "You lined the shapes up from the left. Broadcasting aligns shapes from the "
             "right: the axes g has in addition are its leading ones.",
             _left_aligned,
+        ),
+        Mistake(
+            "copied_hand_computation",
+            "You summed fixed axes (0, then 1 with keepdims=True): that is section 2's "
+            "computation for broadcasting (4, 1) to (6, 4, 5) only. Work the axes out from "
+            "g.ndim and `shape`: how many leading axes `shape` lacks, and where it has 1.",
+            _copied_hand_computation,
         ),
     ),
     hints_by_kind={
@@ -243,6 +255,14 @@ def _matmul_ignores_cotangent(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pa
     return _sum_to(ones @ _swap(b), a.shape), _sum_to(_swap(a) @ ones, b.shape)
 
 
+def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
+    # Section 3's per-matrix rule copied (a loop over the first axis, `.T` on the slices),
+    # then unbroadcast: right for a 3-D a times a 2-D b only.
+    g_a = np.stack([g_i @ b.T for g_i in g])
+    g_b = np.stack([a_i.T @ g_i for a_i, g_i in zip(a, g, strict=True)])
+    return _sum_to(g_a, a.shape), _sum_to(g_b, b.shape)
+
+
 def _swapped_outputs(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
     return _sum_to(_swap(a) @ g, b.shape), _sum_to(g @ _swap(b), a.shape)
 
@@ -259,9 +279,9 @@ MATMUL_VJP = Exercise(
     mistakes=(
         Mistake(
             "batch_not_summed",
-            "The gradient of an operand whose batch axes were broadcast still has the batch "
+            "The cotangent of an operand whose batch axes were broadcast still has the batch "
             "axes: a framework would stop here with \"the gradient of input 'b' has shape "
-            "... which does not match the shape of the input\". Reduce each gradient to its "
+            "... which does not match the shape of the input\". Reduce each cotangent to its "
             "operand's shape with your unbroadcast.",
             _batch_not_summed,
         ),
@@ -273,14 +293,22 @@ MATMUL_VJP = Exercise(
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradients do not depend on the values in g (they equal what a cotangent of "
+            "Your cotangents do not depend on the values in g (they equal what a cotangent of "
             "ones gives). Multiply by the incoming cotangent g.",
             _matmul_ignores_cotangent,
         ),
         Mistake(
             "swapped_outputs",
-            "You returned (grad_b, grad_a). Return the gradient of a first.",
+            "You returned (grad_b, grad_a). Return the cotangent of a first.",
             _swapped_outputs,
+        ),
+        Mistake(
+            "first_axis_loop",
+            "You looped over the first axis, as the per-matrix demo of section 3 does: that "
+            "is right only for a 3-D a times a 2-D b. Batch axes may be several, on either "
+            "operand, and size-1 ones broadcast: transpose every matrix of the batch at once "
+            "(the last two axes), multiply, then unbroadcast each cotangent.",
+            _first_axis_loop,
         ),
     ),
     hints_by_kind={

@@ -1,43 +1,103 @@
-"""The chapter 07 check: right answers written differently pass, and each wrong answer
-learners write fails with the hint that names it."""
+"""The chapter 06 checks: right answers written in different ways pass, and each wrong answer
+learners write (transposed Jacobian, output and input axes swapped, a ones cotangent instead
+of one-hot rows, ...) fails with the hint that names it."""
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from autograder import check
-
-
-def _softmax(logits):
-    z = logits - logits.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
-
+from autograder.exercises import ch06_jacobians as ch
+from autograder.judging.cases import NOTEBOOK, draw_cases
 
 # ---------------------------------------------------------------- right answers, several ways
 
 
-def xent_vjp_direct(logits, labels, g):
-    return g * (_softmax(logits) - labels) / logits.shape[0]
+def jacobian_vmap_vjp(f, x):
+    y, vjp_fn = jax.vjp(f, x)
+    rows = jnp.eye(y.size, dtype=y.dtype).reshape((y.size, *y.shape))
+    (jac,) = jax.vmap(vjp_fn)(rows)
+    return jac.reshape(y.shape + x.shape)
 
 
-def xent_vjp_logsumexp(logits, labels, g):
-    m = logits.max(axis=-1, keepdims=True)
-    log_z = m + np.log(np.exp(logits - m).sum(axis=-1, keepdims=True))
-    return (np.exp(logits - log_z) - labels) * (g / len(logits))
+def jacobian_loop_vjp(f, x):
+    y, vjp_fn = jax.vjp(f, x)
+    rows = []
+    for i in range(y.size):
+        e = np.zeros(y.size, dtype=y.dtype)
+        e[i] = 1
+        rows.append(np.asarray(vjp_fn(e.reshape(y.shape))[0]))
+    return np.stack(rows).reshape(y.shape + x.shape)
 
 
-def xent_vjp_loop(logits, labels, g):
-    out = np.empty_like(logits)
-    for i, row in enumerate(logits):
-        out[i] = (_softmax(row) - labels[i]) * g / logits.shape[0]
-    return out
+def jacobian_jacrev(f, x):
+    return jax.jacrev(f)(x)
 
 
-@pytest.mark.parametrize("fn", [xent_vjp_direct, xent_vjp_logsumexp, xent_vjp_loop])
-def test_right_answers_pass(fn):
-    report = check.capstone_xent_vjp(fn)
+def jacobian_vmap_jvp(f, x):
+    y = f(x)
+    tangents = jnp.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    cols = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(tangents)
+    return jnp.moveaxis(cols, 0, -1).reshape(y.shape + x.shape)
+
+
+def jacobian_loop_jvp(f, x):
+    cols = []
+    for i in range(x.size):
+        t = np.zeros(x.size, dtype=x.dtype)
+        t[i] = 1
+        cols.append(np.asarray(jax.jvp(f, (x,), (jnp.asarray(t.reshape(x.shape)),))[1]))
+    y_shape = cols[0].shape
+    return np.stack(cols, axis=-1).reshape(y_shape + x.shape)
+
+
+def batch_jacobian_einsum(f, x):
+    full = jax.jacrev(f)(x)
+    blocks = jnp.einsum("bibj->bij", full)
+    off = full * (1 - jnp.eye(x.shape[0], dtype=x.dtype))[:, None, :, None]
+    return blocks, bool(jnp.all(off == 0))
+
+
+def batch_jacobian_indexing(f, x):
+    full = jax.jacfwd(f)(x)
+    b = jnp.arange(x.shape[0])
+    mask = jnp.eye(x.shape[0], dtype=bool)[:, None, :, None]
+    return full[b, :, b, :], jnp.all(jnp.where(mask, 0.0, full) == 0)
+
+
+def hvp_forward_over_reverse(f, x, v):
+    return jax.jvp(jax.grad(f), (x,), (v,))[1]
+
+
+def hvp_reverse_over_reverse(f, x, v):
+    return jax.grad(lambda x: jnp.vdot(jax.grad(f)(x), v))(x)
+
+
+def hvp_via_vjp_of_grad(f, x, v):
+    return jax.vjp(jax.grad(f), x)[1](v)[0]
+
+
+RIGHT = [
+    (check.jacobian_via_vjp, jacobian_vmap_vjp),
+    (check.jacobian_via_vjp, jacobian_loop_vjp),
+    (check.jacobian_via_vjp, jacobian_jacrev),
+    (check.jacobian_via_jvp, jacobian_vmap_jvp),
+    (check.jacobian_via_jvp, jacobian_loop_jvp),
+    (check.batch_jacobian, batch_jacobian_einsum),
+    (check.batch_jacobian, batch_jacobian_indexing),
+    (check.hvp, hvp_forward_over_reverse),
+    (check.hvp, hvp_reverse_over_reverse),
+    (check.hvp, hvp_via_vjp_of_grad),
+]
+
+
+@pytest.mark.parametrize(("checker", "fn"), RIGHT, ids=[fn.__name__ for _, fn in RIGHT])
+def test_right_answers_pass(checker, fn):
+    report = checker(fn)
     assert report.passed, str(report)
     assert report.cases_checked >= 20
 
@@ -45,17 +105,111 @@ def test_right_answers_pass(fn):
 # ---------------------------------------------------------------- wrong answers learners write
 
 
-# The declared mistakes (no mean, g ignored, sign flipped, logits, softmax over the batch) are
-# run by tests/judging/test_mistakes.py; this one gets the exercise's non-finite hint.
+# The declared mistakes (axes swapped or reversed, ones as cotangent or tangent, columns
+# reshaped, the batch summed or taken one by one, a wrong flag, HVP mix-ups) are run by
+# tests/judging/test_mistakes.py; this wrong answer gets the structure hint.
 
 
-def unstable_softmax(logits, labels, g):
-    with np.errstate(over="ignore", invalid="ignore"):
-        e = np.exp(logits)
-        return g * (e / e.sum(axis=-1, keepdims=True) - labels) / logits.shape[0]
+def batch_only_blocks(f, x):
+    return batch_jacobian_einsum(f, x)[0]
 
 
-def test_an_unstable_softmax_is_told_to_subtract_the_maximum():
-    report = check.capstone_xent_vjp(unstable_softmax)
-    assert not report.passed
-    assert "Subtract each row's maximum" in str(report), str(report)
+def test_batch_jacobian_returning_only_the_blocks_is_told_the_structure():
+    report = check.batch_jacobian(batch_only_blocks)
+    assert report.status == "failed", str(report)
+    assert "should return a tuple (jacobian, independent)" in str(report), str(report)
+
+
+def test_not_answered_stub_is_reported_as_such():
+    def jacobian_via_vjp(f, x):
+        raise NotImplementedError("Exercise jacobian_via_vjp: replace this line with your code.")
+
+    assert check.jacobian_via_vjp(jacobian_via_vjp).status == "not answered"
+
+
+def test_failing_case_names_the_test_function():
+    ones_rows = next(m.answer for m in ch.JACOBIAN_VIA_VJP.mistakes if m.name == "ones_rows")
+    report = check.jacobian_via_vjp(ones_rows)
+    assert "input name" in str(report)
+
+
+# ---------------------------------------------------------------- the references and the cases
+
+
+def _tf_tape_jacobian(fn, x):
+    x = tf.constant(x)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = fn(x)
+    return tape, y, x
+
+
+@pytest.mark.parametrize("case", ch.JACOBIAN_VIA_VJP.edge_cases(), ids=lambda c: c.label)
+def test_tf_reference_is_what_tape_jacobian_computes(case):
+    name, x = case.values()
+    tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_vector_function(tf, name, t), x)
+    expected = tape.jacobian(y, xt).numpy()
+    (ours,) = ch.JACOBIAN_VIA_VJP.tf_reference(tf, case)
+    assert ours.shape == expected.shape == tuple(y.shape) + x.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ch.BATCH_JACOBIAN.edge_cases(), ids=lambda c: c.label)
+def test_tape_batch_jacobian_is_right_only_for_independent_rows(case):
+    name, x = case.values()
+    tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_batch_function(tf, name, t), x)
+    batch = tape.batch_jacobian(y, xt).numpy()
+    blocks, independent = ch.BATCH_JACOBIAN.tf_reference(tf, case)
+    summed_over_batch = next(m for m in ch.BATCH_JACOBIAN.mistakes
+                             if m.name == "summed_over_batch")
+    summed, _ = ch.BATCH_JACOBIAN.run_mistake(summed_over_batch, case)
+    np.testing.assert_allclose(batch, summed, rtol=1e-4, atol=1e-5)
+    if bool(independent):
+        np.testing.assert_allclose(batch, blocks, rtol=1e-4, atol=1e-5)
+    else:
+        assert not np.allclose(batch, blocks, atol=1e-3)
+    assert bool(independent) == (name in ("dense_tanh", "softmax_rows") or x.shape[0] == 1)
+
+
+def _exercise_cases(exercise):
+    return exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)[:12]
+
+
+def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
+    case = ch.HVP.edge_cases()[0]
+    name, x, v = case.values()
+    xt = tf.constant(x)
+    with tf.autodiff.ForwardAccumulator(xt, tf.constant(v)) as acc:
+        with tf.GradientTape() as tape:
+            tape.watch(xt)
+            y = ch._tf_scalar_function(tf, name, xt)
+        grad = tape.gradient(y, xt)
+    np.testing.assert_allclose(acc.jvp(grad).numpy(), ch.HVP.tf_reference(tf, case)[0],
+                               rtol=1e-5)
+
+
+def test_cases_are_float32_and_float64_with_multi_axis_inputs_and_outputs():
+    cases = draw_cases(ch.JACOBIAN_VIA_VJP.strategy(NOTEBOOK), NOTEBOOK)
+    assert {case.arg("x").dtype for case in cases} == set(ch.FLOAT_DTYPES)
+    assert {case.arg("x").shape for case in cases if case.arg("x").dtype == ch.FLOAT64} <= set(
+        ch.FLOAT64_SHAPES["vector"])
+    assert {case.arg("name") for case in cases} == set(ch.VECTOR_NAMES)
+    assert any(case.arg("x").ndim >= 2 for case in cases)
+    assert any(case.arg("x").ndim == 0 for case in cases)
+
+
+def test_invoke_calls_eagerly_when_jit_fails_and_is_resolved_once():
+    invoke = ch.JACOBIAN_VIA_VJP.invoker()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) / 4
+    by_jit = invoke(jacobian_vmap_vjp, "outer", x)
+    eager_only = invoke(jacobian_loop_vjp, "outer", x)  # np.asarray on tracers
+    assert isinstance(by_jit, np.ndarray) and by_jit.shape == (2, 3, 3, 2, 3)
+    np.testing.assert_allclose(by_jit, eager_only, rtol=1e-6)
+    assert ch.HVP.invoker() is ch.HVP.invoker()
+
+
+def test_exercises_declare_jax_and_chapter():
+    assert [e.name for e in ch.EXERCISES] == [
+        "jacobian_via_vjp", "jacobian_via_jvp", "batch_jacobian", "hvp"
+    ]
+    assert all(e.frameworks == ("jax",) and e.chapter == "06" for e in ch.EXERCISES)
