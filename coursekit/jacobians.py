@@ -1,4 +1,4 @@
-"""Measurements for chapter 06: forward vs reverse mode, and a Hessian vs Hessian-vector products.
+"""Measurements for chapter 07: forward vs reverse mode, and a Hessian vs Hessian-vector products.
 
 Both are measured on compiled JAX programs: `cost_analysis()` gives XLA's count of floating
 point operations (the same on every machine with the same JAX), `memory_analysis()` the bytes

@@ -21,8 +21,9 @@ PLANNED = {
     "03": "Unbroadcasting and batched matmul",
     "04": "Custom gradients in TensorFlow",
     "05": "Custom derivatives in JAX",
-    "06": "Jacobians, JVP vs VJP",
-    "07": "Capstone: train a network with your own tape",
+    "06": "Implicit differentiation, callbacks and checkpointing",
+    "07": "Jacobians, JVP vs VJP",
+    "08": "Capstone: train a network with your own tape",
 }
 
 

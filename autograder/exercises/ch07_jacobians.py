@@ -1,8 +1,8 @@
-"""Chapter 06 exercises: Jacobians from VJPs and from JVPs, per-example Jacobians, HVPs.
+"""Chapter 07 exercises: Jacobians from VJPs and from JVPs, per-example Jacobians, HVPs.
 
 Each exercise takes a function, and a case cannot carry one (cases are data shipped to a sandbox).
 So a case names one of a few fixed test functions ("tanh_mix", "outer", ...): the exercise's invoke
-(autograder/harness/ch06_jacobians.py) builds that function with jax.numpy and hands it to the
+(autograder/harness/ch07_jacobians.py) builds that function with jax.numpy and hands it to the
 learner's code, and the references build the same function by name, once with TensorFlow and once
 with jax.numpy (the harness's own). The known wrong answers are learner functions of (f, x) written
 with JAX; verdicts always come from TensorFlow and JAX.
@@ -35,9 +35,9 @@ SCALAR_NAMES = ("rosenbrock", "logsumexp", "sin_chain")
 @cache
 def _jnp_functions() -> ModuleType:
     """The jax.numpy test functions, and BATCH_NORM_EPS, from the module whose invokes hand
-    them to the learner (autograder/harness/ch06_jacobians.py): the references see the very same
+    them to the learner (autograder/harness/ch07_jacobians.py): the references see the very same
     functions. Imported only when needed, as it imports JAX."""
-    return importlib.import_module("..harness.ch06_jacobians", __package__)
+    return importlib.import_module("..harness.ch07_jacobians", __package__)
 
 
 def _tf_mix_matrix(tf: Any, rows: int, cols: int, dtype: Any) -> Any:
@@ -357,7 +357,7 @@ JACOBIAN_VIA_VJP = Exercise(
     tf_reference=_vector_tf,
     jax_reference=_vector_jax,
     references_text="jax.jacrev and tf.GradientTape",
-    invoke="ch06_jacobians:invoke_vector",
+    invoke="ch07_jacobians:invoke_vector",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
@@ -390,7 +390,7 @@ JACOBIAN_VIA_JVP = Exercise(
     tf_reference=_vector_tf,
     jax_reference=_vector_jax_forward,
     references_text="jax.jacfwd and tf.GradientTape",
-    invoke="ch06_jacobians:invoke_vector",
+    invoke="ch07_jacobians:invoke_vector",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -460,7 +460,7 @@ BATCH_JACOBIAN = Exercise(
     tf_reference=_batch_tf,
     jax_reference=_batch_jax,
     references_text="the diagonal blocks of the Jacobian from jax.jacrev and from tf.GradientTape",
-    invoke="ch06_jacobians:invoke_batch",
+    invoke="ch07_jacobians:invoke_batch",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -554,7 +554,7 @@ HVP = Exercise(
     tf_reference=_hvp_tf,
     jax_reference=_hvp_jax,
     references_text="jax.jvp(jax.grad(f)) and nested tf GradientTapes",
-    invoke="ch06_jacobians:invoke_hvp",
+    invoke="ch07_jacobians:invoke_hvp",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(

@@ -1,4 +1,4 @@
-"""Chapter 07 exercise: `capstone_xent_vjp(logits, labels, g)`.
+"""Chapter 08 exercise: `capstone_xent_vjp(logits, labels, g)`.
 
 The VJP of the mean softmax cross-entropy that ends the capstone's network. The references
 are the frameworks' own gradients of that loss (`tf.nn.softmax_cross_entropy_with_logits`

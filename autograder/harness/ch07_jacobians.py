@@ -1,8 +1,8 @@
-"""Chapter 06's test functions and invokes: the learner's code gets a jax.numpy function.
+"""Chapter 07's test functions and invokes: the learner's code gets a jax.numpy function.
 
 A case cannot carry a function (cases are data shipped to a sandbox), so it names one of a few fixed
 test functions. They are built here with jax.numpy, for the learner's code (by the invokes) and for
-the JAX references (autograder.exercises.ch06_jacobians imports this module), so the learner's code
+the JAX references (autograder.exercises.ch07_jacobians imports this module), so the learner's code
 sees exactly the function the reference saw. `hvp`'s invoke also checks its method: no Hessian built
 (method.py watches the builders; the jaxpr shows the sizes).
 """

@@ -1,4 +1,4 @@
-"""Forward vs reverse mode costs and Hessian vs HVP costs, as chapter 06 measures them."""
+"""Forward vs reverse mode costs and Hessian vs HVP costs, as chapter 07 measures them."""
 
 import matplotlib
 

@@ -1,4 +1,4 @@
-"""The chapter 06 checks: right answers written in different ways pass, and each wrong answer
+"""The chapter 07 checks: right answers written in different ways pass, and each wrong answer
 learners write (transposed Jacobian, output and input axes swapped, a ones cotangent instead
 of one-hot rows, ...) fails with the hint that names it."""
 
@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from autograder import check
-from autograder.exercises import ch06_jacobians as ch
+from autograder.exercises import ch07_jacobians as ch
 from autograder.judging.cases import NOTEBOOK, draw_cases
 
 # ---------------------------------------------------------------- right answers, several ways
@@ -212,4 +212,4 @@ def test_exercises_declare_jax_and_chapter():
     assert [e.name for e in ch.EXERCISES] == [
         "jacobian_via_vjp", "jacobian_via_jvp", "batch_jacobian", "hvp"
     ]
-    assert all(e.frameworks == ("jax",) and e.chapter == "06" for e in ch.EXERCISES)
+    assert all(e.frameworks == ("jax",) and e.chapter == "07" for e in ch.EXERCISES)

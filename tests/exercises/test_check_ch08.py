@@ -1,4 +1,4 @@
-"""The chapter 07 check: right answers written differently pass, and each wrong answer
+"""The chapter 08 check: right answers written differently pass, and each wrong answer
 learners write fails with the hint that names it."""
 
 from __future__ import annotations

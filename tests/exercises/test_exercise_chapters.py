@@ -28,7 +28,7 @@ def test_the_derived_chapter_is_the_notebook_that_checks_the_exercise(name: str)
 
 
 def test_a_module_without_a_chapter_number_must_declare_one() -> None:
-    assert chapter_of("autograder.exercises.ch06_jacobians") == "06"
+    assert chapter_of("autograder.exercises.ch07_jacobians") == "07"
     with pytest.raises(ValueError, match="declare the exercise's chapter"):
         chapter_of("tests.test_exercise_chapters")
 

@@ -44,7 +44,7 @@ def notebooks(folder: Path, chapter: str, count: int) -> list[Path]:
     (("05",), 1, 1, "auto", False),  # a lone submission, as on Gradescope
     (("03",), 4, 1, "auto", False),  # a numpy chapter: bubblewrap's fresh children
     (("05", "03"), 4, 1, "auto", False),  # a mixed batch
-    (("06",), 4, 1, "bubblewrap", False),  # asked for bubblewrap
+    (("07",), 4, 1, "bubblewrap", False),  # asked for bubblewrap
 ])
 def test_which_batches_fork_by_default(tmp_path, chapters, count, jobs, mode, forks):
     paths = [p for chapter in chapters for p in notebooks(tmp_path, chapter, count)]
@@ -53,7 +53,7 @@ def test_which_batches_fork_by_default(tmp_path, chapters, count, jobs, mode, fo
 
 def test_the_assignment_flag_decides_without_reading_the_notebooks(tmp_path):
     unread = read_submissions([tmp_path / f"{index}.ipynb" for index in range(3)])  # not there
-    assert early.forks_by_default(unread, 1, "auto", "06")
+    assert early.forks_by_default(unread, 1, "auto", "07")
     assert not early.forks_by_default(unread, 1, "auto", "02")
 
 

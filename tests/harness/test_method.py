@@ -83,8 +83,8 @@ def columns_forward_mode(x, W, b):
 
 def qa_by_hand(x, W, b, y0):
     y = np.tanh(x @ W + b)
-    g1 = 2 * (y - y0) / y.size * (1 - y**2)
-    return x.T @ g1, g1.sum(axis=0)
+    g_h = 2 * (y - y0) / y.size * (1 - y**2)
+    return x.T @ g_h, g_h.sum(axis=0)
 
 
 def qa_in_one_tape_call(x, W, b, y0):
@@ -99,7 +99,7 @@ def qa_in_one_jax_grad(x, W, b, y0):
     return jax.grad(loss, argnums=(0, 1))(W, b)
 
 
-# ---------------------------------------------------------------- hvp (ch06)
+# ---------------------------------------------------------------- hvp (ch07)
 
 
 def hvp_by_hessian(f, x, v):
@@ -124,21 +124,23 @@ def hvp_reverse_over_reverse(f, x, v):
     return jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x)
 
 
-# ---------------------------------------------------------------- linear_layer (ch04)
+# ---------------------------------------------------------------- tanh_layer (ch04)
 
 
 def layer_without_custom_gradient(x, w):
-    return x @ w
+    return tf.tanh(x @ w)
 
 
 @tf.custom_gradient
-def _matmul_by_module_weight(x):
+def _tanh_by_module_weight(x):
     w = _WEIGHT[0]
+    y = tf.tanh(x @ w)
 
     def grad_fn(g, variables=None):
-        return g @ tf.transpose(w), [tf.transpose(x) @ g]
+        g_z = g * (1 - y * y)
+        return g_z @ tf.transpose(w), [tf.transpose(x) @ g_z]
 
-    return x @ w, grad_fn
+    return y, grad_fn
 
 
 _WEIGHT: list = [None]
@@ -147,11 +149,11 @@ _WEIGHT: list = [None]
 def layer_with_a_module_level_custom_gradient(x, w):
     """Decorated once, outside the function: the rule still runs, so the method holds."""
     _WEIGHT[0] = w
-    return _matmul_by_module_weight(x)
+    return _tanh_by_module_weight(x)
 
 
 ROWS_SAYS = ("must build the Jacobian from m VJPs", "tape.gradient(y, x, output_gradients=")
-QA_SAYS = ("in two parts through a cotangent", "output_gradients=g1")
+QA_SAYS = ("in two parts through a cotangent", "output_gradients=g_h")
 HVP_SAYS = ("without the Hessian", "jax.jvp(jax.grad(f), (x,), (v,))")
 LAYER_SAYS = ("@tf.custom_gradient", "your gradient rule never ran")
 
@@ -167,7 +169,7 @@ IGNORING = [
     ("hvp", hvp_by_hessian, (*HVP_SAYS, "it used jax.hessian")),
     ("hvp", hvp_by_jacfwd_of_flat_grad, (*HVP_SAYS, "it used jax.jacfwd")),
     ("hvp", hvp_by_columns, (*HVP_SAYS, "as many entries as the Hessian")),
-    ("linear_layer", layer_without_custom_gradient, LAYER_SAYS),
+    ("tanh_layer", layer_without_custom_gradient, LAYER_SAYS),
 ]
 
 
@@ -183,7 +185,7 @@ def test_right_values_by_another_method_fail_saying_what_to_use(exercise, fn, sa
 
 
 SOLUTIONS = [("01_chain_rule.ipynb", "jacobian_by_rows"), ("01_chain_rule.ipynb", "qa_gradients"),
-             ("06_jacobians.ipynb", "hvp"), ("04_custom_gradient_tf.ipynb", "linear_layer")]
+             ("07_jacobians.ipynb", "hvp"), ("04_custom_gradient_tf.ipynb", "tanh_layer")]
 
 
 @pytest.mark.parametrize(("notebook", "name"), SOLUTIONS, ids=[n for _, n in SOLUTIONS])
@@ -195,7 +197,7 @@ def test_the_solutions_follow_the_method(notebook, name):
 @pytest.mark.parametrize("fn", [hvp_reverse_over_reverse,
                                 layer_with_a_module_level_custom_gradient])
 def test_other_ways_that_follow_the_method_pass(fn):
-    exercise = "hvp" if fn is hvp_reverse_over_reverse else "linear_layer"
+    exercise = "hvp" if fn is hvp_reverse_over_reverse else "tanh_layer"
     report = getattr(check, exercise)(fn)
     assert report.passed, str(report)
 
@@ -254,10 +256,10 @@ def graded_tests(notebook: nbformat.NotebookNode, tmp_path: Path, seed: int) -> 
 
 
 def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp_path):
-    """One sandboxed grading of chapter 06: hvp by jax.hessian fails on the method, with no
+    """One sandboxed grading of chapter 07: hvp by jax.hessian fails on the method, with no
     case; a NameError shows no case and only the learner's frames; an unanswered helper is
     named; the untouched exercise still passes."""
-    notebook = nbformat.read(ROOT / "solutions" / "06_jacobians.ipynb", as_version=4)
+    notebook = nbformat.read(ROOT / "solutions" / "07_jacobians.ipynb", as_version=4)
     for name, source in [("hvp", HESSIAN_HVP), ("jacobian_via_jvp", UNDEFINED_NAME),
                          ("batch_jacobian", UNANSWERED_HELPER)]:
         _replace_exercise(notebook, name, source)
@@ -304,11 +306,11 @@ def test_no_note_when_the_dependency_is_right():
 
 
 @tf.function
-def _second_part(x, W, b, g1):
+def _second_part(x, W, b, g_h):
     with tf.GradientTape() as tape:
         tape.watch([W, b])
         h = x @ W + b
-    return tape.gradient(h, [W, b], output_gradients=g1)
+    return tape.gradient(h, [W, b], output_gradients=g_h)
 
 
 def qa_with_a_traced_second_part(x, W, b, y0):
@@ -380,11 +382,11 @@ def _qa_whole(x, W, b, y0):
     """Both parts in one tf.function, part 1 by tf.gradients (which needs a graph)."""
     h = x @ W + b
     loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
-    (g1,) = tf.gradients(loss, h)
+    (g_h,) = tf.gradients(loss, h)
     with tf.GradientTape() as tape:
         tape.watch([W, b])
         h = x @ W + b
-    return tape.gradient(h, [W, b], output_gradients=g1)
+    return tape.gradient(h, [W, b], output_gradients=g_h)
 
 
 def qa_in_a_tf_function(x, W, b, y0):
@@ -434,12 +436,12 @@ def test_an_answer_that_does_not_follow_the_method_fails_its_first_check_and_eve
 def test_a_layer_whose_custom_gradient_runs_in_a_tf_function_passes_every_time():
     """The solution inside the learner's own tf.function: traced by the first check, it
     would replay in later ones without calling its custom gradient, unless retraced."""
-    forward = tf.function(solution("04_custom_gradient_tf.ipynb", "linear_layer"))
+    forward = tf.function(solution("04_custom_gradient_tf.ipynb", "tanh_layer"))
 
     def layer_in_a_tf_function(x, w):
         return forward(x, w)
 
-    reports = [check.linear_layer(layer_in_a_tf_function) for _ in range(3)]
+    reports = [check.tanh_layer(layer_in_a_tf_function) for _ in range(3)]
     assert all(report.passed for report in reports), "\n".join(map(str, reports))
 
 

@@ -22,7 +22,7 @@ from autograder import check, harness
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 from autograder.exercises.ch04_custom_gradient_tf import LOGADDEXP
-from autograder.exercises.ch06_jacobians import JACOBIAN_VIA_VJP
+from autograder.exercises.ch07_jacobians import JACOBIAN_VIA_VJP
 from autograder.judging import references
 from autograder.judging.cases import Case, Profile, draw_cases
 from autograder.judging.engine import check_function, reference_outputs

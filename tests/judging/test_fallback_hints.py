@@ -15,8 +15,8 @@ from autograder import check
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch01_chain_rule import JACOBIAN_BY_ROWS
 from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
-from autograder.exercises.ch04_custom_gradient_tf import LINEAR_LAYER
-from autograder.exercises.ch06_jacobians import HVP, JACOBIAN_VIA_VJP
+from autograder.exercises.ch04_custom_gradient_tf import TANH_LAYER
+from autograder.exercises.ch07_jacobians import HVP, JACOBIAN_VIA_VJP
 from autograder.judging.compare import outputs_close, outputs_match
 from autograder.judging.engine import check_function, exception_hint
 
@@ -69,11 +69,14 @@ def test_an_exception_gets_a_hint(name, fn):
 
 
 @tf.custom_gradient
-def linear_halved_weight_gradient(x, w):
-    def grad(g, variables=None):
-        return g @ tf.transpose(w), [tf.transpose(x) @ g / 2]
+def tanh_halved_weight_gradient(x, w):
+    y = tf.tanh(x @ w)
 
-    return x @ w, grad
+    def grad(g, variables=None):
+        g_z = g * (1 - y * y)
+        return g_z @ tf.transpose(w), [tf.transpose(x) @ g_z / 2]
+
+    return y, grad
 
 
 @jax.custom_jvp
@@ -90,7 +93,7 @@ def _bessel_small_x_jvp(primals, tangents):
 
 
 def test_wrong_values_get_the_value_hint():
-    report = check_function(LINEAR_LAYER, linear_halved_weight_gradient)
-    assert report.failure.hint == LINEAR_LAYER.hints_by_kind["value"], str(report)
+    report = check_function(TANH_LAYER, tanh_halved_weight_gradient)
+    assert report.failure.hint == TANH_LAYER.hints_by_kind["value"], str(report)
     report = check.bessel_i0(bessel_small_x)
     assert report.failure.hint == EXERCISES["bessel_i0"].hints_by_kind["value"], str(report)

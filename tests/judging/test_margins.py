@@ -17,9 +17,9 @@ import pytest
 import tensorflow as tf
 
 from autograder.exercises.ch01_chain_rule import PREDICT_TAPE_GRADIENT
-from autograder.exercises.ch04_custom_gradient_tf import CLIP_COTANGENT
+from autograder.exercises.ch04_custom_gradient_tf import CLIP_COTANGENT_NORM
 from autograder.exercises.ch05_custom_derivatives_jax import CLIP_GRADIENT, FIXED_POINT
-from autograder.exercises.ch06_jacobians import BATCH_JACOBIAN
+from autograder.exercises.ch07_jacobians import BATCH_JACOBIAN
 from tests.margins import CLEAR_MARGIN, of_dtype, worst_excess
 
 # ---------------------------------------------------------------- fixed_point, too few iterations
@@ -85,19 +85,19 @@ def test_a_symmetric_clip_fails_clearly():
     assert excess >= CLEAR_MARGIN, excess
 
 
-# ---------------------------------------------------------------- clip_cotangent, a fixed limit
+# ---------------------------------------------------------------- clip_cotangent_norm, fixed
 
 
-def clip_cotangent_fixed_limit(x, limit):
+def clip_cotangent_norm_fixed_limit(x, max_norm):
     @tf.custom_gradient
     def identity(x):
-        return tf.identity(x), lambda g: tf.clip_by_value(g, -1.0, 1.0)
+        return tf.identity(x), lambda g: tf.clip_by_norm(g, 1.0)
 
     return identity(x)
 
 
 def test_a_hard_coded_limit_fails_clearly():
-    excess = worst_excess(CLIP_COTANGENT, clip_cotangent_fixed_limit)
+    excess = worst_excess(CLIP_COTANGENT_NORM, clip_cotangent_norm_fixed_limit)
     assert excess >= CLEAR_MARGIN, excess
 
 

@@ -105,7 +105,7 @@ def test_a_variant_takes_the_stubbed_cells_from_the_learner_copy():
     nbformat.validate(notebook)
 
 
-@pytest.mark.parametrize("chapter", ["03", "06"])
+@pytest.mark.parametrize("chapter", ["03", "07"])
 def test_a_batch_of_a_real_chapter_expects_what_its_cells_hold(tmp_path, chapter):
     paths, expected = bench.write_batch(chapter, tmp_path, 5)
     assert [p.name for p in paths] == [f"sub{i:02d}.ipynb" for i in range(1, 6)]
@@ -199,7 +199,7 @@ def test_latency_verdict_judges_every_first_call_after_warm_up():
 
 
 def times(**changes) -> "bench.ChapterTimes":
-    base = {"chapter": "06", "nbconvert": 30.0, "first_run": 60.0, "one": 6.0,
+    base = {"chapter": "07", "nbconvert": 30.0, "first_run": 60.0, "one": 6.0,
             "one_serial": 6.0, "one_serial_child": 4.0,
             "serial": 10.0, "parallel": 7.0, "frameworks": ("jax",), "typical": 4.0,
             "other_flag": "--no-fork-server", "other_one": 5.0,
@@ -216,7 +216,7 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
     assert t.jobs_speedup == 8.0 / 5.0  # (10 - 2) / (7 - 2)
     assert times(typical=0.0).startup == 2.0  # no batch measured: the lone child's own
     row = bench.chapter_row(t)
-    assert row.startswith(f"| 06 | 30.0 s | 60 s | 6.0 s (--jobs 1: 6.0 s) | 0.20 PASS | "
+    assert row.startswith(f"| 07 | 30.0 s | 60 s | 6.0 s (--jobs 1: 6.0 s) | 0.20 PASS | "
                           f"{marginal:.2f} s | {marginal / 30:.3f} PASS | x1.60")
     assert "(raw x1.43, 6 submissions) FAIL | forked children" in row
     assert t.other_marginal == (7.5 - 5.0) / (bench.BATCH - 1)
@@ -246,7 +246,7 @@ def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
     lines = bench.grading_table([fast, slow], {"jax": 2.5})
     assert lines[:2] == bench.TABLE_HEADER and lines[2].startswith("| 03 |")
     notes = "\n".join(lines)
-    assert "ch 06: grade one 12.0 s; with --jobs 1 13.0 s = parent start-up 9.0 s" in notes
+    assert "ch 07: grade one 12.0 s; with --jobs 1 13.0 s = parent start-up 9.0 s" in notes
     assert "jax (a fresh `import jax` alone: 2.5 s)" in notes
     assert "ch 03: grade one" not in notes
     targets = lines[-4:]

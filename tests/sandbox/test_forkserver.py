@@ -130,7 +130,7 @@ def test_results_say_children_were_forked_without_bubblewrap(chapter_01):
 def test_a_jax_chapter_forks_from_its_own_server(tmp_path):
     if not confine.landlock_abi():
         pytest.skip("this kernel has no Landlock, which --fork-server needs")
-    shutil.copy(ROOT / "solutions" / "06_jacobians.ipynb", tmp_path / "solution.ipynb")
+    shutil.copy(ROOT / "solutions" / "07_jacobians.ipynb", tmp_path / "solution.ipynb")
     run = grade([tmp_path / "solution.ipynb"], tmp_path / "graded")
     assert run.returncode == 0, run.stderr[-3000:]
     graded = results(tmp_path / "graded", "001-solution")
