@@ -1,4 +1,5 @@
-"""Chapter 03 exercises: `unbroadcast(g, shape)` and `matmul_vjp(g, a, b)`.
+"""Chapter 03 exercises: `unbroadcast(g, shape)` and `matmul_vjp(g, a, b)`, and the guesses
+asked before the chapter's traps (`PREDICTIONS`).
 
 The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`.
 The private `_sum_to` below only builds the known wrong answers (learner functions with
@@ -15,6 +16,7 @@ from hypothesis.extra import numpy as hnp
 
 from autograder.judging.cases import Case, Profile, dtypes, float_arrays
 from autograder.judging.exercise import Exercise, Mistake
+from autograder.judging.prediction import Prediction
 
 Pair = tuple[np.ndarray, np.ndarray]
 
@@ -337,3 +339,50 @@ MATMUL_VJP = Exercise(
 )
 
 EXERCISES = (UNBROADCAST, MATMUL_VJP)
+
+# ---------------------------------------------------------------- predictions, before the traps
+
+PREDICTIONS = (
+    Prediction(
+        name="unbroadcasting_per_matrix_shape",
+        question=(
+            "x has shape (4, 4, 8) and W (8, 8). The 2-D rule is applied to each product "
+            "x[i] @ W and the results are stacked. What shape does W's cotangent come back "
+            "with? (a shape, e.g. (8, 8))"
+        ),
+        answer=(4, 8, 8),
+        why=(
+            "One (8, 8) cotangent per copy of W that broadcasting made: W is one variable, so "
+            "its cotangent is their sum, and nothing in a per-matrix rule adds them up."
+        ),
+    ),
+    Prediction(
+        name="unbroadcasting_tape_with_dot_T",
+        question=(
+            "Our tape's matmul rule is the 2-D rule written with `.T`. On x:(2, 2, 2), "
+            "y:(2, 2), z:(2, 2, 2), its gradient for y will:"
+        ),
+        choices={
+            "a": "equal TensorFlow's and JAX's",
+            "b": "raise a shape error",
+            "c": "come back with y's shape (2, 2), but other numbers",
+        },
+        answer="c",
+        why=(
+            "With square matrices every product still has matching shapes, so nothing raises; "
+            "the numbers are wrong all the same. The next cells show why."
+        ),
+    ),
+    Prediction(
+        name="unbroadcasting_dot_T_shape",
+        question=(
+            "t has shape (5, 4, 3): a batch of five 4x3 matrices. What shape does t.T have? "
+            "(a shape, e.g. (5, 3, 4))"
+        ),
+        answer=(3, 4, 5),
+        why=(
+            "`.T` (like np.transpose with no axes) reverses all the axes, batch axes included; "
+            "it is the matrix transpose only for a 2-D array."
+        ),
+    ),
+)
