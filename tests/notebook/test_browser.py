@@ -41,7 +41,7 @@ REQUIRE_BROWSER = os.environ.get("COURSE_REQUIRE_BROWSER") == "1"
 INSTALL_BROWSER = "apt-get install -y chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 NOTEBOOK = "00_start_here.ipynb"
-EXERCISE = "warmup_square_vjp"
+EXERCISE = "warmup_cube_vjp"
 VIEWS = "browser_views.ipynb"  # not a chapter name: progress() does not list it
 TAPE_CHAPTER = "02_reverse_mode_tape.ipynb"
 STEPPER = "reference.step_through(lambda: trap(0.5), np.array(1.0))"
