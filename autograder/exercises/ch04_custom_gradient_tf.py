@@ -1,13 +1,14 @@
 """Chapter 04 exercises: custom gradients in TensorFlow (`tf.custom_gradient`).
 
-Each learner function takes tensors and returns a tensor; the invoke (autograder/harness/
-ch04.py) calls it under a `tf.GradientTape` with a random cotangent, once eagerly and once
-inside `tf.function`, insists that the two agree, and returns the primal output and the
-cotangent of every input as numpy.
+Each learner function takes tensors and returns a tensor; the invoke
+(autograder/harness/ch04_custom_gradient_tf.py) calls it under a `tf.GradientTape` with a
+random cotangent, once eagerly and once inside `tf.function`, insists that the two agree,
+and returns the primal output and the cotangent of every input as numpy.
 The references are the analytic or numerically stable formulas differentiated by JAX
 (`jax.vjp`) and by TensorFlow's own tape; the tests cross-check them with
 `tf.test.compute_gradient`. The known wrong answers are learner functions, written with
-tf.custom_gradient as learners write them.
+tf.custom_gradient (or tf.stop_gradient) as learners write them; where a demo of the chapter
+is the nearest cell to an exercise, the demo copied is one of them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from hypothesis.extra import numpy as hnp
 
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
 from autograder.judging.exercise import Exercise, Mistake, learner_function
+from autograder.judging.prediction import Prediction
 
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
@@ -70,10 +72,10 @@ def _cotangent(draw: st.DrawFn, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
 # a row and a larger matrix. The values are drawn afresh for every case.
 ELEMENTWISE_SHAPES: tuple[Shape, ...] = ((), (1,), (5,), (3, 4), (4, 1))
 ELEMENTWISE_GRADING: tuple[Shape, ...] = ((1, 6), (6, 5))
-# linear_layer's (batch, features in, features out): ones, square (a transpose mistake
+# tanh_layer's (batch, features in, features out): ones, square (a transpose mistake
 # cannot hide in the shapes) and non-square.
-LINEAR_SIZES: tuple[Shape, ...] = ((1, 1, 1), (1, 4, 2), (3, 3, 3), (4, 2, 1), (2, 3, 4))
-LINEAR_GRADING: tuple[Shape, ...] = ((6, 5, 4), (5, 1, 6))
+LAYER_SIZES: tuple[Shape, ...] = ((1, 1, 1), (1, 4, 2), (3, 3, 3), (4, 2, 1), (2, 3, 4))
+LAYER_GRADING: tuple[Shape, ...] = ((6, 5, 4), (5, 1, 6))
 
 
 def _shapes(profile: Profile) -> st.SearchStrategy[Shape]:
@@ -219,11 +221,11 @@ LOGADDEXP = Exercise(
 )
 
 
-# ---------------------------------------------------------------- log_or_zero
+# ---------------------------------------------------------------- xlogx
 
 
 @st.composite
-def _log_or_zero_case(draw: st.DrawFn, profile: Profile) -> Case:
+def _xlogx_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype, shape = draw(dtypes()), draw(_shapes(profile))
     x = _arrays(draw, dtype, shape)
     zeros = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))  # exact zeros: the trap
@@ -231,7 +233,7 @@ def _log_or_zero_case(draw: st.DrawFn, profile: Profile) -> Case:
     return Case((("x", x), ("g", _cotangent(draw, dtype, shape))))
 
 
-def _log_or_zero_edges() -> list[Case]:
+def _xlogx_edges() -> list[Case]:
     rng = np.random.default_rng(41)
     x = np.array([0.0, 0.0, 1.0, 2.5, -1.0, 100.0, -100.0, 1000.0, -1000.0, 1e-3])
     return [
@@ -242,452 +244,706 @@ def _log_or_zero_edges() -> list[Case]:
               label="x = 0 alone")]
 
 
-def _log_or_zero_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+def _xlogx_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     x, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape() as tape:
         tape.watch(x)
         positive = x > 0
         safe = tf.where(positive, x, tf.ones_like(x))  # the double where
-        y = tf.where(positive, tf.math.log(safe), tf.zeros_like(x))
+        y = tf.where(positive, x * tf.math.log(safe), tf.zeros_like(x))
     return _outputs(y, tape.gradient(y, x, output_gradients=g))
 
 
-def _log_or_zero_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+def _xlogx_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
 
     def f(x):
         positive = x > 0
-        return jnp.where(positive, jnp.log(jnp.where(positive, x, 1)), 0)
+        return jnp.where(positive, x * jnp.log(jnp.where(positive, x, 1)), 0)
 
     y, vjp = jax.vjp(f, arrays["x"])
     return (y, *vjp(arrays["g"]))
 
 
-def _safe_log(tf: Any, x: Any) -> Any:
-    return tf.where(x > 0, tf.math.log(tf.where(x > 0, x, tf.ones_like(x))), tf.zeros_like(x))
+def _safe_xlogx(tf: Any, x: Any) -> Any:
+    safe = tf.where(x > 0, x, tf.ones_like(x))
+    return tf.where(x > 0, x * tf.math.log(safe), tf.zeros_like(x))
+
+
+def _copied_log(x: Any) -> Any:
+    """The chapter's log demo, copied: log(x) where x > 0, not x * log(x)."""
+    tf = _tf()
+    positive = x > 0
+    return tf.where(positive, tf.math.log(tf.where(positive, x, tf.ones_like(x))),
+                    tf.zeros_like(x))
 
 
 def _single_where(x: Any) -> Any:
-    """The branch not taken still computes log(0), whose VJP gives 0 * inf = NaN there."""
+    """The branch not taken still computes 0 * log(0), whose VJP gives 0 * inf = NaN."""
     tf = _tf()
-    return tf.where(x > 0, tf.math.log(x), tf.zeros_like(x))
+    return tf.where(x > 0, x * tf.math.log(x), tf.zeros_like(x))
 
 
-def _log_or_zero_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
-    return learner_function("log_or_zero", "x", _custom(_safe_log, gradient))
+def _xlogx_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    return learner_function("xlogx", "x", _custom(_safe_xlogx, gradient))
 
 
-_unmasked_gradient = _log_or_zero_mistake(lambda tf, g, x: g / x)
-_log_or_zero_ignores_cotangent = _log_or_zero_mistake(
-    lambda tf, g, x: tf.where(x > 0, 1 / tf.where(x > 0, x, tf.ones_like(x)), tf.zeros_like(x)))
+def _safe(tf: Any, x: Any) -> Any:
+    return tf.where(x > 0, x, tf.ones_like(x))
 
 
-LOG_OR_ZERO = Exercise(
-    name="log_or_zero",
-    returns="tensor: log(x) where x > 0, else 0",
+_xlogx_unmasked = _xlogx_mistake(lambda tf, g, x: g * (tf.math.log(_safe(tf, x)) + 1))
+_xlogx_no_one = _xlogx_mistake(
+    lambda tf, g, x: tf.where(x > 0, g * tf.math.log(_safe(tf, x)), tf.zeros_like(g)))
+_xlogx_ignores_cotangent = _xlogx_mistake(
+    lambda tf, g, x: tf.where(x > 0, tf.math.log(_safe(tf, x)) + 1, tf.zeros_like(g)))
+
+
+XLOGX = Exercise(
+    name="xlogx",
+    returns="tensor: x * log(x) where x > 0, else 0",
     outputs=("y", "grad_x"),
-    strategy=_log_or_zero_case,
-    edge_cases=_log_or_zero_edges,
-    tf_reference=_log_or_zero_tf,
-    jax_reference=_log_or_zero_jax,
-    references_text="jax.vjp and tf.GradientTape of the double-where log",
+    strategy=_xlogx_case,
+    edge_cases=_xlogx_edges,
+    tf_reference=_xlogx_tf,
+    jax_reference=_xlogx_jax,
+    references_text="jax.vjp and tf.GradientTape of the double-where x * log(x)",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
+            "copied_log",
+            "Your output is log(x) where x > 0: the log example above, copied. This function "
+            "is x * log(x) (the term of an entropy, taken as 0 where x <= 0); apply the same "
+            "idea to it: the product's VJP also meets log(0) at x = 0.",
+            _copied_log,
+        ),
+        Mistake(
             "single_where",
-            "NaN at x = 0 from the branch not taken: tf.where(x > 0, tf.math.log(x), 0) "
-            "still computes log(0) = -inf, and its VJP multiplies the zero cotangent tf.where "
-            "sends it by 1/0: 0 * inf = NaN. Feed the log a safe value where it is not used "
-            "(the double where: tf.math.log(tf.where(x > 0, x, 1))). In a custom gradient, "
-            "divide by that safe x and mask it: tf.where(x > 0, g / safe_x, 0).",
+            "NaN at x = 0 from the branch not taken: tf.where(x > 0, x * tf.math.log(x), 0) "
+            "still computes x * log(x) at 0, and the product's VJP multiplies the zero "
+            "cotangent tf.where sends it by log(0) = -inf: 0 * inf = NaN. Give the log a safe "
+            "input where its result is not used.",
             _single_where,
         ),
         Mistake(
             "unmasked_gradient",
-            "Your gradient is g / x everywhere, but where x <= 0 the output is the "
-            "constant 0, so the gradient there is 0: mask it, "
-            "tf.where(x > 0, g / safe_x, 0).",
-            _unmasked_gradient,
+            "Where x <= 0 the output is the constant 0, so the gradient there is 0; yours is "
+            "the derivative of x * log(x) evaluated at the safe value. Mask it with tf.where.",
+            _xlogx_unmasked,
+        ),
+        Mistake(
+            "product_rule",
+            "Your gradient for x > 0 misses a term of the product rule: d/dx (x * log(x)) has "
+            "one term from each factor.",
+            _xlogx_no_one,
         ),
         Mistake(
             "ignores_cotangent",
             "Your gradient does not depend on the incoming cotangent g (it equals what a "
             "cotangent of ones gives). Multiply by `g`.",
-            _log_or_zero_ignores_cotangent,
+            _xlogx_ignores_cotangent,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. Use tf ops on tensors "
-            "(tf.where, tf.math.log), not a Python if or numpy: the check also runs your function "
-            "inside tf.function, where values are symbolic."
+            "(tf.where, tf.math.log), not a Python if or numpy: the check also runs your "
+            "function inside tf.function, where values are symbolic."
         ),
         "nonfinite": (
-            "NaN or Inf at x = 0: the branch tf.where does not take is still differentiated. "
-            "Make it safe (the double where) or write the gradient with tf.custom_gradient."
+            "NaN or Inf at x = 0 or below: the branch tf.where does not take is still "
+            "differentiated. Make it safe (a second tf.where on log's input) or write the "
+            "gradient with tf.custom_gradient."
         ),
-        "value": "For x > 0 the gradient is g / x; for x <= 0 it is 0.",
+        "value": (
+            "For x > 0, y = x * log(x) and the gradient is g times its derivative (the product "
+            "rule); for x <= 0, y = 0 and the gradient is 0."
+        ),
     },
 )
 
 
-# ---------------------------------------------------------------- clip_cotangent
+# ---------------------------------------------------------------- clip_cotangent_norm
 
 
 @st.composite
 def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype, shape = draw(dtypes()), draw(_shapes(profile))
-    # |x| >= 3, beyond every limit: a learner who clips the forward value is always seen.
+    # |x| >= 3, beyond every max_norm: a learner who clips the forward value is always seen.
     size = draw(hnp.arrays(dtype, shape, elements=st.floats(3, 10, width=dtype.itemsize * 8),
                            fill=st.nothing()))
     negative = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))
     x = np.asarray(np.where(negative, -size, size), dtype=dtype)
-    limit = draw(st.sampled_from([0.5, 1.0, 2.5]))
-    return Case((("x", x), ("limit", limit), ("g", _cotangent(draw, dtype, shape))))
+    max_norm = draw(st.sampled_from([0.5, 1.0, 2.5, 40.0]))
+    return Case((("x", x), ("max_norm", max_norm), ("g", _cotangent(draw, dtype, shape))))
 
 
 def _clip_edges() -> list[Case]:
     rng = np.random.default_rng(42)
     x = np.array([-1000.0, -100.0, -3.0, 0.0, 0.5, 3.0, 100.0, 1000.0])
     g = np.array([-50.0, 0.2, -0.7, 4.0, -1.0, 1.0, 0.9, 30.0])
+    small = 0.9 - 0.01 * np.arange(16.0)  # every element below 1, the norm above it
     return [
-        Case((("x", x.astype(np.float32)), ("limit", 1.0), ("g", g.astype(np.float32))),
-             label="large and small inputs and cotangents, limit 1"),
-        Case((("x", _random(rng, (3, 4), np.float64)), ("limit", 0.5),
-              ("g", 4 * _random(rng, (3, 4), np.float64))), label="a matrix, limit 0.5"),
+        Case((("x", x.astype(np.float32)), ("max_norm", 1.0), ("g", g.astype(np.float32))),
+             label="large and small inputs and cotangents, max_norm 1"),
+        Case((("x", _random(rng, (4, 4), np.float32)), ("max_norm", 1.0),
+              ("g", small.reshape(4, 4).astype(np.float32))),
+             label="every element of g below max_norm, its norm above"),
+        Case((("x", _random(rng, (3, 4), np.float64)), ("max_norm", 40.0),
+              ("g", _random(rng, (3, 4), np.float64))), label="a norm below max_norm"),
+        Case((("x", np.array([1.0, -2.0, 5.0])), ("max_norm", 0.5), ("g", np.zeros(3))),
+             label="a zero cotangent"),
     ]
 
 
 def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, limit, g = case.values()
+    x, max_norm, g = case.values()
     x, g = tf.constant(x), tf.constant(g)
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = tf.identity(x)
     g_x = tape.gradient(y, x, output_gradients=g)
-    return _outputs(y, tf.clip_by_value(g_x, -limit, limit))
+    return _outputs(y, tf.clip_by_norm(g_x, max_norm))
 
 
 def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    limit = params["limit"]
+    jnp = jax.numpy
+    max_norm = params["max_norm"]
 
     @jax.custom_vjp
     def clipped(x):
         return x
 
-    clipped.defvjp(lambda x: (x, None), lambda _, g: (jax.numpy.clip(g, -limit, limit),))
+    def bwd(_: Any, g: Any) -> tuple:
+        return (g * (max_norm / jnp.maximum(jnp.sqrt(jnp.sum(g * g)), max_norm)),)
+
+    clipped.defvjp(lambda x: (x, None), bwd)
     y, vjp = jax.vjp(clipped, arrays["x"])
     return (y, *vjp(arrays["g"]))
 
 
 def _clip_learner(value: Callable[..., Any], gradient: Callable[..., Any]
                   ) -> Callable[..., Any]:
-    """A learner's clip_cotangent(x, limit): `value(tf, x, limit)` going forward, and a
-    grad_fn returning `gradient(tf, g, limit)` (limit is a number, not an input)."""
+    """A learner's clip_cotangent_norm(x, max_norm): `value(tf, x, max_norm)` going forward,
+    and a grad_fn returning `gradient(tf, g, max_norm)` (max_norm is a number, not an input)."""
 
-    def clip_cotangent(x: Any, limit: float) -> Any:
+    def clip_cotangent_norm(x: Any, max_norm: float) -> Any:
         tf = _tf()
 
         @tf.custom_gradient
         def forward(x: Any) -> Any:
-            return value(tf, x, limit), lambda g: gradient(tf, g, limit)
+            return value(tf, x, max_norm), lambda g: gradient(tf, g, max_norm)
 
         return forward(x)
 
-    return clip_cotangent
+    return clip_cotangent_norm
 
 
-def _identity(tf: Any, x: Any, limit: float) -> Any:
+def _identity(tf: Any, x: Any, max_norm: float) -> Any:
     return tf.identity(x)
 
 
-def _clipped(tf: Any, t: Any, limit: float) -> Any:
-    return tf.clip_by_value(t, -limit, limit)
+def _by_norm(tf: Any, t: Any, max_norm: float) -> Any:
+    return tf.clip_by_norm(t, max_norm)
 
 
-def _clips_forward(x: Any, limit: float) -> Any:
-    """The value clipped, with no custom gradient: TF's own gradient of clip_by_value."""
-    return _tf().clip_by_value(x, -limit, limit)
+def _clips_forward(x: Any, max_norm: float) -> Any:
+    """The value clipped, with no custom gradient: TF's own gradient of clip_by_norm."""
+    return _tf().clip_by_norm(x, max_norm)
 
 
-_clips_forward_passes_gradient = _clip_learner(_clipped, lambda tf, g, limit: g)
-_clips_both = _clip_learner(_clipped, _clipped)
-_not_clipped = _clip_learner(_identity, lambda tf, g, limit: g)
-_clip_ignores_cotangent = _clip_learner(_identity, lambda tf, g, limit: _clipped(
-    tf, tf.ones_like(g), limit))
-_clip_fixed_limit = _clip_learner(_identity, lambda tf, g, limit: tf.clip_by_value(g, -1.0, 1.0))
+_clips_elementwise = _clip_learner(
+    _identity, lambda tf, g, max_norm: tf.clip_by_value(g, -max_norm, max_norm))
+_always_rescales = _clip_learner(
+    _identity, lambda tf, g, max_norm: g * max_norm / tf.norm(g))
+_not_clipped = _clip_learner(_identity, lambda tf, g, max_norm: g)
+_clip_ignores_cotangent = _clip_learner(
+    _identity, lambda tf, g, max_norm: _by_norm(tf, tf.ones_like(g), max_norm))
+_clip_fixed_limit = _clip_learner(_identity, lambda tf, g, max_norm: _by_norm(tf, g, 1.0))
 
 
-_CLIP_FORWARD_HINT = (
-    "You clipped the forward value instead of the gradient. The forward pass must be the "
-    "identity (y = x, unchanged); only the cotangent is clipped, inside grad_fn: "
-    "tf.clip_by_value(g, -limit, limit)."
-)
-
-CLIP_COTANGENT = Exercise(
-    name="clip_cotangent",
-    returns="tensor x, its cotangent clipped to [-limit, limit]",
+CLIP_COTANGENT_NORM = Exercise(
+    name="clip_cotangent_norm",
+    returns="tensor x, its cotangent rescaled to an L2 norm of at most max_norm",
     outputs=("y", "grad_x"),
     strategy=_clip_case,
     edge_cases=_clip_edges,
     tf_reference=_clip_tf,
     jax_reference=_clip_jax,
-    references_text="jax.custom_vjp (identity, clipped cotangent) and tf.clip_by_value",
+    references_text="jax.custom_vjp (identity, rescaled cotangent) and tf.clip_by_norm",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("clips_forward", _CLIP_FORWARD_HINT, _clips_forward),
-        Mistake("clips_forward_only", _CLIP_FORWARD_HINT, _clips_forward_passes_gradient),
-        Mistake("clips_both", _CLIP_FORWARD_HINT, _clips_both),
+        Mistake(
+            "clips_elementwise",
+            "You clipped each element of the cotangent to [-max_norm, max_norm], as the "
+            "example above does. Here the whole cotangent is rescaled: when its L2 norm "
+            "(over all elements) exceeds max_norm, every element is multiplied by "
+            "max_norm / norm, so its direction is kept.",
+            _clips_elementwise,
+        ),
+        Mistake(
+            "always_rescales",
+            "You rescaled every cotangent to norm max_norm, also those already smaller (and "
+            "a zero cotangent gives 0 / 0 = NaN). Rescale only when the norm exceeds "
+            "max_norm; a smaller cotangent passes unchanged.",
+            _always_rescales,
+        ),
+        Mistake(
+            "clips_forward",
+            "You clipped the forward value instead of the cotangent. The forward pass must be "
+            "the identity (y = x, unchanged); only the cotangent is rescaled, inside grad_fn.",
+            _clips_forward,
+        ),
         Mistake(
             "not_clipped",
-            "The cotangent comes back unchanged: clip it inside grad_fn with "
-            "tf.clip_by_value(g, -limit, limit).",
+            "The cotangent comes back unchanged: rescale it inside grad_fn when its norm "
+            "exceeds max_norm.",
             _not_clipped,
         ),
         Mistake(
             "ignores_cotangent",
-            "Your gradient does not depend on the incoming cotangent g (it equals a clipped "
-            "cotangent of ones). Clip `g` itself.",
+            "Your gradient does not depend on the incoming cotangent g (it equals a rescaled "
+            "cotangent of ones). Rescale `g` itself.",
             _clip_ignores_cotangent,
         ),
         Mistake(
             "fixed_limit",
-            "Your cotangent is clipped to a fixed range, not to [-limit, limit]: use the "
-            "`limit` argument (grad_fn can read it, as a closure), "
-            "tf.clip_by_value(g, -limit, limit).",
+            "Your cotangent is rescaled to a fixed norm, not to max_norm: use the "
+            "`max_norm` argument (grad_fn can read it, as a closure).",
             _clip_fixed_limit,
         ),
     ),
     hints_by_kind={
         "error": (
-            "The traceback names the line of your code that raised. limit is a Python number, not "
-            "an input with a gradient: grad_fn returns one gradient, for x, g clipped "
-            "with tf.clip_by_value(g, -limit, limit)."
+            "The traceback names the line of your code that raised. max_norm is a Python "
+            "number, not an input with a gradient: grad_fn returns one gradient, for x."
         ),
-        "value": "y must equal x; grad_x must be the incoming cotangent g clipped elementwise.",
+        "nonfinite": (
+            "NaN where the cotangent is all zeros: its norm is 0, and dividing by it gives "
+            "0 / 0. A zero cotangent is below any max_norm and passes unchanged."
+        ),
+        "value": (
+            "y must equal x; grad_x must be g when its L2 norm (over all elements) is at most "
+            "max_norm, else g * max_norm / norm."
+        ),
     },
 )
 
 
-# ---------------------------------------------------------------- sign_ste
+# ---------------------------------------------------------------- quantize_ste
 
 
 @st.composite
-def _sign_case(draw: st.DrawFn, profile: Profile) -> Case:
+def _quantize_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype, shape = draw(dtypes()), draw(_shapes(profile))
     x = draw(hnp.arrays(dtype, shape, fill=st.nothing(), elements=st.one_of(
-        _plain(dtype, 3.0), st.sampled_from([-1.0, 1.0]))))  # the window's edges, exactly
-    return Case((("x", x), ("g", _cotangent(draw, dtype, shape))))
+        _plain(dtype, 2.0), st.sampled_from([0.0, 1.0]))))  # the window's edges, exactly
+    levels = draw(st.sampled_from([2, 3, 5, 17]))
+    return Case((("x", x), ("levels", levels), ("g", _cotangent(draw, dtype, shape))))
 
 
-def _sign_edges() -> list[Case]:
+def _quantize_edges() -> list[Case]:
     rng = np.random.default_rng(43)
-    x = np.array([-1000.0, -100.0, -1.0, -0.5, 0.0, 0.25, 1.0, 1.5, 100.0, 1000.0])
+    x = np.array([-1000.0, -100.0, -0.01, 0.0, 0.1, 0.3, 0.7, 1.0, 1.01, 100.0, 1000.0])
     return [
-        Case((("x", x.astype(dt)), ("g", _random(rng, x.shape, dt))),
-             label=f"the window edges +-1, zero, +-100, +-1000 ({np.dtype(dt).name})")
-        for dt in (np.float32, np.float64)
+        Case((("x", x.astype(dt)), ("levels", levels), ("g", _random(rng, x.shape, dt))),
+             label=f"the window edges 0 and 1, +-100, +-1000, {levels} levels "
+                   f"({np.dtype(dt).name})")
+        for dt, levels in ((np.float32, 4), (np.float64, 2))
     ]
 
 
-def _sign_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, g = (tf.constant(v) for v in case.values())
+def _quantize_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, levels, g = case.values()
+    x, g = tf.constant(x), tf.constant(g)
+    steps = levels - 1
     with tf.GradientTape() as tape:
         tape.watch(x)
-        hard_tanh = tf.clip_by_value(x, -1, 1)  # its gradient is the window |x| <= 1
-        y = hard_tanh + tf.stop_gradient(tf.sign(x) - hard_tanh)
-    return _outputs(tf.sign(x), tape.gradient(y, x, output_gradients=g))
+        clipped = tf.clip_by_value(x, 0, 1)  # its gradient is the window 0 <= x <= 1
+        y = clipped + tf.stop_gradient(tf.round(clipped * steps) / steps - clipped)
+    return _outputs(y, tape.gradient(y, x, output_gradients=g))
 
 
-def _sign_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+def _quantize_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
-    x = arrays["x"]
-    window = (jnp.abs(x) <= 1).astype(x.dtype)
-    _, vjp = jax.vjp(lambda x: x * window, x)  # the analytic STE: d/dx taken as 1 on |x| <= 1
-    return (jnp.sign(x), *vjp(arrays["g"]))
+    x, steps = arrays["x"], params["levels"] - 1
+    window = ((x >= 0) & (x <= 1)).astype(x.dtype)
+    _, vjp = jax.vjp(lambda x: x * window, x)  # the analytic STE: 1 on 0 <= x <= 1, else 0
+    return (jnp.round(jnp.clip(x, 0, 1) * steps) / steps, *vjp(arrays["g"]))
 
 
-def _sign(tf: Any, x: Any) -> Any:
-    return tf.sign(x)
+def _quantized(tf: Any, x: Any, levels: int) -> Any:
+    return tf.round(tf.clip_by_value(x, 0, 1) * (levels - 1)) / (levels - 1)
 
 
-def _plain_sign(x: Any) -> Any:
-    """tf.sign with its own gradient: zero almost everywhere."""
-    return _tf().sign(x)
+def _plain_quantize(x: Any, levels: int) -> Any:
+    """The quantiser with TensorFlow's own gradient: tf.round has none, so zero."""
+    return _quantized(_tf(), x, levels)
 
 
 def _window(tf: Any, x: Any, inside: Callable[[Any], Any]) -> Any:
-    return tf.cast(inside(tf.abs(x)), x.dtype)
+    return tf.cast(inside(x), x.dtype)
 
 
-def _sign_ste_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
-    return learner_function("sign_ste", "x", _custom(_sign, gradient))
+def _quantize_learner(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's quantize_ste(x, levels) whose grad_fn returns `gradient(tf, g, x, levels)`."""
+
+    def quantize_ste(x: Any, levels: int) -> Any:
+        tf = _tf()
+
+        @tf.custom_gradient
+        def forward(x: Any) -> Any:
+            return _quantized(tf, x, levels), lambda g: gradient(tf, g, x, levels)
+
+        return forward(x)
+
+    return quantize_ste
 
 
-_no_window = _sign_ste_mistake(lambda tf, g, x: g)
-_open_window = _sign_ste_mistake(lambda tf, g, x: g * _window(tf, x, lambda a: a < 1))
-_sign_ignores_cotangent = _sign_ste_mistake(lambda tf, g, x: _window(tf, x, lambda a: a <= 1))
+def _closed(x: Any) -> Any:
+    return (x >= 0) & (x <= 1)
 
 
-SIGN_STE = Exercise(
-    name="sign_ste",
-    returns="tensor: tf.sign(x) with the straight-through gradient",
+_no_window = _quantize_learner(lambda tf, g, x, levels: g)
+_open_window = _quantize_learner(
+    lambda tf, g, x, levels: g * _window(tf, x, lambda v: (v > 0) & (v < 1)))
+_scaled = _quantize_learner(
+    lambda tf, g, x, levels: g * (levels - 1) * _window(tf, x, _closed))
+_quantize_ignores_cotangent = _quantize_learner(
+    lambda tf, g, x, levels: _window(tf, x, _closed))
+
+
+QUANTIZE_STE = Exercise(
+    name="quantize_ste",
+    returns="tensor: x clipped to [0, 1] and rounded to `levels` levels, straight through",
     outputs=("y", "grad_x"),
-    strategy=_sign_case,
-    edge_cases=_sign_edges,
-    tf_reference=_sign_tf,
-    jax_reference=_sign_jax,
-    references_text="jax.vjp of the analytic STE and tf.stop_gradient's straight-through form",
+    strategy=_quantize_case,
+    edge_cases=_quantize_edges,
+    tf_reference=_quantize_tf,
+    jax_reference=_quantize_jax,
+    references_text=(
+        "tf.stop_gradient's straight-through form over tf.clip_by_value, and jax.vjp of "
+        "the analytic window"
+    ),
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
+            "no_window",
+            "You passed the cotangent through everywhere, as round_ste does. This quantiser "
+            "clips first: outside [0, 1] its input to the rounding no longer moves with x, so "
+            "the straight-through gradient is that of the clip, g where 0 <= x <= 1 and 0 "
+            "outside.",
+            _no_window,
+        ),
+        Mistake(
+            "plain_round",
+            "Your gradient is zero everywhere: tf.round has no gradient, so nothing before "
+            "the quantiser would learn. Replace it with the straight-through estimator "
+            "(tf.custom_gradient, or x + tf.stop_gradient(...) on the clipped value).",
+            _plain_quantize,
+        ),
+        Mistake(
             "open_window",
-            "Your window leaves out |x| = 1 exactly; it is |x| <= 1, edges included.",
+            "Your window leaves out x = 0 or x = 1 exactly; the clip's gradient there is 1 "
+            "(tf.clip_by_value passes it at its bounds), so include the edges: 0 <= x <= 1.",
             _open_window,
         ),
         Mistake(
-            "plain_sign",
-            "Your gradient is zero everywhere: that is tf.sign's own gradient (0 almost "
-            "everywhere), which is why nothing before a quantizer learns. Replace it: pass "
-            "the incoming cotangent g straight through where |x| <= 1.",
-            _plain_sign,
-        ),
-        Mistake(
-            "no_window",
-            "You passed the cotangent through everywhere. This straight-through estimator "
-            "lets it through only where |x| <= 1 (the gradient of hard tanh) and gives 0 "
-            "outside.",
-            _no_window,
+            "scaled",
+            "Your gradient is levels - 1 times too large: the quantiser multiplies by "
+            "levels - 1 before rounding and divides by it after, and the straight-through "
+            "estimator treats the rounding alone as the identity, so the two factors cancel.",
+            _scaled,
         ),
         Mistake(
             "ignores_cotangent",
             "Your gradient does not depend on the incoming cotangent g (it equals what a "
             "cotangent of ones gives). Multiply the window by `g`.",
-            _sign_ignores_cotangent,
+            _quantize_ignores_cotangent,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. Use tf ops on tensors "
-            "(tf.sign, tf.abs, tf.where), not a Python if or numpy, and have grad_fn return g "
-            "where |x| <= 1, else 0."
+            "(tf.clip_by_value, tf.round, tf.where), not a Python if or numpy; levels is a "
+            "Python int, not an input with a gradient."
         ),
-        "value": "y = tf.sign(x); grad_x = g where |x| <= 1, else 0.",
+        "value": (
+            "y = tf.round(clip(x, 0, 1) * (levels - 1)) / (levels - 1); going backward, treat "
+            "only the rounding as the identity and keep the clip's own gradient."
+        ),
     },
 )
 
 
-# ---------------------------------------------------------------- linear_layer (a tf.Variable)
+# ---------------------------------------------------------------- td_loss (tf.stop_gradient)
+
+TD_SHAPES: tuple[Shape, ...] = ((2,), (6,), (1, 2), (3, 4))
+TD_GRADING: tuple[Shape, ...] = ((9,), (2, 7))
 
 
 @st.composite
-def _linear_case(draw: st.DrawFn, profile: Profile) -> Case:
+def _td_case(draw: st.DrawFn, profile: Profile) -> Case:
     dtype = draw(dtypes())
-    n, k, m = draw(shape_menu(profile, LINEAR_SIZES, LINEAR_GRADING))
-    x = draw(hnp.arrays(dtype, (n, k), elements=_plain(dtype, 3), fill=st.nothing()))
-    w = draw(hnp.arrays(dtype, (k, m), elements=_plain(dtype, 3), fill=st.nothing()))
+    shape = draw(shape_menu(profile, TD_SHAPES, TD_GRADING))
+    steps = (*shape[:-1], shape[-1] - 1)
+    values = draw(hnp.arrays(dtype, shape, elements=_plain(dtype), fill=st.nothing()))
+    rewards = draw(hnp.arrays(dtype, steps, elements=_plain(dtype), fill=st.nothing()))
+    gamma = draw(st.sampled_from([0.5, 0.9, 0.99]))
+    return Case((("values", values), ("rewards", rewards), ("gamma", gamma),
+                 ("g", _cotangent(draw, dtype, steps))))
+
+
+def _td_edges() -> list[Case]:
+    rng = np.random.default_rng(45)
+    cases = []
+    for shape, gamma, dt, label in (((2,), 0.9, np.float32, "one step"),
+                                    ((5,), 0.0, np.float64, "gamma = 0: the target is the "
+                                                            "reward alone"),
+                                    ((3, 4), 1.0, np.float32, "a batch of 3, gamma = 1")):
+        steps = (*shape[:-1], shape[-1] - 1)
+        cases.append(Case((("values", _random(rng, shape, dt)),
+                           ("rewards", _random(rng, steps, dt)), ("gamma", gamma),
+                           ("g", _random(rng, steps, dt))), label=label))
+    return cases
+
+
+def _td_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    values, rewards, gamma, g = case.values()
+    values, rewards, g = tf.constant(values), tf.constant(rewards), tf.constant(g)
+    with tf.GradientTape() as tape:
+        tape.watch([values, rewards])
+        target = tf.stop_gradient(rewards + gamma * values[..., 1:])
+        loss = 0.5 * (values[..., :-1] - target) ** 2
+    return _outputs(loss, *tape.gradient(loss, [values, rewards], output_gradients=g,
+                                         unconnected_gradients=tf.UnconnectedGradients.ZERO))
+
+
+def _td_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    gamma = params["gamma"]
+
+    def loss(values, rewards):
+        target = jax.lax.stop_gradient(rewards + gamma * values[..., 1:])
+        return 0.5 * (values[..., :-1] - target) ** 2
+
+    y, vjp = jax.vjp(loss, arrays["values"], arrays["rewards"])
+    return (y, *vjp(arrays["g"]))
+
+
+def _td_learner(stop_target: Callable[[Any], Any], stop_prediction: Callable[[Any], Any],
+                stop_bootstrap: Callable[[Any], Any]) -> Callable[..., Any]:
+    """A learner's td_loss with tf.stop_gradient (or nothing) on the target, the
+    prediction, or the bootstrapped term alone."""
+
+    def td_loss(values: Any, rewards: Any, gamma: float) -> Any:
+        target = stop_target(rewards + stop_bootstrap(gamma * values[..., 1:]))
+        return 0.5 * (stop_prediction(values[..., :-1]) - target) ** 2
+
+    return td_loss
+
+
+def _stop(t: Any) -> Any:
+    return _tf().stop_gradient(t)
+
+
+def _keep(t: Any) -> Any:
+    return t
+
+
+_td_no_stop = _td_learner(_keep, _keep, _keep)
+_td_stopped_prediction = _td_learner(_keep, _stop, _keep)
+_td_stops_bootstrap_only = _td_learner(_keep, _keep, _stop)
+
+
+TD_LOSS = Exercise(
+    name="td_loss",
+    returns="tensor: the squared TD error at each step, its target held constant",
+    outputs=("loss", "grad_values", "grad_rewards"),
+    strategy=_td_case,
+    edge_cases=_td_edges,
+    tf_reference=_td_tf,
+    jax_reference=_td_jax,
+    references_text="tf.stop_gradient and jax.lax.stop_gradient on the target",
+    invoke="ch04_custom_gradient_tf:invoke",
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "no_stop",
+            "Your gradient also flows through the target, into values[..., 1:]: the model "
+            "would move its next prediction toward its current one as much as the other way. "
+            "The target is a constant: wrap it in tf.stop_gradient.",
+            _td_no_stop,
+        ),
+        Mistake(
+            "stopped_prediction",
+            "You stopped the wrong term: tf.stop_gradient on values[..., :-1] cuts the "
+            "prediction, so only the target would learn. Stop the target, and let the "
+            "gradient reach the prediction.",
+            _td_stopped_prediction,
+        ),
+        Mistake(
+            "stops_bootstrap_only",
+            "Your gradient reaches the rewards: you stopped gamma * values[..., 1:] but not "
+            "the whole target. The target rewards + gamma * values[..., 1:] is one constant; "
+            "stop all of it.",
+            _td_stops_bootstrap_only,
+        ),
+    ),
+    hints_by_kind={
+        "error": (
+            "The traceback names the line of your code that raised. Slice the last axis "
+            "(values[..., :-1], values[..., 1:]) and use tf ops on tensors; gamma is a "
+            "Python float."
+        ),
+        "shape": (
+            "The loss has one entry per step: the shape of rewards, values' shape with one "
+            "fewer entry on the last axis."
+        ),
+        "value": (
+            "loss = 0.5 * (values[..., :-1] - target) ** 2 with target = rewards + gamma * "
+            "values[..., 1:] held constant: the gradient reaches values[..., :-1] only."
+        ),
+    },
+)
+
+
+# ---------------------------------------------------------------- tanh_layer (a tf.Variable)
+
+
+@st.composite
+def _tanh_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    n, k, m = draw(shape_menu(profile, LAYER_SIZES, LAYER_GRADING))
+    # |x|, |w| <= 1: x @ w stays within a few units, where tanh is not yet flat.
+    x = draw(hnp.arrays(dtype, (n, k), elements=_plain(dtype, 1), fill=st.nothing()))
+    w = draw(hnp.arrays(dtype, (k, m), elements=_plain(dtype, 1), fill=st.nothing()))
     return Case((("x", x), ("w", w), ("g", _cotangent(draw, dtype, (n, m)))))
 
 
-def _linear_edges() -> list[Case]:
+def _tanh_edges() -> list[Case]:
     rng = np.random.default_rng(44)
     shapes = [((4, 3), (3, 2), np.float32, "a batch of 4, 3 features in, 2 out"),
               ((1, 5), (5, 1), np.float64, "one row, one output"),
               ((3, 3), (3, 3), np.float32, "square: a transpose mistake cannot hide in shapes")]
     cases = []
     for xs, ws, dt, label in shapes:
-        x, w = _random(rng, xs, dt), _random(rng, ws, dt)
+        x, w = _random(rng, xs, dt) / 3, _random(rng, ws, dt) / 3
         cases.append(Case((("x", x), ("w", w), ("g", _random(rng, (xs[0], ws[1]), dt))),
                           label=label))
     return cases
 
 
-def _linear_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+def _tanh_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     x, w, g = case.values()
     x, w, g = tf.constant(x), tf.Variable(w), tf.constant(g)
     with tf.GradientTape() as tape:
         tape.watch(x)
-        y = x @ w
+        y = tf.tanh(x @ w)
     grad_x, grad_w = tape.gradient(y, [x, w], output_gradients=g)
     return _outputs(y, grad_x, grad_w)
 
 
-def _linear_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    y, vjp = jax.vjp(jax.numpy.matmul, arrays["x"], arrays["w"])
+def _tanh_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    y, vjp = jax.vjp(lambda x, w: jax.numpy.tanh(x @ w), arrays["x"], arrays["w"])
     return (y, *vjp(arrays["g"]))
 
 
-def _linear_learner(gradients: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
-    """A learner's linear_layer(x, w): x @ w, with a grad_fn(g, variables=None)
-    returning (grad_x, [grad_w]) from `gradients(tf, g, x, w)`."""
+def _layer_learner(value: Callable[..., Any], gradients: Callable[..., tuple[Any, Any]]
+                   ) -> Callable[..., Any]:
+    """A learner's tanh_layer(x, w): `value(tf, x, w)`, with a grad_fn(g, variables=None)
+    returning (grad_x, [grad_w]) from `gradients(tf, g, x, w, y)`."""
 
-    def linear_layer(x: Any, w: Any) -> Any:
+    def tanh_layer(x: Any, w: Any) -> Any:
         tf = _tf()
 
         @tf.custom_gradient
         def forward(x: Any) -> Any:
+            y = value(tf, x, w)
+
             def grad_fn(g: Any, variables: Any = None) -> Any:
-                grad_x, grad_w = gradients(tf, g, x, w)
+                grad_x, grad_w = gradients(tf, g, x, w, y)
                 return grad_x, [grad_w]
 
-            return x @ w, grad_fn
+            return y, grad_fn
 
         return forward(x)
 
-    return linear_layer
+    return tanh_layer
 
 
-_linear_untransposed = _linear_learner(lambda tf, g, x, w: (g @ w, x @ g))
-_linear_ignores_cotangent = _linear_learner(lambda tf, g, x, w: (
-    tf.ones_like(g) @ tf.transpose(w), tf.transpose(x) @ tf.ones_like(g)))
-_linear_swapped = _linear_learner(lambda tf, g, x, w: (tf.transpose(x) @ g, g @ tf.transpose(w)))
+def _tanh(tf: Any, x: Any, w: Any) -> Any:
+    return tf.tanh(x @ w)
 
 
-LINEAR_LAYER = Exercise(
-    name="linear_layer",
-    returns="tensor x @ w, w a tf.Variable read inside a custom gradient",
+def _matmul(tf: Any, x: Any, w: Any) -> Any:
+    return x @ w
+
+
+def _matmul_vjp(tf: Any, g: Any, x: Any, w: Any) -> tuple[Any, Any]:
+    return g @ tf.transpose(w), tf.transpose(x) @ g
+
+
+_layer_copied_linear = _layer_learner(_matmul, lambda tf, g, x, w, y: _matmul_vjp(tf, g, x, w))
+_layer_no_tanh_derivative = _layer_learner(
+    _tanh, lambda tf, g, x, w, y: _matmul_vjp(tf, g, x, w))
+_layer_untransposed = _layer_learner(
+    _tanh, lambda tf, g, x, w, y: (g * (1 - y**2) @ w, x @ (g * (1 - y**2))))
+_layer_ignores_cotangent = _layer_learner(
+    _tanh, lambda tf, g, x, w, y: _matmul_vjp(tf, 1 - y**2, x, w))
+
+
+TANH_LAYER = Exercise(
+    name="tanh_layer",
+    returns="tensor tanh(x @ w), w a tf.Variable read inside a custom gradient",
     outputs=("y", "grad_x", "grad_w"),
-    strategy=_linear_case,
-    edge_cases=_linear_edges,
-    tf_reference=_linear_tf,
-    jax_reference=_linear_jax,
-    references_text="jax.vjp(jnp.matmul) and tf.GradientTape over a tf.Variable",
+    strategy=_tanh_case,
+    edge_cases=_tanh_edges,
+    tf_reference=_tanh_tf,
+    jax_reference=_tanh_jax,
+    references_text="jax.vjp(jnp.tanh(x @ w)) and tf.GradientTape over a tf.Variable",
     invoke="ch04_custom_gradient_tf:invoke_layer",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
-            "untransposed",
-            "Transpose in the VJP of a matmul: grad_x = g @ w^T and "
-            "grad_w = x^T @ g (tf.transpose or tf.linalg.matmul(..., transpose_b=True)).",
-            _linear_untransposed,
+            "copied_linear",
+            "Your output is x @ w: the linear layer above, copied. This layer applies tanh "
+            "to x @ w, and going backward the cotangent passes through tanh's derivative "
+            "before it reaches the matmul.",
+            _layer_copied_linear,
         ),
         Mistake(
-            "swapped",
-            "Your grad_fn returns the gradient of the wrong input: the input "
-            "gradients come first, (g @ w^T), then the list of variable gradients "
-            "[x^T @ g].",
-            _linear_swapped,
+            "no_tanh_derivative",
+            "Your gradients are those of x @ w alone: the chain rule through tanh is "
+            "missing. Multiply g by tanh's derivative at x @ w (the output y, kept from the "
+            "forward pass, gives it) before the matmul's VJP.",
+            _layer_no_tanh_derivative,
+        ),
+        Mistake(
+            "untransposed",
+            "Transpose in the VJP of a matmul: for z = x @ w with cotangent g_z, "
+            "grad_x = g_z @ w^T and grad_w = x^T @ g_z.",
+            _layer_untransposed,
         ),
         Mistake(
             "ignores_cotangent",
             "Your gradients do not depend on the incoming cotangent g (they equal what a "
             "cotangent of ones gives). Multiply by `g`.",
-            _linear_ignores_cotangent,
+            _layer_ignores_cotangent,
         ),
     ),
     hints_by_kind={
         "error": (
-            "The traceback names the line of your code that raised. Inside @tf.custom_gradient, "
-            "linear_layer returns (x @ w, grad_fn), and grad_fn(g, variables=None) returns "
-            "(g @ w^T, [x^T @ g]); use tf ops on tensors, not numpy."
+            "The traceback names the line of your code that raised. Inside "
+            "@tf.custom_gradient, tanh_layer's forward returns (y, grad_fn), and "
+            "grad_fn(g, variables=None) returns (grad_x, [grad_w]); use tf ops on tensors, "
+            "not numpy."
         ),
         "value": (
-            "Right shapes, wrong numbers: y = x @ w, grad_x = g @ w^T and grad_w = x^T @ "
-            "g (tf.linalg.matmul with transpose_a= or transpose_b=), both multiplied "
-            "through by g."
+            "Right shapes, wrong numbers: the cotangent of z = x @ w is g times tanh's "
+            "derivative at z, and the matmul's VJP takes it from there (with transposes)."
         ),
         "exception": (
             "With a tf.Variable read inside, grad_fn must be `def grad_fn(g, variables=None)` "
@@ -695,10 +951,43 @@ LINEAR_LAYER = Exercise(
             "in a list, one per variable in `variables`."
         ),
         "shape": (
-            "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): "
-            "grad_x = g @ w^T, grad_w = x^T @ g."
+            "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): the matmul's VJP "
+            "multiplies by w^T on the right for x, by x^T on the left for w."
         ),
     },
 )
 
-EXERCISES = (LINEAR_LAYER, LOGADDEXP, LOG_OR_ZERO, CLIP_COTANGENT, SIGN_STE)
+EXERCISES = (TANH_LAYER, LOGADDEXP, XLOGX, CLIP_COTANGENT_NORM, QUANTIZE_STE, TD_LOSS)
+
+# ---------------------------------------------------------------- predictions (before the traps)
+
+PREDICTIONS = (
+    Prediction(
+        name="ch04_softplus_gradient",
+        question="In float32, what does tape.gradient give for log(1 + exp(x)) at x = 100?",
+        choices={"a": "1.0 (sigmoid(100), rounded)", "b": "inf", "c": "NaN", "d": "0.0"},
+        answer="c",
+        why="exp(100) overflows to inf; the chain rule multiplies log's derivative at "
+            "1 + inf, 1 / inf = 0, by exp's derivative, inf: 0 * inf = NaN.",
+    ),
+    Prediction(
+        name="ch04_where_nan",
+        question="y = tf.where(x > 0, tf.math.log(x), 0) is 0 at x = 0. What is its "
+                 "gradient there?",
+        choices={"a": "0.0: tf.where takes the constant branch there",
+                 "b": "NaN", "c": "-inf",
+                 "d": "an error: tf.where is not differentiable"},
+        answer="b",
+        why="Both branches are differentiated. The branch not taken gets a zero cotangent, and "
+            "log's VJP multiplies it by 1/0: 0 * inf = NaN, added into the gradient.",
+    ),
+    Prediction(
+        name="ch04_round_gradient",
+        question="What does tape.gradient(tf.round(x), x) return?",
+        choices={"a": "zeros", "b": "None", "c": "ones",
+                 "d": "an error: round is not differentiable"},
+        answer="b",
+        why="TensorFlow registers no gradient for Round: x is not connected to the output, "
+            "and tape.gradient returns None (tf.sign, by contrast, has a gradient of zeros).",
+    ),
+)

@@ -4,7 +4,7 @@ The case's last array is the cotangent g fed to tape.gradient(output_gradients=g
 other arrays become tensors (or tf.Variables, the weights a layer reads) and are passed to
 the learner's function with the case's static parameters. It runs eagerly and, for the
 first GRAPH_SIGNATURES input signatures of each function, inside tf.function too, and the
-two runs must agree. `linear_layer`'s invoke also checks that a
+two runs must agree. `tanh_layer`'s invoke also checks that a
 @tf.custom_gradient function computed the output, as the exercise asks.
 """
 
@@ -45,8 +45,8 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
         result = _invoke(fn, args, variables=(1,))
     if calls == [0]:
         raise method.MethodNotFollowed(
-            "linear_layer must compute its output with a "
-            "function decorated with @tf.custom_gradient (def forward(x): ... return x @ w, "
+            "tanh_layer must compute its output with a "
+            "function decorated with @tf.custom_gradient (def forward(x): ... return y, "
             "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
             "differentiated your code itself and your gradient rule never ran.", result
         )

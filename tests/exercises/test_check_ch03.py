@@ -38,21 +38,21 @@ def unbroadcast_in_place(g, shape):
 
 
 def matmul_vjp_einsum(g, a, b):
-    grad_a = np.einsum("...ij,...kj->...ik", g, b)
-    grad_b = np.einsum("...ij,...ik->...jk", a, g)
-    return unbroadcast_loops(grad_a, a.shape), unbroadcast_loops(grad_b, b.shape)
+    g_a = np.einsum("...ij,...kj->...ik", g, b)
+    g_b = np.einsum("...ij,...ik->...jk", a, g)
+    return unbroadcast_loops(g_a, a.shape), unbroadcast_loops(g_b, b.shape)
 
 
 def matmul_vjp_batch_loop(g, a, b):
     batch = g.shape[:-2]
     a_full = np.broadcast_to(a, batch + a.shape[-2:])
     b_full = np.broadcast_to(b, batch + b.shape[-2:])
-    grad_a = np.zeros(batch + a.shape[-2:], dtype=g.dtype)
-    grad_b = np.zeros(batch + b.shape[-2:], dtype=g.dtype)
+    g_a = np.zeros(batch + a.shape[-2:], dtype=g.dtype)
+    g_b = np.zeros(batch + b.shape[-2:], dtype=g.dtype)
     for index in np.ndindex(*batch):
-        grad_a[index] = g[index] @ b_full[index].T
-        grad_b[index] = a_full[index].T @ g[index]
-    return unbroadcast_loops(grad_a, a.shape), unbroadcast_loops(grad_b, b.shape)
+        g_a[index] = g[index] @ b_full[index].T
+        g_b[index] = a_full[index].T @ g[index]
+    return unbroadcast_loops(g_a, a.shape), unbroadcast_loops(g_b, b.shape)
 
 
 @pytest.mark.parametrize("fn", [unbroadcast_loops, unbroadcast_reshape, unbroadcast_in_place])
@@ -123,6 +123,53 @@ def test_wrong_matmul_vjp_fails_with_its_hint(fn, hint):
     report = check.matmul_vjp(fn)
     assert not report.passed
     assert hint in str(report), str(report)
+
+
+# ---------------------------------------------------------------- the notebook's demos, copied
+
+
+def copied_section_2_line(g, shape):
+    """Section 2's hand computation for (6, 4, 5) -> (4, 1), as a learner's function."""
+    return g.sum(axis=0).sum(axis=1, keepdims=True)
+
+
+def copied_tape_rule(g, a, b):
+    """Section 4's tape rule (the 2-D rule with .T) and its batch sum, as a learner's function."""
+    return g @ b.T, (a.T @ g).sum(axis=0)
+
+
+def copied_tape_rule_bare(g, a, b):
+    return g @ b.T, a.T @ g
+
+
+def copied_per_matrix_loop(g, a, b):
+    """Section 3's per-matrix demo, as a learner's function (no unbroadcast)."""
+    g_a = np.stack([g_i @ b.T for g_i in g])
+    g_b = np.stack([a_i.T @ g_i for a_i, g_i in zip(a, g, strict=True)])
+    return g_a, g_b
+
+
+def test_a_copied_demo_does_not_pass_unbroadcast():
+    report = check.unbroadcast(copied_section_2_line)
+    assert not report.passed
+    assert "section 2's computation" in report.failure.hint, report.failure.hint
+
+
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    [
+        (copied_tape_rule, "grad_a must have a's shape"),
+        (copied_tape_rule_bare, "grad_a must have a's shape"),
+        (copied_per_matrix_loop, "grad_a must have a's shape"),
+    ],
+    ids=["tape_rule", "tape_rule_bare", "per_matrix_loop"],
+)
+def test_a_copied_demo_does_not_pass_matmul_vjp(fn, hint):
+    """No cell of the notebook, copied, solves exercise 2; each copy gets a hint that says
+    what a right answer has (the declared mistakes cover the copies with unbroadcast added)."""
+    report = check.matmul_vjp(fn)
+    assert not report.passed
+    assert hint in report.failure.hint, report.failure.hint
 
 
 def test_all_axes_transpose_is_caught_on_the_qa_case():

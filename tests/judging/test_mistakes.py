@@ -114,12 +114,12 @@ def qa_batch_mean(x: np.ndarray, W: np.ndarray, b: np.ndarray,
     return x.T @ g1, g1.sum(axis=0)
 
 
-def clip_cotangent_hard_coded(x: Any, limit: float) -> Any:
+def clip_cotangent_norm_hard_coded(x: Any, max_norm: float) -> Any:
     tf = tensorflow()
 
     @tf.custom_gradient
     def identity(x: Any) -> Any:
-        return tf.identity(x), lambda g: tf.clip_by_value(g, -1.0, 1.0)
+        return tf.identity(x), lambda g: tf.clip_by_norm(g, 1.0)
 
     return identity(x)
 
@@ -159,7 +159,7 @@ def _hint(exercise: str, mistake: str) -> str:
 MISNAMED = [  # exercise, the learner's wrong answer, the hint it got, the hint it should get
     ("clip_gradient", clip_gradient_symmetric_answer, "clip_by_norm", "symmetric_clip"),
     ("predict_tape_gradient", predict_first_axis_only, "sums_x_axes", "first_axis_only"),
-    ("clip_cotangent", clip_cotangent_hard_coded, "not_clipped", "fixed_limit"),
+    ("clip_cotangent_norm", clip_cotangent_norm_hard_coded, "not_clipped", "fixed_limit"),
     ("qa_gradients", qa_batch_mean, "sum_not_mean_0_0", "batch_mean_0_0"),
 ]
 

@@ -19,20 +19,20 @@ HERE = os.path.basename(__file__)
 
 
 def test_a_traceback_through_tensorflow_keeps_only_the_learners_frames():
-    """linear_layer runs under a GradientTape inside TensorFlow's custom_gradient machinery:
+    """tanh_layer runs under a GradientTape inside TensorFlow's custom_gradient machinery:
     none of those frames, nor the harness's or the engine's, are the learner's."""
 
-    def linear_layer(x, w):
+    def tanh_layer(x, w):
         @tf.custom_gradient
         def forward(x):
             def grad_fn(g, variables=None):
                 return g @ tf.transpose(w), [tf.transpose(x) @ gg]  # noqa: F821
 
-            return x @ w, grad_fn
+            return tf.tanh(x @ w), grad_fn
 
         return forward(x)
 
-    report = check.linear_layer(linear_layer)
+    report = check.tanh_layer(tanh_layer)
     text = report.failure.traceback
     assert report.status == FAILED and "NameError" in text, str(report)
     assert "in grad_fn" in text and "gg" in text, text
