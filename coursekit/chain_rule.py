@@ -156,11 +156,11 @@ OPERATIONS = {"h": "x @ W + b", "y": "tanh(h)", "loss": "mean((y - y0)²)"}
 # Each edge (primal input, output): the cotangent that flows back along it, where its label
 # goes, and which way the backward arrow bends. y0 is a constant: nothing flows back to it.
 EDGES = {
-    ("x", "h"): ("x̄ = h̄ Wᵀ", (0.9, 2.3), 0.3),
-    ("W", "h"): ("W̄ = xᵀ h̄", (0.9, -0.3), -0.3),
-    ("b", "h"): ("b̄ = h̄ summed\nover the batch", (3.35, 0.15), -0.5),
-    ("h", "y"): ("h̄ = ȳ · (1 - y²)", (3.5, 1.52), 0.3),
-    ("y", "loss"): ("ȳ = 2 (y - y0) / N", (5.75, 1.52), 0.3),
+    ("x", "h"): ("g_x = g_h Wᵀ", (0.9, 2.3), 0.3),
+    ("W", "h"): ("g_W = xᵀ g_h", (0.9, -0.3), -0.3),
+    ("b", "h"): ("g_b = g_h summed\nover the batch", (3.35, 0.15), -0.5),
+    ("h", "y"): ("g_h = g_y · (1 - y²)", (3.5, 1.52), 0.3),
+    ("y", "loss"): ("g_y = 2 (y - y0) / N", (5.75, 1.52), 0.3),
     ("y0", "loss"): ("", (0.0, 0.0), 0.0),
 }
 
@@ -211,7 +211,8 @@ def draw_graph(shapes: dict[str, tuple[int, ...]] | None = None):
 
 @dataclass(frozen=True)
 class SplitTiming:
-    """One way of getting dloss/dW from g1 = dloss/dh, at one size (B = n = m = size)."""
+    """One way of getting dloss/dW from the cotangent g_h = dloss/dh, at one size
+    (B = n = m = size)."""
 
     method: str
     size: int
@@ -219,7 +220,7 @@ class SplitTiming:
     jacobian_entries: int  # entries of dh/dW, built only by the Jacobian method
 
 
-VJP, JACOBIAN = "VJP with cotangent g1", "Jacobian + tensordot"
+VJP, JACOBIAN = "VJP with cotangent g_h", "Jacobian + tensordot"
 
 
 def _split_functions():
@@ -230,12 +231,12 @@ def _split_functions():
         return x @ w + b
 
     @jax.jit
-    def by_vjp(x, w, b, g1):
-        return jax.vjp(lambda w: layer(w, x, b), w)[1](g1)[0]
+    def by_vjp(x, w, b, g):  # g: the cotangent arriving at the layer's output h
+        return jax.vjp(lambda w: layer(w, x, b), w)[1](g)[0]
 
     @jax.jit
-    def by_jacobian(x, w, b, g1):
-        return jnp.tensordot(g1, jax.jacrev(layer)(w, x, b), axes=2)
+    def by_jacobian(x, w, b, g):
+        return jnp.tensordot(g, jax.jacrev(layer)(w, x, b), axes=2)
 
     return {VJP: by_vjp, JACOBIAN: by_jacobian}
 
@@ -254,10 +255,10 @@ def _fastest_seconds(fn: Callable[..., object], args: tuple, repeats: int) -> fl
 
 
 def split_problem(size: int, seed: int = 0) -> tuple[np.ndarray, ...]:
-    """x:(B, n), W:(n, m), b:(m,) and a cotangent g1:(B, m), all with B = n = m = size."""
+    """x:(B, n), W:(n, m), b:(m,) and a cotangent g:(B, m) for h, all with B = n = m = size."""
     rng = np.random.default_rng(seed)
-    x, w, g1 = (rng.normal(size=(size, size)).astype(np.float32) for _ in range(3))
-    return x, w, rng.normal(size=(size,)).astype(np.float32), g1
+    x, w, g = (rng.normal(size=(size, size)).astype(np.float32) for _ in range(3))
+    return x, w, rng.normal(size=(size,)).astype(np.float32), g
 
 
 def measure_split(sizes: Iterable[int], repeats: int = 5) -> list[SplitTiming]:
@@ -292,7 +293,7 @@ def plot_split(rows: list[SplitTiming]):
         ax.plot([r.size for r in mine], [r.seconds for r in mine], marker="o", label=method)
     ax.set(
         xscale="log", yscale="log", xlabel="B = n = m", ylabel="seconds (fastest of the repeats)",
-        title="dloss/dW from g1 = dloss/dh",
+        title="dloss/dW from g_h = dloss/dh",
     )
     ax.legend()
     return fig

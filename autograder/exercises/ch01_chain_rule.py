@@ -209,7 +209,7 @@ PREDICT_TAPE_GRADIENT = Exercise(
 
 
 def _qa_forward(*qa: np.ndarray) -> tuple[np.ndarray, ...]:
-    """h, y and the cotangents g1 = dloss/dh and dloss/dy of qa = (x, W, b, y0), in float64."""
+    """h, y and the cotangents g_h = dloss/dh and dloss/dy of qa = (x, W, b, y0), in float64."""
     x, w, b, y0 = (v.astype(np.float64) for v in qa)
     h = x @ w + b
     y = np.tanh(h)
@@ -236,7 +236,7 @@ def _qa_edges() -> list[Case]:
     rng = np.random.default_rng(2)
     sizes = [
         (4, 3, 2, "the Q&A sizes: a batch of 4, 3 inputs, 2 outputs"),
-        (3, 3, 2, "batch = inputs: g1 * g2 has a shape, and wrong values"),
+        (3, 3, 2, "batch = inputs: g_h * dh_dW has a shape, and wrong values"),
         (2, 3, 3, "inputs = outputs: a transposed grad_W has W's shape"),
         (1, 3, 2, "a single example"),
         (5, 2, 1, "a single output unit"),
@@ -267,8 +267,8 @@ def _qa_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
 
 
 def _qa_right(*qa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    g1 = _g1(*qa)
-    return qa[0].T @ g1, g1.sum(axis=0)
+    g_h = _g_h(*qa)
+    return qa[0].T @ g_h, g_h.sum(axis=0)
 
 
 def _summed_w(*qa: np.ndarray) -> np.ndarray:
@@ -308,24 +308,24 @@ def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part])
     )
 
 
-def _g1(*qa: np.ndarray) -> np.ndarray:
+def _g_h(*qa: np.ndarray) -> np.ndarray:
     return _qa_forward(*qa)[2]
 
 
 def _product_of_sums_w(*qa: np.ndarray) -> np.ndarray:
-    return _g1(*qa).sum(axis=0)[None, :] * _summed_w(*qa)
+    return _g_h(*qa).sum(axis=0)[None, :] * _summed_w(*qa)
 
 
 def _product_of_sums_b(*qa: np.ndarray) -> np.ndarray:
-    return _g1(*qa).sum(axis=0) * _summed_b(*qa)
+    return _g_h(*qa).sum(axis=0) * _summed_b(*qa)
 
 
 def _elementwise_w(*qa: np.ndarray) -> np.ndarray:
-    return _g1(*qa) * _summed_w(*qa)  # broadcasts, or raises, as the learner's product does
+    return _g_h(*qa) * _summed_w(*qa)  # broadcasts, or raises, as the learner's product does
 
 
 def _elementwise_b(*qa: np.ndarray) -> np.ndarray:
-    return _g1(*qa) * _summed_b(*qa)
+    return _g_h(*qa) * _summed_b(*qa)
 
 
 def _cotangent_at_y_w(*qa: np.ndarray) -> np.ndarray:
@@ -354,15 +354,15 @@ def _batch_mean_b(*qa: np.ndarray) -> np.ndarray:
 
 
 def _transposed_w(*qa: np.ndarray) -> np.ndarray:
-    return _g1(*qa).T @ qa[0]
+    return _g_h(*qa).T @ qa[0]
 
 
 SUMMED_HINT = (
     "You multiplied gradients that had already been summed over h. tape.gradient(h, W) (like "
     "tf.gradients(h, W)) is the gradient of reduce_sum(h): it no longer says which entry of h "
-    "each contribution came from, so no product of it with g1 = dloss/dh can give dloss/dW. "
-    "Pass g1 as the cotangent instead: tape.gradient(h, [W, b], output_gradients=g1), or "
-    "call the pullback of jax.vjp on g1."
+    "each contribution came from, so no product of it with g_h = dloss/dh can give dloss/dW. "
+    "Pass g_h as the cotangent instead: tape.gradient(h, [W, b], output_gradients=g_h), or "
+    "call the pullback of jax.vjp on g_h."
 )
 
 QA_GRADIENTS = Exercise(
@@ -385,22 +385,22 @@ QA_GRADIENTS = Exercise(
         *_qa_mistakes(
             "b_not_summed",
             "grad_b has h's shape (B, m) instead of b's (m,). b is broadcast over the batch, so "
-            "its cotangent is g1 summed over axis 0 (passing g1 as output_gradients for b does "
-            "that for you). Multiplying g1 by tape.gradient(h, b) cannot: that gradient was "
+            "its cotangent is g_h summed over axis 0 (passing g_h as output_gradients for b does "
+            "that for you). Multiplying g_h by tape.gradient(h, b) cannot: that gradient was "
             "already summed over h.",
-            [None, _product_of_sums_w, _elementwise_w], [_g1],
+            [None, _product_of_sums_w, _elementwise_w], [_g_h],
         ),
         *_qa_mistakes(
             "no_cotangent",
             "Your gradient does not depend on the loss at all: the second part was "
             "differentiated without a cotangent, so it is the gradient of reduce_sum(h). "
-            "Pass g1 = dloss/dh as output_gradients (or to jax.vjp's pullback).",
+            "Pass g_h = dloss/dh as output_gradients (or to jax.vjp's pullback).",
             [_summed_w, None], [_summed_b, None],
         ),
         *_qa_mistakes(
             "cotangent_at_y",
-            "You passed dloss/dy, the cotangent at tanh's OUTPUT, through h = x @ W + b. The "
-            "cut is at h: g1 must be dloss/dh = dloss/dy * (1 - y**2), so take the first "
+            "You passed g_y = dloss/dy, the cotangent at tanh's OUTPUT, through h = x @ W + b. The "
+            "cut is at h: g_h must be dloss/dh = g_y * (1 - y**2), so take the first "
             "gradient with respect to h (watch h, compute y = tanh(h) on the tape).",
             [_cotangent_at_y_w, None], [_cotangent_at_y_b, None],
         ),
@@ -419,8 +419,8 @@ QA_GRADIENTS = Exercise(
         ),
         *_qa_mistakes(
             "transposed",
-            "grad_W is transposed: W has shape (n, m), so grad_W = x^T @ g1 (n by m), not "
-            "g1^T @ x (m by n).",
+            "grad_W is transposed: W has shape (n, m), so grad_W = x^T @ g_h (n by m), not "
+            "g_h^T @ x (m by n).",
             [_transposed_w], [None],
         ),
     ),
@@ -432,18 +432,18 @@ QA_GRADIENTS = Exercise(
         ),
         "shape": (
             "grad_W has W's shape (n, m) and grad_b has b's shape (m,). b was broadcast over "
-            "the batch, so its cotangent is g1 summed over axis 0; a framework does that for "
-            "you when you pass g1 as output_gradients for both W and b."
+            "the batch, so its cotangent is g_h summed over axis 0; a framework does that for "
+            "you when you pass g_h as output_gradients for both W and b."
         ),
         "exception": (
-            "A shape error here is the Q&A's own trap: g1 = dloss/dh has h's shape (B, m), "
+            "A shape error here is the Q&A's own trap: g_h = dloss/dh has h's shape (B, m), "
             "while tape.gradient(h, W), already summed over h, has W's shape (n, m), so they "
-            "cannot be multiplied. Pass g1 as the cotangent of h instead (output_gradients=g1, "
+            "cannot be multiplied. Pass g_h as the cotangent of h instead (output_gradients=g_h, "
             "or jax.vjp's pullback)."
         ),
         "value": (
             "Right shapes, wrong values. Check that the loss is mean((tanh(x @ W + b) - y0)**2) "
-            "and that g1 is the gradient with respect to h (before tanh)."
+            "and that g_h is the gradient with respect to h (before tanh)."
         ),
         "dtype": "Keep float32: create tensors from the inputs as they are (tf.constant(x)).",
     },

@@ -51,9 +51,9 @@ def invoke_to_numpy(fn: Callable[..., Any], *args: Any) -> Any:
 
 QA_METHOD = (
     "qa_gradients must compute the gradient in two parts through a cotangent, but {found}. "
-    "First g1 = dloss/dh (one gradient call with respect to h), then the VJP of h = x @ W + b "
-    "at g1: tape.gradient(h, [W, b], output_gradients=g1), or the pullback of "
-    "jax.vjp(lambda W, b: x @ W + b, W, b) called on g1."
+    "First g_h = dloss/dh (one gradient call with respect to h), then the VJP of h = x @ W + b "
+    "at g_h: tape.gradient(h, [W, b], output_gradients=g_h), or the pullback of "
+    "jax.vjp(lambda W, b: x @ W + b, W, b) called on g_h."
 )
 ROWS_METHOD = (
     "jacobian_by_rows must build the Jacobian from m VJPs, one per row, but {found}. Use one "

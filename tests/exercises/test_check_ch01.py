@@ -4,6 +4,7 @@ write fails with the hint that names it, and the references agree with finite di
 from __future__ import annotations
 
 import os
+import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -106,17 +107,17 @@ def qa_split_tf(x, W, b, y0):
     with tf.GradientTape() as tape:
         tape.watch(h)
         loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
-    g1 = tape.gradient(loss, h)
+    g_h = tape.gradient(loss, h)
     with tf.GradientTape() as tape:
         tape.watch([W, b])
         h = x @ W + b
-    return tape.gradient(h, [W, b], output_gradients=g1)  # a list of tensors
+    return tape.gradient(h, [W, b], output_gradients=g_h)  # a list of tensors
 
 
 def qa_split_jax(x, W, b, y0):
     h, pullback_h = jax.vjp(lambda W, b: x @ W + b, W, b)
-    g1 = jax.grad(lambda h: jnp.mean(jnp.square(jnp.tanh(h) - y0)))(h)
-    return pullback_h(g1)
+    g_h = jax.grad(lambda h: jnp.mean(jnp.square(jnp.tanh(h) - y0)))(h)
+    return pullback_h(g_h)
 
 
 def qa_split_grad_ys(x, W, b, y0):
@@ -124,8 +125,8 @@ def qa_split_grad_ys(x, W, b, y0):
     def both_parts(x, W, b, y0):
         h = x @ W + b
         loss = tf.reduce_mean(tf.square(tf.tanh(h) - y0))
-        (g1,) = tf.gradients(loss, h)
-        return tf.gradients(h, [W, b], grad_ys=g1)
+        (g_h,) = tf.gradients(loss, h)
+        return tf.gradients(h, [W, b], grad_ys=g_h)
 
     grad_W, grad_b = both_parts(*_tf(x, W, b, y0))
     return grad_W.numpy(), grad_b.numpy()
@@ -135,8 +136,8 @@ def qa_by_hand(x, W, b, y0):
     """The right values without any gradient call: the wrong answers below build on it (by
     hand, it fails on the method: see test_method.py)."""
     y = np.tanh(x @ W + b)
-    g1 = 2 * (y - y0) / y.size * (1 - y**2)
-    return x.T @ g1, g1.sum(axis=0)
+    g_h = 2 * (y - y0) / y.size * (1 - y**2)
+    return x.T @ g_h, g_h.sum(axis=0)
 
 
 @pytest.mark.parametrize("fn", [qa_split_tf, qa_split_jax, qa_split_grad_ys])
@@ -146,7 +147,7 @@ def test_right_qa_gradients_pass(fn):
 
 
 def _two_calls(x, W, b, y0):
-    """What the Q&A did: g1 = dloss/dh and g2 = dh/dW, dh/db as two plain gradient calls."""
+    """What the Q&A did: g_h = dloss/dh and dh_dW, dh_db as two plain gradient calls."""
     x, W, b, y0 = _tf(x, W, b, y0)
     with tf.GradientTape(persistent=True) as tape:
         tape.watch([W, b])
@@ -158,20 +159,20 @@ def _two_calls(x, W, b, y0):
 
 def multiplies_summed_gradients(x, W, b, y0):
     tape, h, _, loss, W, b = _two_calls(x, W, b, y0)
-    g1 = tf.reduce_sum(tape.gradient(loss, h), axis=0)  # made to fit W's last axis
-    return (g1 * tape.gradient(h, W)).numpy(), (g1 * tape.gradient(h, b)).numpy()
+    g_h = tf.reduce_sum(tape.gradient(loss, h), axis=0)  # made to fit W's last axis
+    return (g_h * tape.gradient(h, W)).numpy(), (g_h * tape.gradient(h, b)).numpy()
 
 
 def multiplies_in_tensorflow(x, W, b, y0):
     tape, h, _, loss, W, b = _two_calls(x, W, b, y0)
-    g1 = tape.gradient(loss, h)
-    return (g1 * tape.gradient(h, W)).numpy(), (g1 * tape.gradient(h, b)).numpy()
+    g_h = tape.gradient(loss, h)
+    return (g_h * tape.gradient(h, W)).numpy(), (g_h * tape.gradient(h, b)).numpy()
 
 
 def multiplies_in_numpy(x, W, b, y0):
     tape, h, _, loss, W, b = _two_calls(x, W, b, y0)
-    g1 = tape.gradient(loss, h).numpy()
-    return g1 * tape.gradient(h, W).numpy(), (g1 * tape.gradient(h, b).numpy()).sum(axis=0)
+    g_h = tape.gradient(loss, h).numpy()
+    return g_h * tape.gradient(h, W).numpy(), (g_h * tape.gradient(h, b).numpy()).sum(axis=0)
 
 
 def forgets_the_cotangent(x, W, b, y0):
@@ -181,8 +182,8 @@ def forgets_the_cotangent(x, W, b, y0):
 
 def cotangent_at_y(x, W, b, y0):
     tape, h, y, loss, W, b = _two_calls(x, W, b, y0)
-    g1 = tape.gradient(loss, y)
-    grad_W, grad_b = tape.gradient(h, [W, b], output_gradients=g1)
+    g_h = tape.gradient(loss, y)
+    grad_W, grad_b = tape.gradient(h, [W, b], output_gradients=g_h)
     return grad_W.numpy(), grad_b.numpy()
 
 
@@ -221,7 +222,7 @@ def copies_the_cotangents_cell(x, W, b, y0):
 
 
 COPIED_DEMOS = [
-    (multiplies_in_tensorflow, "already been summed"),  # the question's cell: g1 * g2
+    (multiplies_in_tensorflow, "already been summed"),  # the question's cell: g_h * dh_dW
     (copies_the_cotangents_cell, "two parts through a cotangent"),
 ]
 
@@ -242,12 +243,13 @@ def test_the_notebook_shows_no_split_through_a_cotangent_before_exercise_2():
         cells = nbformat.read(Path(folder) / "01_chain_rule.ipynb", as_version=4).cells
         before = cells[: next(i for i, c in enumerate(cells) if "Exercise 2" in c.source)]
         code = "\n".join(c.source for c in before if c.cell_type == "code")
-        assert "h, [W" not in code and "output_gradients=g1" not in code, folder
+        assert not re.search(r"gradients?\(h\w*, \[W", code), folder  # a VJP of h for W, b
+        assert not re.search(r"(output_gradients|grad_ys)=g_h|\(g_h\)", code), folder
 
 
 def test_products_of_summed_gradients_are_named_where_they_have_a_shape():
-    """Where batch == inputs, g1 * g2 runs and is silently wrong: the hint names it."""
-    case = next(c for c in QA_GRADIENTS.edge_cases() if "g1 * g2" in c.label)
+    """Where batch == inputs, g_h * dh_dW runs and is silently wrong: the hint names it."""
+    case = next(c for c in QA_GRADIENTS.edge_cases() if "g_h * dh_dW" in c.label)
     expected = qa_by_hand(*case.values())
     got = multiplies_in_numpy(*case.values())
     assert got[0].shape == expected[0].shape
@@ -257,14 +259,14 @@ def test_products_of_summed_gradients_are_named_where_they_have_a_shape():
 
 
 def test_the_qa_shape_error_is_explained_on_the_qa_case():
-    """TensorFlow's own error for g1 * g2 gets the hint that tells the Q&A's story."""
+    """TensorFlow's own error for g_h * dh_dW gets the hint that tells the Q&A's story."""
     case = QA_GRADIENTS.edge_cases()[0]
     assert "Q&A" in case.label
     attempt = call_learner(multiplies_in_tensorflow, case, QA_GRADIENTS)
     failure = judge(QA_GRADIENTS, case, attempt, QA_GRADIENTS.tf_reference(tf, case))
     assert "Incompatible shapes" in failure.message
     assert "Q&A's own trap" in failure.hint
-    assert "g1 * tape.gradient(h, W)" in failure.traceback  # the learner's own line
+    assert "g_h * tape.gradient(h, W)" in failure.traceback  # the learner's own line
 
 
 def _loss64(x, W, b, y0):
@@ -297,7 +299,7 @@ def test_qa_cases_include_the_shapes_that_hide_mistakes():
     shapes = [(c.arg("x").shape, c.arg("W").shape) for c in cases]
     assert any(x[0] == x[1] and x[0] > 1 for x, _ in shapes)  # batch == n
     assert any(w[0] == w[1] and w[0] > 1 for _, w in shapes)  # n == m
-    assert any(x[0] > 1 and x[0] != w[0] for x, w in shapes)  # g1 * g2 cannot be formed
+    assert any(x[0] > 1 and x[0] != w[0] for x, w in shapes)  # g_h * dh_dW cannot be formed
     assert all(c.arg(name).dtype == np.float32 for c in cases for name in ("x", "W", "b", "y0"))
 
 

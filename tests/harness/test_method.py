@@ -154,7 +154,7 @@ def layer_with_a_module_level_custom_gradient(x, w):
 
 ROWS_SAYS = ("must build the Jacobian from m VJPs", "tape.gradient(y, x, output_gradients=")
 QA_SAYS = ("in two parts through a cotangent", "output_gradients=g_h")
-HVP_SAYS = ("without the Hessian", "jax.jvp(jax.grad(f), (x,), (v,))")
+HVP_SAYS = ("without the Hessian", "differentiate the gradient function")
 LAYER_SAYS = ("@tf.custom_gradient", "your gradient rule never ran")
 
 IGNORING = [

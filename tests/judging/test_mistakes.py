@@ -110,8 +110,8 @@ def qa_batch_mean(x: np.ndarray, W: np.ndarray, b: np.ndarray,
                   y0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The loss divided by the batch size only, not by every entry of y."""
     y = np.tanh(x @ W + b)
-    g1 = 2 * (y - y0) / x.shape[0] * (1 - y**2)
-    return x.T @ g1, g1.sum(axis=0)
+    g_h = 2 * (y - y0) / x.shape[0] * (1 - y**2)
+    return x.T @ g_h, g_h.sum(axis=0)
 
 
 def clip_cotangent_norm_hard_coded(x: Any, max_norm: float) -> Any:
