@@ -24,23 +24,37 @@ from hypothesis import strategies as st
 from autograder.exercises.tape_answers import (
     breadth_first,
     make_backward,
+    make_find_wrong_rule,
     make_grad,
+    primals_for,
     requeue,
     reverse_topological_other_way,
     toposort_breadth_first,
     toposort_pre_order,
 )
 from autograder.harness.ch02_reverse_mode_tape import (
+    FLAGS,
     FORWARD,
+    RIGHT_TABLE,
     RULES,
+    SCALAR_FUNCTIONS,
+    SCALAR_GRADIENTS,
     UNARY,
+    WRONG_RULES,
     flat_nodes,
     forward,
     invoke_backward,
     parse_program,
+    rule_table,
+    scalar_function,
+)
+from autograder.harness.ch02_reverse_mode_tape import (
+    directional_derivative as reference_directional_derivative,
 )
 from autograder.judging.cases import Case, Profile, dtypes
+from autograder.judging.compare import excess, tolerance
 from autograder.judging.exercise import Evidence, Exercise, Mistake
+from autograder.judging.prediction import Prediction
 
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
@@ -615,4 +629,329 @@ GRAD = _tape_exercise(
     depends_on=("backward", "toposort", "vjp_rule"),
 )
 
-EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD)
+
+# ---------------------------------------------------------------- directional_derivative
+
+FUNCTION_POINTS = {  # where each function's points are drawn, at magnitude 1
+    "tanh_x2": (-2.0, 2.0), "softplus": (-3.0, 3.0), "log": (0.8, 3.0), "norm": (-2.0, 2.0)}
+LARGE = ("log", "norm")  # the functions that vary on the scale of x itself
+
+
+def _well_conditioned(f: str, x: np.ndarray, v: np.ndarray) -> bool:
+    """A case where a central difference with a step chosen for the dtype is accurate well
+    within the judge's tolerance (ten times over): the directional derivative is not small
+    beside f's own rounding noise, so the check judges the method, not luck."""
+    exact = np.asarray(np.dot(SCALAR_GRADIENTS[f](x.astype(np.float64)).ravel(),
+                              v.astype(np.float64).ravel()), x.dtype)
+    central = np.asarray(reference_directional_derivative(scalar_function(f, x.dtype), x, v),
+                         x.dtype)
+    return bool(excess(central, exact, tolerance(x.dtype)) < 0.1)
+
+
+def derivative_case(f: str, shape: tuple[int, ...], magnitude: float, dtype: Any, seed: int,
+                    label: str = "") -> Case:
+    """x drawn for f at `magnitude`, v a unit direction leaning towards f's gradient (so
+    that the derivative along it is not close to zero), redrawn until well conditioned."""
+    low, high = FUNCTION_POINTS[f]
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        x = np.asarray(rng.uniform(low, high, size=shape) * magnitude, dtype)
+        gradient = SCALAR_GRADIENTS[f](x.astype(np.float64))
+        lean = gradient / max(float(np.linalg.norm(gradient)), 1e-12)
+        v = lean + rng.normal(size=shape) * 0.5
+        v = np.asarray(v / np.linalg.norm(v), dtype)
+        if _well_conditioned(f, x, v):
+            break
+    return Case((("f", f), ("x", x), ("v", v)), label=label)
+
+
+@st.composite
+def _derivative_strategy(draw: st.DrawFn, profile: Profile) -> Case:
+    f = draw(st.sampled_from(sorted(SCALAR_FUNCTIONS)))
+    shape = draw(st.sampled_from([(), (1,), (3,), (min(4, profile.max_side),)]))
+    magnitude = draw(st.sampled_from([1.0, 1e3, 1e5])) if f in LARGE else 1.0
+    return derivative_case(f, shape, magnitude, draw(dtypes()), draw(st.integers(0, 2**32 - 1)))
+
+
+def _derivative_edges() -> list[Case]:
+    f32, f64 = np.float32, np.float64
+    return [
+        derivative_case("tanh_x2", (3,), 1.0, f32, 1, "float32: the step must suit float32"),
+        derivative_case("softplus", (3,), 1.0, f64, 2, "float64: a forward difference is "
+                        "not accurate enough"),
+        derivative_case("tanh_x2", (), 1.0, f64, 3, "a 0-d x"),
+        derivative_case("log", (2,), 1e4, f32, 4, "float32 at x ~ 1e4: the step must grow "
+                        "with |x|"),
+        derivative_case("norm", (3,), 1e6, f64, 5, "float64 at x ~ 1e6"),
+    ]
+
+
+def _math_tf(tf: Any) -> dict[str, Callable[..., Any]]:
+    return {"tanh": tf.math.tanh, "exp": tf.math.exp, "log": tf.math.log,
+            "sqrt": tf.math.sqrt, "sum": tf.reduce_sum}
+
+
+def _derivative_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    f, x, v = case.values()
+    primal = tf.constant(x)
+    with tf.autodiff.ForwardAccumulator(primal, tf.constant(v)) as accumulator:
+        out = SCALAR_FUNCTIONS[f](_math_tf(tf), primal)
+    return (np.asarray(accumulator.jvp(out).numpy(), x.dtype),)
+
+
+def _derivative_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+    math = {"tanh": jnp.tanh, "exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "sum": jnp.sum}
+    _, tangent = jax.jvp(lambda x: SCALAR_FUNCTIONS[params["f"]](math, x), (arrays["x"],),
+                         (arrays["v"],))
+    return (tangent,)
+
+
+def _h(x: np.ndarray, power: float, eps: float | None = None, scaled: bool = True) -> float:
+    base = np.finfo(x.dtype).eps if eps is None else eps
+    return base ** power * (max(1.0, float(np.abs(x).max(initial=0.0))) if scaled else 1.0)
+
+
+def _forward_difference(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
+    h = _h(x, 1 / 2)
+    return (f(x + h * v) - f(x)) / h
+
+
+def _forward_difference_cbrt(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
+    h = _h(x, 1 / 3)
+    return (f(x + h * v) - f(x)) / h
+
+
+def _tiny_step(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
+    h = 1e-8
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+def _float64_step(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
+    h = _h(x, 1 / 3, eps=float(np.finfo(np.float64).eps))
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+def _unscaled_step(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
+    h = _h(x, 1 / 3, scaled=False)
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+FORWARD_HINT = (
+    "A forward difference (f(x + h v) - f(x)) / h is off by about h/2 times the second "
+    "derivative: too much for this check. Step both ways, (f(x + h v) - f(x - h v)) / (2 h): "
+    "the h terms cancel and what is left is of order h**2."
+)
+DIRECTIONAL_DERIVATIVE = Exercise(
+    name="directional_derivative",
+    returns="the derivative of f at x along v (one number)",
+    outputs=("directional_derivative",),
+    strategy=_derivative_strategy,
+    edge_cases=_derivative_edges,
+    tf_reference=_derivative_tf,
+    jax_reference=_derivative_jax,
+    references_text="jax.jvp and tf.autodiff.ForwardAccumulator (the exact derivative of f at "
+                    "x along v, a JVP)",
+    mistakes=(
+        Mistake("forward_difference", FORWARD_HINT, _forward_difference),
+        Mistake("forward_difference_cbrt", FORWARD_HINT, _forward_difference_cbrt),
+        Mistake(
+            "tiny_step",
+            "Your step is too small: f is only known to about eps * |f| (eps = "
+            "np.finfo(x.dtype).eps), and dividing that rounding noise by 2 h makes it huge "
+            "when h is tiny (in float32, x + 1e-8 * v is often x itself). The total error is "
+            "about h**2 (truncation) plus eps / h (rounding): choose the h that balances them.",
+            _tiny_step,
+        ),
+        Mistake(
+            "float64_step",
+            "Your step suits float64, not float32: float32 rounds at eps = 1.2e-7, so eps / h "
+            "is large for a step that small. Take eps from x's dtype, np.finfo(x.dtype).eps, "
+            "and balance h**2 against eps / h.",
+            _float64_step,
+        ),
+        Mistake(
+            "unscaled_step",
+            "Your step does not grow with |x|: near x = 1e4, x + h * v with h = 5e-3 rounds "
+            "(float32 holds about 7 digits), so the step you divide by is not the step that "
+            "was taken, and f's rounding noise (eps * |f|) is large beside the change h makes. "
+            "Scale h by the magnitude of x (at least 1).",
+            _unscaled_step,
+        ),
+    ),
+    hints_by_kind={
+        "error": "The traceback names the line of your code that raised. "
+                 "directional_derivative(f, x, v) calls f on points like x + h * v (arrays of "
+                 "x's shape) and returns one number.",
+        "value": "Your derivative is off by more than rounding allows. Use a central "
+                 "difference, with a step of about eps**(1/3) (eps = np.finfo(x.dtype).eps) "
+                 "times the magnitude of x (at least 1): the truncation error is of order "
+                 "h**2 and the rounding error of order eps / h.",
+        "exception": "directional_derivative returns one number: f(...) is a scalar, and so "
+                     "is their difference divided by the step.",
+    },
+    invoke="ch02_reverse_mode_tape:invoke_directional_derivative",
+    reference_implementation="ch02_reverse_mode_tape:directional_derivative",
+)
+
+
+# ---------------------------------------------------------------- find_wrong_rule
+
+
+def _wrong_rule_case(table: str, dtype: str, label: str = "") -> Case:
+    return Case((("table", table), ("dtype", dtype)), label=label)
+
+
+@st.composite
+def _wrong_rule_strategy(draw: st.DrawFn, profile: Profile) -> Case:
+    table = draw(st.sampled_from([RIGHT_TABLE, *WRONG_RULES]))
+    return _wrong_rule_case(table, draw(dtypes()).name)
+
+
+def _wrong_rule_edges() -> list[Case]:
+    return [
+        _wrong_rule_case(RIGHT_TABLE, "float32", "every rule right, in float32"),
+        _wrong_rule_case(RIGHT_TABLE, "float64", "every rule right, in float64"),
+        _wrong_rule_case("matmul_transposed", "float32",
+                         "matmul's second cotangent transposed (right shape for 3 x 3)"),
+        _wrong_rule_case("sum_axis_lost", "float64", "sum's cotangent right for axis 0 only"),
+        *(_wrong_rule_case(table, "float64" if k % 2 else "float32", f"{table}")
+          for k, table in enumerate(sorted(set(WRONG_RULES) - {"matmul_transposed",
+                                                                "sum_axis_lost"}))),
+    ]
+
+
+def _fixed_primals(op: str) -> list[np.ndarray]:
+    """3 x 3 float64 primals where every wrong rule differs from the framework's VJP."""
+    return primals_for(op, np.random.default_rng(7), np.float64)
+
+
+CHECKS = tuple((op, params) for op in FORWARD
+               for params in ([{"axis": a} for a in (None, 0, 1)] if op == "sum" else [{}]))
+
+
+def _rule_errors(np_like: Any, vjp_rule: Callable[..., tuple],
+                 framework_vjp: Callable[..., tuple]) -> list[Any]:
+    """For each op (and sum axis) of CHECKS, the largest difference between the table's rule
+    and the framework's VJP on fixed inputs (`np_like`: numpy, or jax.numpy under jit)."""
+    rng, errors = np.random.default_rng(8), []
+    for op, params in CHECKS:
+        primals = _fixed_primals(op)
+        g = rng.normal(size=np.shape(FORWARD[op](*primals, **params)))
+        theirs = framework_vjp(op, params.get("axis"), g, primals)
+        mine = vjp_rule(op, g, *primals, **params)
+        errors.append(np_like.max(np_like.stack(
+            [np_like.max(np_like.abs(m - t)) for m, t in zip(mine, theirs, strict=True)])))
+    return errors
+
+
+def _first_flagged(np_like: Any, errors: list[Any]) -> Any:
+    """One flag per op and one for "none": at the first op whose rule differs."""
+    wrong = np_like.stack(errors) > 1e-9
+    ops = np_like.asarray([list(FORWARD).index(op) for op, _ in CHECKS])
+    first = np_like.where(wrong.any(), ops[np_like.argmax(wrong)], len(FORWARD))
+    return (np_like.arange(len(FLAGS)) == first).astype(np.float64)
+
+
+def _wrong_rule_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    table, _ = case.values()
+
+    def tf_vjp(op: str, axis: Any, g: np.ndarray, primals: list[np.ndarray]) -> list:
+        variables = [tf.constant(p) for p in primals]
+        with tf.GradientTape() as tape:
+            tape.watch(variables)
+            out = _apply(tf, op, axis, *variables)
+        return [c.numpy() for c in tape.gradient(out, variables, output_gradients=g)]
+
+    return (_first_flagged(np, _rule_errors(np, rule_table(table), tf_vjp)),)
+
+
+def _wrong_rule_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def jax_vjp(op: str, axis: Any, g: np.ndarray, primals: list[np.ndarray]) -> tuple:
+        _, pullback = jax.vjp(lambda *p: _apply(jnp, op, axis, *p), *primals)
+        return pullback(g)
+
+    return (_first_flagged(jnp, _rule_errors(jnp, rule_table(params["table"]), jax_vjp)),)
+
+
+FIND_WRONG_RULE = Exercise(
+    name="find_wrong_rule",
+    returns="the name of the first op whose rule fails your check, or None",
+    outputs=("wrong_rule",),
+    strategy=_wrong_rule_strategy,
+    edge_cases=_wrong_rule_edges,
+    tf_reference=_wrong_rule_tf,
+    jax_reference=_wrong_rule_jax,
+    references_text="each rule of the table against tf.GradientTape (output_gradients=g) and "
+                    "jax.vjp of its op: the first op where they differ (compared as one flag "
+                    "per op, and one for None)",
+    mistakes=(
+        Mistake(
+            "float64_tolerance",
+            "Your check flags a right rule in float32: a finite difference in float32 is "
+            "only good to about eps**(2/3) ~ 1e-5 relative (and the cotangents' own rounding "
+            "adds to that), so a tolerance made for float64 (1e-6 or less) fails every "
+            "rule. Take the tolerance from the dtype: about 1e-3 for float32, 1e-6 for "
+            "float64.",
+            make_find_wrong_rule(tolerances={"float32": 1e-6, "float64": 1e-6}),
+        ),
+        Mistake(
+            "sum_one_axis",
+            "Your check misses a wrong rule for sum: check sum with axis=None, 0 and 1 (a "
+            "rule that forgets to put the summed axis back is right for axis 0 of a 3 x 3 "
+            "input, by broadcasting, and wrong for axis 1), with a random g (a g of ones "
+            "hides where each entry of g goes).",
+            make_find_wrong_rule(axes=(None,)),
+        ),
+    ),
+    hints_by_kind={
+        "error": "The traceback names the line of your code that raised. Call "
+                 "vjp_rule(op, g, *primals, **params) as exercise 1 does, forward[op](*primals, "
+                 "**params) for the op's output, and your directional_derivative(f, x, v) with "
+                 "arrays of one dtype.",
+        "value": "Your check names the wrong op. Compare each rule entry by entry with finite "
+                 "differences: entry j of a primal's cotangent is the derivative of "
+                 "sum(g * forward[op](*primals)) along that primal's j-th basis direction. "
+                 "Scale the difference by the largest cotangent (at least 1), flag an op when "
+                 "it exceeds the dtype's tolerance, and return the FIRST flagged op, in the "
+                 "order of `forward`.",
+        "exception": "find_wrong_rule returns an op's name (a key of `forward`) or None.",
+    },
+    invoke="ch02_reverse_mode_tape:invoke_find_wrong_rule",
+    depends_on=("directional_derivative",),
+)
+
+
+EXERCISES = (VJP_RULE, TOPOSORT, BACKWARD, GRAD, DIRECTIONAL_DERIVATIVE, FIND_WRONG_RULE)
+
+PREDICTIONS = (
+    Prediction(
+        name="tape_breadth_first_order",
+        question="On the fan-out graph v6 = v3 + v3 * exp(v3), v3 = tanh(x), what does a "
+                 "breadth-first backward pass give for dv6/dx, beside jax.grad?",
+        choices={"a": "the same as jax.grad", "b": "less than jax.grad",
+                 "c": "more than jax.grad"},
+        answer="b",
+        why="The queue visits v3 right after v6, holding only v6's share, and passes that on "
+            "to x; the shares v5 and v4 add to v3 later never reach x.",
+    ),
+    Prediction(
+        name="tape_backward_twice",
+        question="After a second backward pass on the same graph, without zeroing, x.grad is "
+                 "how many times what it was after the first?",
+        choices={"a": "1", "b": "2", "c": "4"},
+        answer="c",
+        why="The intermediate nodes still hold their first cotangents: z holds 2, y three "
+            "shares, and x gets those three on top of its first one.",
+    ),
+    Prediction(
+        name="tape_float32_tiny_step",
+        question="In float32 at x = 1, what is (tanh(x + h) - tanh(x)) / h with h = 1e-8?",
+        choices={"a": "close to tanh'(1) = 0.42", "b": "exactly 0", "c": "NaN or infinity"},
+        answer="b",
+        why="float32 numbers near 1 are 1.2e-7 apart, so 1 + 1e-8 rounds to 1 and the "
+            "difference is exactly zero: a step must be large beside the dtype's rounding.",
+    ),
+)

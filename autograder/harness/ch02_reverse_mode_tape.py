@@ -261,3 +261,109 @@ def backward(root: Any, g: np.ndarray) -> None:
         if node.vjp is not None:
             for parent, c in zip(node.parents, node.vjp(node.grad), strict=True):
                 parent.grad += c
+
+
+# ---------------------------------------------------------------- gradient checking
+
+
+def _numpy_math() -> dict[str, Callable[..., Any]]:
+    return {"tanh": np.tanh, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "sum": np.sum}
+
+
+# The scalar functions directional_derivative is checked on, over any array library `m`
+# (numpy, jax.numpy, or TensorFlow through the same five names): smooth where the cases
+# draw their points ("log" on positive values only), each with its numpy gradient.
+SCALAR_FUNCTIONS: dict[str, Callable[[dict, Any], Any]] = {
+    "tanh_x2": lambda m, x: m["sum"](m["tanh"](x) * x * x),
+    "softplus": lambda m, x: m["sum"](m["log"](1 + m["exp"](x))),
+    "log": lambda m, x: m["sum"](m["log"](x)),
+    "norm": lambda m, x: m["sqrt"](m["sum"](x * x)),
+}
+SCALAR_GRADIENTS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "tanh_x2": lambda x: (1 - np.tanh(x) ** 2) * x * x + 2 * x * np.tanh(x),
+    "softplus": lambda x: 1 / (1 + np.exp(-x)),
+    "log": lambda x: 1 / x,
+    "norm": lambda x: x / np.sqrt(np.sum(x * x)),
+}
+
+
+def scalar_function(name: str, dtype: Any) -> Callable[[Any], np.ndarray]:
+    """The numpy function `name`, computed in `dtype` whatever the point it is given: a
+    learner who widens x to float64 still differentiates a float32 function."""
+
+    def f(x: Any) -> np.ndarray:
+        return np.asarray(SCALAR_FUNCTIONS[name](_numpy_math(), np.asarray(x, dtype)), dtype)
+
+    return f
+
+
+def invoke_directional_derivative(fn: Callable[..., Any], f: str, x: np.ndarray,
+                                  v: np.ndarray) -> np.ndarray:
+    """The learner's directional_derivative(f, x, v) of the named function, in x's dtype."""
+    result = fn(scalar_function(f, x.dtype), x, v)
+    if np.ndim(result) != 0:
+        raise ValueError("directional_derivative must return one number (the derivative of "
+                         f"f along v), not an array of shape {np.shape(result)}.")
+    return np.asarray(result, dtype=x.dtype)
+
+
+def directional_derivative(f: Callable[[np.ndarray], Any], x: np.ndarray,
+                           v: np.ndarray) -> np.ndarray:
+    """The reference of the exercise directional_derivative: a central difference whose
+    step balances truncation (h**2) against rounding (eps / h) for x's dtype, relative to
+    x's magnitude."""
+    x = np.asarray(x)
+    h = np.finfo(x.dtype).eps ** (1 / 3) * max(1.0, float(np.abs(x).max(initial=0.0)))
+    return (np.asarray(f(x + h * v)) - np.asarray(f(x - h * v))) / (2 * h)
+
+
+# ---------------------------------------------------------------- find_wrong_rule
+
+# Rule tables with one wrong rule each, as learners write them (seed 001's kind first: a
+# transpose in the wrong place, whose shape is right for square matrices): the op, its rule.
+WRONG_RULES: dict[str, tuple[str, Callable[..., tuple]]] = {
+    "matmul_transposed": ("matmul", lambda g, x, y: (g @ y.T, (x.T @ g).T)),
+    "sub_sign": ("sub", lambda g, x, y: (g, g)),
+    "div_sign": ("div", lambda g, x, y: (g / y, g * x / y**2)),
+    "mul_swapped": ("mul", lambda g, x, y: (g * x, g * y)),
+    "neg_sign": ("neg", lambda g, x: (g,)),
+    "exp_forgotten": ("exp", lambda g, x: (g,)),
+    "log_squared": ("log", lambda g, x: (g / x**2,)),
+    "tanh_of_input": ("tanh", lambda g, x: (g * (1 - x**2),)),
+    "sum_axis_lost": ("sum", lambda g, x, axis=None: (np.broadcast_to(g, x.shape).copy(),)),
+}
+RIGHT_TABLE = "right"
+FLAGS = (*FORWARD, "none")  # what find_wrong_rule's answer is compared as: one flag each
+
+
+def rule_table(table: str) -> Callable[..., tuple]:
+    """A vjp_rule whose rules are RULES but for the one WRONG_RULES[table] replaces."""
+    rules = dict(RULES)
+    if table != RIGHT_TABLE:
+        op, rule = WRONG_RULES[table]
+        rules[op] = rule
+
+    def vjp_rule(op: str, g: np.ndarray, *primals: np.ndarray, **params: Any) -> tuple:
+        return rules[op](g, *primals, **params)
+
+    return vjp_rule
+
+
+def flags(answer: str | None) -> np.ndarray:
+    """One flag per op (and one for "no rule is wrong"): 1.0 at the answer."""
+    return np.array([float(name == (answer or "none")) for name in FLAGS])
+
+
+def invoke_find_wrong_rule(fn: Callable[..., Any], table: str, dtype: str) -> np.ndarray:
+    """The learner's find_wrong_rule(vjp_rule, forward, dtype) on a rule table, as flags."""
+    answer = fn(rule_table(table), dict(FORWARD), np.dtype(dtype))
+    if answer is not None and answer not in FORWARD:
+        raise ValueError(f"find_wrong_rule returned {answer!r}: return the name of an op, "
+                         f"one of {', '.join(FORWARD)}, or None when every rule passes.")
+    return flags(answer)
+
+
+def handed_out_vjp_rule() -> Callable[..., tuple]:
+    """The rule table of the tape chapter 02 hands out to be checked: one rule in it is
+    wrong, of the kind seed 001's learner could not find (the notebook does not say which)."""
+    return rule_table("matmul_transposed")

@@ -16,6 +16,7 @@ from autograder import check
 from autograder.exercises.ch02_reverse_mode_tape import (
     BACKWARD,
     BFS_TRAP,
+    DIRECTIONAL_DERIVATIVE,
     GRAD,
     TOPOSORT,
     VJP_RULE,
@@ -374,3 +375,88 @@ def test_every_rule_exercise_has_the_four_exercises():
     assert [e.name for e in (VJP_RULE, TOPOSORT, BACKWARD, GRAD)] == [
         "vjp_rule", "toposort", "backward", "grad"]
     assert all(e.frameworks == () for e in (VJP_RULE, TOPOSORT, BACKWARD, GRAD))
+
+
+# ---------------------------------------------------------------- directional_derivative
+
+
+def central_by_norm(f, x, v):
+    """Right, written differently: the step scaled by 1 + the norm of x."""
+    h = np.cbrt(np.finfo(x.dtype).eps) * (1 + np.linalg.norm(x))
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+def central_in_float64(f, x, v):
+    """Right, written differently: the step taken on float64 points (f computes in its own
+    dtype), the difference divided by the step actually taken along v."""
+    wide = x.astype(np.float64)
+    h = np.finfo(x.dtype).eps ** (1 / 3) * max(1.0, float(np.abs(wide).max(initial=0.0)))
+    ahead, behind = (wide + h * v).astype(x.dtype), (wide - h * v).astype(x.dtype)
+    taken = float(np.dot((ahead - behind).astype(np.float64).ravel(), v.ravel()))
+    return (np.float64(f(ahead)) - np.float64(f(behind))) / taken
+
+
+@pytest.mark.parametrize("fn", [central_by_norm, central_in_float64])
+def test_right_directional_derivatives_pass(fn):
+    report = check.directional_derivative(fn)
+    assert report.passed, str(report)
+
+
+def test_a_forward_difference_fails_with_its_hint():
+    def forward(f, x, v):
+        h = np.sqrt(np.finfo(x.dtype).eps) * max(1.0, float(np.abs(x).max(initial=0.0)))
+        return (f(x + h * v) - f(x)) / h
+
+    failed_with(check.directional_derivative(forward), "Step both ways")
+
+
+def test_derivative_cases_are_well_conditioned_and_unit():
+    for case in DIRECTIONAL_DERIVATIVE.edge_cases():
+        _, x, v = case.values()
+        assert np.isclose(np.linalg.norm(v.astype(np.float64)), 1, rtol=1e-6)
+        assert x.dtype == v.dtype
+
+
+# ---------------------------------------------------------------- find_wrong_rule
+
+
+def find_wrong_rule_by_columns(vjp_rule, forward, dtype):
+    """Right, written differently: another seed, other inputs and tolerances, and the
+    finite differences gathered into a whole cotangent before comparing."""
+    rng = np.random.default_rng(42)
+    tol = 3e-3 if np.dtype(dtype) == np.float32 else 1e-7
+    for op, function in forward.items():
+        for params in ([{"axis": a} for a in (0, 1, None)] if op == "sum" else [{}]):
+            primals = [rng.uniform(0.7, 1.9, (3, 3)).astype(dtype)
+                       for _ in range(2 if op in ("add", "sub", "mul", "div", "matmul") else 1)]
+            g = rng.standard_normal(np.shape(function(*primals, **params))).astype(dtype)
+            for i, (primal, c) in enumerate(zip(primals, vjp_rule(op, g, *primals, **params),
+                                                strict=True)):
+                numeric = np.zeros(primal.shape)
+                for j in np.ndindex(primal.shape):
+                    e = np.zeros_like(primal)
+                    e[j] = 1
+
+                    def f(t, i=i, e=e, params=params, function=function, g=g, primals=primals):
+                        moved = [p + t * e if k == i else p for k, p in enumerate(primals)]
+                        return np.sum(g * function(*moved, **params)).astype(dtype)
+
+                    numeric[j] = directional_derivative(f, np.zeros((), dtype),
+                                                        np.ones((), dtype))
+                if np.abs(numeric - c).max() > tol * max(1.0, np.abs(c).max()):
+                    return op
+    return None
+
+
+def directional_derivative(f, x, v):  # the learner's own, found by find_wrong_rule
+    h = np.finfo(x.dtype).eps ** (1 / 3) * max(1.0, float(np.abs(x).max(initial=0.0)))
+    return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
+def test_right_find_wrong_rule_passes():
+    report = check.find_wrong_rule(find_wrong_rule_by_columns)
+    assert report.passed, str(report)
+
+
+def test_a_check_that_never_flags_fails():
+    failed_with(check.find_wrong_rule(lambda vjp_rule, forward, dtype: None), "wrong op")
