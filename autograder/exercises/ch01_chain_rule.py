@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
 from autograder.judging.exercise import Exercise, Mistake
+from autograder.judging.prediction import Prediction
 
 F32 = np.dtype(np.float32)
 
@@ -612,3 +613,64 @@ JACOBIAN_BY_ROWS = Exercise(
 )
 
 EXERCISES = (PREDICT_TAPE_GRADIENT, QA_GRADIENTS, JACOBIAN_BY_ROWS)
+
+
+# ---------------------------------------------------------------- predictions, in notebook order
+
+PREDICTIONS = (
+    Prediction(
+        name="ch01_tape_gradient_of_a_vector",
+        question=(
+            "y has shape (4,) and depends on x of shape (3,). What does tape.gradient(y, x) "
+            "return?"
+        ),
+        choices={
+            "a": "the (4, 3) Jacobian, one row per entry of y",
+            "b": "a (3,) array: the Jacobian's rows added up, the gradient of reduce_sum(y)",
+            "c": "a (3,) array: the gradient of y[0], the first entry only",
+            "d": "an error: y is not a scalar",
+        },
+        answer="b",
+        why=(
+            "Without output_gradients, tape.gradient is a VJP with a cotangent of ones: "
+            "ones^T J, the rows of the Jacobian added up, shaped like x."
+        ),
+    ),
+    Prediction(
+        name="ch01_gradients_of_a_list",
+        question=(
+            "Inside a tf.function, tf.gradients(y, x) gives one gradient p. What does "
+            "tf.gradients([y, 2 * y], x) give?"
+        ),
+        choices={
+            "a": "two gradients, p and 2 p, one per tensor of the list",
+            "b": "one gradient, 3 p: the two tensors' gradients added up",
+            "c": "one gradient, p: only the first tensor counts",
+            "d": "an error: ys must be a single tensor",
+        },
+        answer="b",
+        why=(
+            "tf.gradients differentiates the SUM of its ys: the entries of each tensor are "
+            "added up, and so are the tensors of the list. It returns one gradient per x, "
+            "never one per y."
+        ),
+    ),
+    Prediction(
+        name="ch01_product_of_two_gradient_calls",
+        question=(
+            "g_h = tape.gradient(loss, h) has h's shape (4, 2). A second call gives "
+            "dh_dW = tape.gradient(h, W), with W of shape (3, 2). What does g_h * dh_dW give?"
+        ),
+        choices={
+            "a": "dloss/dW: the chain rule, in two gradient calls",
+            "b": "an error",
+            "c": "an array of W's shape with wrong values",
+        },
+        answer="b",
+        why=(
+            "dh_dW is not the Jacobian dh/dW: h is not a scalar, so tape.gradient(h, W) is the "
+            "gradient of reduce_sum(h), shaped like W (3, 2), and (4, 2) times (3, 2) does not "
+            "broadcast."
+        ),
+    ),
+)
