@@ -4,6 +4,11 @@ references agree with TensorFlow's numerical differentiation (`tf.test.compute_g
 
 from __future__ import annotations
 
+import ast
+import functools
+from pathlib import Path
+
+import nbformat
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -426,3 +431,60 @@ def test_an_answer_without_nan_is_not_told_about_nan():
     assert not np.isnan(report.failure.got).any()
     assert "NaN" not in report.failure.hint, str(report)
     assert report.failure.hint == XLOGX.hints_by_kind["value"]
+
+
+# ---------------------------------------------------------------- the notebook's demos, copied
+
+SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "04_custom_gradient_tf.ipynb"
+
+
+@functools.cache
+def _demo(name: str) -> dict:
+    """The namespace in which the solution notebook's function `name` is defined, as a
+    learner copying that cell would have it: the def alone (with its decorator), run."""
+    for cell in nbformat.read(SOLUTION, as_version=4).cells:
+        if cell.cell_type != "code" or f"def {name}(" not in cell.source:
+            continue
+        tree = ast.parse(cell.source)
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        namespace = {"tf": tf, "np": np}
+        exec(compile(ast.Module([node], []), str(SOLUTION), "exec"), namespace)
+        return namespace
+    raise LookupError(f"no demo {name} in {SOLUTION.name}")
+
+
+def copied_linear_layer(x, w):
+    namespace = _demo("linear_with_variables")
+    namespace["w"] = w  # the demo reads a global w, as a layer reads its weight
+    return namespace["linear_with_variables"](x)
+
+
+def copied_log_double_where(x):
+    return _demo("log_double_where")["log_double_where"](x)
+
+
+def copied_log_custom(x):
+    return _demo("log_custom")["log_custom"](x)
+
+
+def copied_clip_backward(x, max_norm):
+    return _demo("clip_backward")["clip_backward"](x, max_norm)
+
+
+COPIED = [
+    (TANH_LAYER, copied_linear_layer, "copied_linear"),
+    (XLOGX, copied_log_double_where, "copied_log"),
+    (XLOGX, copied_log_custom, "copied_log"),
+    (CLIP_COTANGENT_NORM, copied_clip_backward, "clips_elementwise"),
+]
+
+
+@pytest.mark.parametrize(("exercise", "fn", "mistake"), COPIED,
+                         ids=[f.__name__ for _, f, _ in COPIED])
+def test_a_copied_demo_fails_with_the_hint_that_says_so(exercise, fn, mistake):
+    """The nearest demo of each exercise, copied from the solution notebook, does not pass,
+    and its hint says what the exercise asks beyond the demo."""
+    report = check_function(exercise, fn)
+    assert report.status == "failed", str(report)
+    hint = next(m.hint for m in exercise.mistakes if m.name == mistake)
+    assert hint in report.failure.hint, str(report)
