@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from autograder.judging.cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
 from autograder.judging.exercise import Exercise, Mistake
+from autograder.judging.prediction import Prediction
 
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
@@ -257,8 +258,8 @@ def _hvp_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
         with tf.GradientTape() as inner:
             inner.watch(x)
             y = _tf_scalar_function(tf, name, x)
-        grad = inner.gradient(y, x)
-    return (outer.gradient(grad, x, output_gradients=tf.constant(v)).numpy(),)
+        gradient = inner.gradient(y, x)
+    return (outer.gradient(gradient, x, output_gradients=tf.constant(v)).numpy(),)
 
 
 def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -308,6 +309,13 @@ def _ones_tangent(f: Any, x: Any) -> Any:
     return _jax().jvp(f, (x,), (_jax().numpy.ones_like(x),))[1]
 
 
+def _flattened(f: Any, x: Any) -> Any:
+    """The right numbers as one (y.size, x.size) matrix: f and x flattened, as in a 1-D demo."""
+    jax = _jax()
+    y_size = int(np.prod(jax.eval_shape(f, x).shape, dtype=np.int64))
+    return jax.jacrev(f)(x).reshape(y_size, x.size)
+
+
 def _columns_reshaped(f: Any, x: Any) -> Any:
     """Columns stacked as (n, *y.shape), then reshaped (not moved) to y.shape + x.shape."""
     jax = _jax()
@@ -326,21 +334,27 @@ ALL_REVERSED_HINT = (
     "the order inside y's axes and inside x's. Keep y's axes first, each group in order: "
     "shape y.shape + x.shape."
 )
+FLATTENED_HINT = (
+    "Your numbers are right, but as one flat (y.size, x.size) matrix, as for a function of a "
+    "vector to a vector. With several axes the Jacobian keeps them all: J[i, j] with i a "
+    "multi-index into y and j one into x, shape y.shape + x.shape (e.g. (3, 2, 2) for y:(3,) "
+    "and x:(2, 2))."
+)
 JACOBIAN_HINTS = {
     "error": (
-        "The traceback names the line of your code that raised. A TypeError from jnp.reshape "
-        "or from dot_general means the sizes do not fit: compute y = f(x) first, use one-hot "
-        "vectors of y's shape (VJPs) or of x's shape (JVPs), stack one result per one-hot "
-        "vector and reshape to y.shape + x.shape."
+        "The traceback names the line of your code that raised. A ValueError from the vjp "
+        "function or from jax.jvp means a cotangent or tangent of the wrong shape or dtype: "
+        "a cotangent has y's shape and dtype, a tangent x's. A TypeError from jnp.reshape means "
+        "the sizes do not fit: the Jacobian has y.size * x.size entries."
     ),
     "shape": (
         "The Jacobian has shape y.shape + x.shape (output axes first), e.g. y:(3,) and "
         "x:(2, 2) give (3, 2, 2). Compute y = f(x) first to know y's shape."
     ),
     "exception": (
-        "Check that each one-hot vector has the shape and dtype of what it stands for "
-        "(jnp.eye(size, dtype=...).reshape(...)), and that the stacked result is reshaped "
-        "to y.shape + x.shape."
+        "A one-hot vector stands for one entry of an array with several axes: it has that "
+        "array's whole shape and dtype (a cotangent: y's; a tangent: x's), with a single 1. "
+        "Check the shape of each one-hot vector you pass, and of what you stack."
     ),
     "value": (
         "Right shape, wrong numbers: check that entry [i, j] is dy[i]/dx[j] (not dy[j]/dx[i]) "
@@ -357,17 +371,17 @@ JACOBIAN_VIA_VJP = Exercise(
     tf_reference=_vector_tf,
     jax_reference=_vector_jax,
     references_text="jax.jacrev and tf.GradientTape",
-    invoke="ch07_jacobians:invoke_vector",
+    invoke="ch07_jacobians:invoke_jacobian_vjp",
     frameworks=FRAMEWORKS,
     mistakes=(
+        Mistake("flattened", FLATTENED_HINT, _flattened),
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
         Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
         Mistake(
             "ones_cotangent",
             "You pulled back a cotangent of ones: that gives one vector, the gradient of "
             "sum(y), which adds all rows of the Jacobian together. Pull back one ONE-HOT "
-            "cotangent per output entry (jax.vmap(vjp_fn) over the rows of an identity "
-            "matrix) and stack the results.",
+            "cotangent per output entry and stack the results.",
             _ones_cotangent,
         ),
         Mistake(
@@ -390,9 +404,10 @@ JACOBIAN_VIA_JVP = Exercise(
     tf_reference=_vector_tf,
     jax_reference=_vector_jax_forward,
     references_text="jax.jacfwd and tf.GradientTape",
-    invoke="ch07_jacobians:invoke_vector",
+    invoke="ch07_jacobians:invoke_jacobian_jvp",
     frameworks=FRAMEWORKS,
     mistakes=(
+        Mistake("flattened", FLATTENED_HINT, _flattened),
         Mistake(
             "columns_reshaped",
             "Your columns are right but land in the wrong places: the stacked JVPs have shape "
@@ -406,8 +421,8 @@ JACOBIAN_VIA_JVP = Exercise(
         Mistake(
             "ones_tangent",
             "You pushed forward a tangent of ones: that gives one vector, J @ ones (the sum "
-            "of all columns). Push forward one ONE-HOT tangent per input entry (jax.vmap "
-            "over the rows of an identity matrix) and put each result in its column.",
+            "of all columns). Push forward one ONE-HOT tangent per input entry and put each "
+            "result in its column.",
             _ones_tangent,
         ),
     ),
@@ -553,15 +568,15 @@ HVP = Exercise(
     edge_cases=_hvp_edges,
     tf_reference=_hvp_tf,
     jax_reference=_hvp_jax,
-    references_text="jax.jvp(jax.grad(f)) and nested tf GradientTapes",
+    references_text="second derivatives by JAX and by nested tf GradientTapes",
     invoke="ch07_jacobians:invoke_hvp",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
             "returns_gradient",
-            "You returned the gradient of f at x: that is the PRIMAL output of "
-            "jax.jvp(jax.grad(f), (x,), (v,)). The Hessian-vector product is its TANGENT "
-            "output, the second element.",
+            "You returned the gradient of f at x. H(x) v is not the gradient but how the "
+            "gradient CHANGES when x moves along v: if you pushed v forward, the tangent "
+            "output is what you want, not the primal output.",
             _hvp_returns_gradient,
         ),
         Mistake(
@@ -572,30 +587,71 @@ HVP = Exercise(
         ),
         Mistake(
             "directional_derivative",
-            "You computed the directional derivative of f, grad f(x) . v (one number): that "
-            "is jax.jvp(f, ...). Differentiate the GRADIENT in direction v instead: "
-            "jax.jvp(jax.grad(f), (x,), (v,)).",
+            "You computed the directional derivative of f itself, grad f(x) . v (one "
+            "number). H(x) v is one order higher: the directional derivative of the GRADIENT "
+            "function along v, a vector of x's shape.",
             _hvp_directional,
         ),
         Mistake(
             "primal_and_tangent_swapped",
-            "You swapped the primal and the tangent: this is H(v) @ x, the Hessian at v "
-            "applied to x. jax.jvp takes the point first, (x,), then the direction, (v,).",
+            "You swapped the point and the direction: this is H(v) @ x, the Hessian at v "
+            "applied to x. The primal is the point x; the tangent is the direction v.",
             _hvp_swapped,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. A ValueError from jax.jvp "
-            "means primals and tangents differ: pass them as tuples of the same shape and "
-            "dtype, (x,) and (v,), as in jax.jvp(jax.grad(f), (x,), (v,))[1]."
+            "means primals and tangents differ: jax.jvp takes two tuples, the primals and the "
+            "tangents, entry for entry of the same shape and dtype, e.g. (x,) and (v,)."
         ),
         "shape": "The Hessian-vector product H @ v has the shape of x (and of v).",
         "value": (
-            "Right shape, wrong numbers: the HVP is the tangent output of "
-            "jax.jvp(jax.grad(f), (x,), (v,)): the change of the gradient along v."
+            "Right shape, wrong numbers: H(x) v is the change of the gradient of f at x per "
+            "unit step along v, (grad f(x + t v) - grad f(x)) / t as t goes to 0."
         ),
     },
 )
 
 EXERCISES = (JACOBIAN_VIA_VJP, JACOBIAN_VIA_JVP, BATCH_JACOBIAN, HVP)
+
+# ---------------------------------------------------------------- predictions, before the traps
+
+PREDICTIONS = (
+    Prediction(
+        name="jacobians_batch_jacobian_batch_norm",
+        question=(
+            "y = batch_norm(x @ W) centres and scales each feature with the mean and variance "
+            "of the whole batch, so every output row depends on every input row. What does "
+            "tape.batch_jacobian(y, x) return?"
+        ),
+        choices={
+            "a": "the true per-example Jacobians dy[b]/dx[b]",
+            "b": "an error: the rows are not independent",
+            "c": "a (B, m, n) array, without error, that is not the per-example Jacobians",
+        },
+        answer="c",
+        why=(
+            "batch_jacobian assumes independent rows and never checks it: it differentiates "
+            "the outputs summed over the batch, so row b gets the sum over b' of dy[b']/dx[b]."
+        ),
+    ),
+    Prediction(
+        name="jacobians_cheaper_mode",
+        question=(
+            "f maps n = 1024 inputs to m = 64 outputs. Building its whole Jacobian, how do "
+            "jax.jacfwd (one JVP per input) and jax.jacrev (one VJP per output) compare in "
+            "floating-point operations?"
+        ),
+        choices={
+            "a": "about the same",
+            "b": "jacfwd does about n / m = 16 times more",
+            "c": "jacrev does about n / m = 16 times more",
+        },
+        answer="b",
+        why=(
+            "Each JVP or VJP costs about as much as f itself; jacfwd makes n = 1024 of them, "
+            "jacrev m = 64 (plus one forward pass)."
+        ),
+    ),
+)

@@ -3,8 +3,9 @@
 A case cannot carry a function (cases are data shipped to a sandbox), so it names one of a few fixed
 test functions. They are built here with jax.numpy, for the learner's code (by the invokes) and for
 the JAX references (autograder.exercises.ch07_jacobians imports this module), so the learner's code
-sees exactly the function the reference saw. `hvp`'s invoke also checks its method: no Hessian built
-(method.py watches the builders; the jaxpr shows the sizes).
+sees exactly the function the reference saw. The invokes also check the method: the Jacobian
+exercises build the Jacobian themselves (no jax.jacrev, jax.jacfwd, jax.hessian: method.py watches
+them), and `hvp` builds no Hessian (the builders are watched; the jaxpr shows the sizes).
 """
 
 from __future__ import annotations
@@ -99,6 +100,52 @@ def invoke_vector(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
     return _invoke("vector", fn, name, arrays)
 
 
+JACOBIAN_METHOD = (
+    "{exercise} must build the Jacobian itself from {primitive}, one one-hot {vector} at a time "
+    "(a loop, or jax.vmap over them), but it used {builder}, which builds the whole Jacobian "
+    "for you: that is what the check compares you with."
+)
+_BUILDER_USED: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})
+
+
+def invoke_jacobian_vjp(fn: Fn, name: str, x: np.ndarray) -> Any:
+    """invoke_vector, and the method: no Jacobian builder (jacobian_via_vjp)."""
+    return _jacobian_by_hand(fn, name, x, ("jacobian_via_vjp", "jax.vjp", "cotangent"))
+
+
+def invoke_jacobian_jvp(fn: Fn, name: str, x: np.ndarray) -> Any:
+    """invoke_vector, and the method: no Jacobian builder (jacobian_via_jvp)."""
+    return _jacobian_by_hand(fn, name, x, ("jacobian_via_jvp", "jax.jvp", "tangent"))
+
+
+def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, str]) -> Any:
+    """The learner's Jacobian, refused when a builder made it. The builders are looked for in
+    one trace per function, shape and dtype, with every call seen (a jitted part runs its
+    Python), then in the run itself (code that cannot be traced runs eagerly)."""
+    key = (fn, name, x.shape, str(x.dtype))
+    if key not in _BUILDER_USED:
+        _BUILDER_USED[key] = _builder_in_trace(fn, vector_function(name), x)
+    with method.watching(fn, every_call=False) as usage:
+        result = _invoke("vector", fn, name, (x,))
+    builder = usage.builders[0] if usage.builders else _BUILDER_USED[key]
+    if builder:
+        exercise, primitive, vector = words
+        raise method.MethodNotFollowed(JACOBIAN_METHOD.format(
+            exercise=exercise, primitive=primitive, vector=vector, builder=builder), result)
+    return result
+
+
+def _builder_in_trace(fn: Fn, f: Fn, x: np.ndarray) -> str:
+    """The first Jacobian builder fn(f, x) calls while traced, or "" (also when untraceable:
+    the eager run is watched too)."""
+    try:
+        with method.watching(fn) as usage, _precision_for((x,)):
+            jax.make_jaxpr(lambda a: fn(f, a))(jnp.asarray(x))
+    except Exception:
+        return ""
+    return usage.builders[0] if usage.builders else ""
+
+
 def invoke_batch(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
     """The learner's fn(f, *arrays) for the batch test function `name`."""
     return _invoke("batch", fn, name, arrays)
@@ -150,8 +197,9 @@ def _as_numpy(out: Any) -> Any:
 # ---------------------------------------------------------------- hvp's method
 
 HVP_METHOD = (
-    "hvp must compute H(x) v without the Hessian, but {found}. Use forward-over-reverse: "
-    "jax.jvp(jax.grad(f), (x,), (v,))[1], whose largest array has x's size, not its square."
+    "hvp must compute H(x) v without the Hessian, but {found}. H(x) v is how the gradient "
+    "changes when x moves along v: differentiate the gradient function in that one direction, "
+    "so that no array is larger than x."
 )
 # (fn, name, shape, dtype) -> what is as large as the Hessian ("" if nothing), per check
 _HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import nbformat
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from autograder import check
 from autograder.exercises import ch07_jacobians as ch
+from autograder.harness import ch07_jacobians as harness
 from autograder.judging.cases import NOTEBOOK, draw_cases
+
+from ..submissions import ROOT
 
 # ---------------------------------------------------------------- right answers, several ways
 
@@ -32,10 +36,6 @@ def jacobian_loop_vjp(f, x):
         e[i] = 1
         rows.append(np.asarray(vjp_fn(e.reshape(y.shape))[0]))
     return np.stack(rows).reshape(y.shape + x.shape)
-
-
-def jacobian_jacrev(f, x):
-    return jax.jacrev(f)(x)
 
 
 def jacobian_vmap_jvp(f, x):
@@ -84,7 +84,6 @@ def hvp_via_vjp_of_grad(f, x, v):
 RIGHT = [
     (check.jacobian_via_vjp, jacobian_vmap_vjp),
     (check.jacobian_via_vjp, jacobian_loop_vjp),
-    (check.jacobian_via_vjp, jacobian_jacrev),
     (check.jacobian_via_jvp, jacobian_vmap_jvp),
     (check.jacobian_via_jvp, jacobian_loop_jvp),
     (check.batch_jacobian, batch_jacobian_einsum),
@@ -108,6 +107,86 @@ def test_right_answers_pass(checker, fn):
 # The declared mistakes (axes swapped or reversed, ones as cotangent or tangent, columns
 # reshaped, the batch summed or taken one by one, a wrong flag, HVP mix-ups) are run by
 # tests/judging/test_mistakes.py; this wrong answer gets the structure hint.
+
+
+def jacobian_jacrev(f, x):  # section 1's jax.jacrev, copied
+    return jax.jacrev(f)(x)
+
+
+def jacobian_jacfwd(f, x):
+    return jax.jacfwd(f)(x)
+
+
+@pytest.mark.parametrize(("checker", "fn", "words"), [
+    (check.jacobian_via_vjp, jacobian_jacrev, ("jacobian_via_vjp must build", "jax.jacrev")),
+    (check.jacobian_via_jvp, jacobian_jacfwd, ("jacobian_via_jvp must build", "jax.jacfwd")),
+    (check.jacobian_via_jvp, jacobian_jacrev, ("from jax.jvp", "jax.jacrev")),
+])
+def test_a_jacobian_builder_fails_on_the_method(checker, fn, words):
+    report = checker(fn)
+    assert report.status == "failed", str(report)
+    for word in words:
+        assert word in report.headline(), str(report)
+
+
+def copied_vjp_demo(f, x):
+    """Section 2's demo, one-hot rows of a vector y pulled back and stacked, for every row."""
+    y, vjp_fn = jax.vjp(f, x)
+    return jnp.stack([vjp_fn(e)[0] for e in jnp.eye(y.size, dtype=y.dtype)])
+
+
+def copied_jvp_demo(f, x):
+    """Section 3's demo, one-hot tangents of a vector x pushed forward, for every column."""
+    return jnp.stack([jax.jvp(f, (x,), (e,))[1] for e in jnp.eye(x.size, dtype=x.dtype)], -1)
+
+
+def copied_batch_demo(f, x):
+    """Section 1's demo for example 0 only (its own block, its blocks against the others)."""
+    full = jax.jacrev(f)(x)
+    return full[0, :, 0, :][None], bool(jnp.all(full[0, :, 1:, :] == 0))
+
+
+@pytest.mark.parametrize(("checker", "fn"), [
+    (check.jacobian_via_vjp, copied_vjp_demo),
+    (check.jacobian_via_jvp, copied_jvp_demo),
+    (check.batch_jacobian, copied_batch_demo),
+], ids=["vjp", "jvp", "batch"])
+def test_the_nearest_demo_copied_fails_with_a_hint(checker, fn):
+    report = checker(fn)
+    assert report.status == "failed", str(report)
+    assert report.failure.hint, str(report)
+
+
+HVP_ANSWER = ("jvp(jax.grad", "jvp(grad", "JVP of the gradient", "jvp` of `jax.grad")
+
+
+def _cells_before(name: str) -> list[str]:
+    notebook = nbformat.read(ROOT / "course" / "07_jacobians.ipynb", as_version=4)
+    sources = [cell.source for cell in notebook.cells]
+    (at,) = [i for i, src in enumerate(sources) if f"def {name}(" in src]
+    return sources[:at + 1]
+
+
+@pytest.mark.parametrize(("name", "answers"), [
+    ("jacobian_via_vjp", ("reshape((y.size", "reshape(y.shape + x.shape", "vmap(vjp_fn)(")),
+    ("jacobian_via_jvp", ("moveaxis", "reshape(y.shape + x.shape")),
+    ("batch_jacobian", ('"bibj->bij"', "np.eye(7")),
+    ("hvp", HVP_ANSWER),
+])
+def test_no_answer_is_on_screen_before_its_exercise(name, answers):
+    """What the learner reads up to the exercise (prose, code, its docstring) holds none of the
+    answer's lines."""
+    for answer in answers:
+        assert not [text for text in _cells_before(name) if answer in text], answer
+
+
+def test_no_hvp_message_gives_the_composition():
+    """A one-line answer in a message would be on screen after any first failure (a mistake
+    hint for a specific wrong answer may name its fix elsewhere; here the fix is the answer)."""
+    said = [ch.HVP.references_text, *(m.hint for m in ch.HVP.mistakes),
+            *ch.HVP.hints_by_kind.values(), harness.HVP_METHOD]
+    for answer in HVP_ANSWER:
+        assert not [text for text in said if answer in text], answer
 
 
 def batch_only_blocks(f, x):
