@@ -30,7 +30,7 @@ from autograder.grading.warm_groups import warm_groups
 from autograder.sandbox import children, sandbox, warm_children
 
 ROOT = Path(__file__).resolve().parents[2]
-SOLUTION_05 = ROOT / "solutions" / "05_custom_derivatives_jax.ipynb"
+SOLUTION_06 = ROOT / "solutions" / "06_implicit_callbacks_checkpointing.ipynb"
 # Appended to the bessel_i0 cell: the process ends while bessel_i0 runs.
 CRASH = "\nimport os\ndef bessel_i0(x):\n    os._exit(3)\n"
 # First in the notebook: JAX reads this when it is imported.
@@ -59,8 +59,8 @@ def test_a_frameworks_declaration_start_cannot_read_names_the_exercise(tmp_path)
 def test_start_reads_submissions_before_numpy_and_the_exercises_are_imported(tmp_path):
     """What start.py does first must not wait for the grader's heavy imports."""
     program = ("import sys\nfrom pathlib import Path\nfrom autograder.grading import start\n"
-               f"read = start.read_submissions([Path({str(SOLUTION_05)!r})])\n"
-               "assert read[0].chapter == '05' and start.warm_groups()['05'] == ('jax',)\n"
+               f"read = start.read_submissions([Path({str(SOLUTION_06)!r})])\n"
+               "assert read[0].chapter == '06' and start.warm_groups()['06'] == ('jax',)\n"
                "print(sorted(m for m in sys.modules if m.split('.')[0] in "
                "('numpy', 'jax', 'tensorflow', 'hypothesis') or m.startswith("
                "('autograder.judging', 'autograder.exercises'))))")
@@ -111,7 +111,7 @@ def test_a_round_takes_the_workers_it_holds_all_of_or_none():
 
 
 def _copy(folder: Path, name: str, first: str = "", appended: str = "") -> Path:
-    notebook = nbformat.read(SOLUTION_05, as_version=4)
+    notebook = nbformat.read(SOLUTION_06, as_version=4)
     if appended:
         cell = next(c for c in notebook.cells if "def bessel_i0(" in c.source)
         cell.source += appended
@@ -160,9 +160,9 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
 def folder(tmp_path_factory):
     """With its own reference cache, prepared as the first `grade` of seed 11 prepares it
     (its runs of the solution are not the submission's children counted below)."""
-    folder = tmp_path_factory.mktemp("warm-05")
-    assert preparation.prepare_cache(chapters=["05"], seed=11, reference_cache=folder / "cache",
-                               warm_with=[SOLUTION_05]) == 0
+    folder = tmp_path_factory.mktemp("warm-06")
+    assert preparation.prepare_cache(chapters=["06"], seed=11, reference_cache=folder / "cache",
+                               warm_with=[SOLUTION_06]) == 0
     return folder
 
 
@@ -171,7 +171,7 @@ def test_a_lone_jax_submission_runs_in_its_warm_child_and_its_workers(folder, mo
     assert all(t["status"] == "passed" for t in results.values()), results
     assert ran == {"warm": 1, "fresh": 0}
     assert len(workers) == 1 and len(workers[0]) == 2  # one round, two workers
-    assert sorted(n for w in workers[0] for n in w) == sorted(e.name for e in for_chapter("05"))
+    assert sorted(n for w in workers[0] for n in w) == sorted(e.name for e in for_chapter("06"))
 
 
 def test_a_crash_in_one_worker_costs_its_own_exercise_only(folder, monkeypatch):

@@ -82,12 +82,12 @@ def test_dtype_and_shape_draws_every_shape_in_one_dtype_each_dtype_in_turn():
         assert all(dtype_of[shape] == {FLOAT_DTYPES[i % 2]} for i, shape in enumerate(shapes))
 
 
-def test_chapter_05_compiles_each_shape_once_with_its_edge_cases():
-    """Chapter 05's JAX exercises draw each shape in one dtype (dtype_and_shape): grading a
+def test_chapters_05_and_06_compile_each_shape_once_with_their_edge_cases():
+    """Chapters 05 and 06's JAX exercises draw each shape in one dtype (dtype_and_shape): grading a
     submission compiles at most one program per shape, plus one for an edge case's own
     (shape, dtype)."""
     profile = grading_profile(1234)
-    for exercise in (e for e in EXERCISES.values() if e.chapter == "05"):
+    for exercise in (e for e in EXERCISES.values() if e.chapter in ("05", "06")):
         cases = [*exercise.edge_cases(), *draw_cases(exercise.strategy(profile), profile)]
         arrays = {(case.values()[-1].shape, case.values()[-1].dtype) for case in cases}
         assert len(arrays) <= 6, (exercise.name, sorted(arrays, key=str))

@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from autograder.exercises.ch01_chain_rule import PREDICT_TAPE_GRADIENT
 from autograder.exercises.ch04_custom_gradient_tf import CLIP_COTANGENT_NORM
-from autograder.exercises.ch05_custom_derivatives_jax import CLIP_GRADIENT, FIXED_POINT
+from autograder.exercises.ch05_custom_derivatives_jax import CLIP_GRADIENT
+from autograder.exercises.ch06_implicit_callbacks_checkpointing import FIXED_POINT
 from autograder.exercises.ch07_jacobians import BATCH_JACOBIAN
 from tests.margins import CLEAR_MARGIN, of_dtype, worst_excess
 

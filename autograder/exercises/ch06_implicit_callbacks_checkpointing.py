@@ -1,0 +1,321 @@
+"""Chapter 06 exercises: implicit differentiation and callbacks in JAX.
+
+* `fixed_point(a)`: the root of x = a / (1 + x), differentiated implicitly (`jax.custom_vjp`);
+* `bessel_i0(x)`: numpy's `np.i0` called through `jax.pure_callback`, made differentiable by a
+  `jax.custom_jvp` rule.
+
+Each exercise's invoke (autograder/harness/ch06_implicit_callbacks_checkpointing.py) runs the
+learner's function under `jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` and returns
+numpy arrays; the helpers (the learner-function builder, shapes, hints) are chapter 05's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from autograder.exercises.ch05_custom_derivatives_jax import (
+    EXCEPTION_HINT,
+    FWD_PRIMAL_HINT,
+    _between,
+    _dtype_and_shape,
+    _elementwise,
+    _jax,
+    _learner,
+    _primal_hints,
+    _rng_vector,
+)
+from autograder.judging.cases import Case, Profile, float_arrays
+from autograder.judging.exercise import Exercise, Mistake
+
+FRAMEWORKS = ("jax",)
+
+FIXED_POINT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_fixed_point"
+BESSEL_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_bessel_i0"
+
+BESSEL_RULE_PRIMAL_HINT = (
+    "The primal output of your JVP rule (the first value it returns) is not bessel_i0(x): "
+    "jax.jvp and jax.grad take the primal from the rule, not from the function. Return "
+    "bessel_i0(x) itself from the rule."
+)
+
+
+# ---------------------------------------------------------------- fixed_point (custom_vjp)
+
+
+# The map contracts by x / (1 + x) per iteration, 0.905 at a = 100: the notebook's 300
+# iterations still reach float64 precision there (0.905**300 = 1e-13), while a backward pass
+# that iterates too few times (40: 0.905**40 = 0.02) is far off. Larger a would need more
+# iterations of the given solver.
+FIXED_POINT_LARGEST_A = 100.0
+
+
+@st.composite
+def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(_dtype_and_shape(profile))
+    a = draw(_between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
+    g = draw(float_arrays(dtype, shape))
+    return Case((("a", a), ("g", g)))
+
+
+def _fixed_point_edges() -> list[Case]:
+    rng = np.random.default_rng(7)
+    points = [
+        ([2.0, 6.0, 12.0, 0.75, 3.75, 20.0], np.float32, "a = x(1 + x) for x = 1, 2, 3, ..."),
+        ([0.05, 0.5, 1.0, 5.0, 10.0, 20.0], np.float64, "small and large a, float64"),
+        ([0.5], np.float32, "a single element"),
+        ([30.0, 45.0, 60.0, 75.0, 90.0, 100.0], np.float64,
+         "large a, where the map contracts slowly"),
+        ([25.0, 40.0, 55.0, 70.0, 85.0, 100.0], np.float32, "large a, float32"),
+    ]
+    return [
+        Case((("a", np.asarray(a, dtype)), ("g", _rng_vector(rng, len(a), dtype))), label=label)
+        for a, dtype, label in points
+    ]
+
+
+def _fixed_point_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    a, g = (tf.constant(v) for v in case.values())
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(a)
+        x = 2 * a / (1 + tf.sqrt(1 + 4 * a))
+    vjp = tape.gradient(x, a, output_gradients=g)
+    return x.numpy(), x.numpy(), vjp.numpy(), tape.gradient(x, a).numpy()
+
+
+def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def closed_form(a: Any) -> Any:  # the root of x**2 + x - a = 0, without cancellation
+        return 2 * a / (1 + jnp.sqrt(1 + 4 * a))
+
+    a, g = arrays["a"], arrays["g"]
+    x, vjp_fn = jax.vjp(closed_form, a)
+    return x, x, vjp_fn(g)[0], _elementwise(jax, jax.grad(closed_form), a)
+
+
+FIXED_POINT_ITERATIONS = 300
+
+
+def _fixed_point_learner(backward: Any) -> Any:
+    """A learner's fixed_point: the given solver, residuals (a, x), and `backward`."""
+    jax = _jax()
+    jnp = jax.numpy
+
+    def solve(a: Any) -> Any:
+        return jax.lax.fori_loop(
+            0, FIXED_POINT_ITERATIONS, lambda i, x: a / (1 + x), jnp.zeros_like(a)
+        )
+
+    @jax.custom_vjp
+    def fixed_point(a: Any) -> Any:
+        return solve(a)
+
+    def fwd(a: Any) -> Any:
+        x = solve(a)
+        return x, (a, x)
+
+    def bwd(residuals: Any, g: Any) -> Any:
+        a, x = residuals
+        return (backward(a, x, g),)
+
+    fixed_point.defvjp(fwd, bwd)
+    return fixed_point
+
+
+def _fixed_point_mistake(backward: Any) -> Any:
+    return _learner("fixed_point", "a", lambda: _fixed_point_learner(backward))
+
+
+FIXED_POINT = Exercise(
+    name="fixed_point",
+    returns="x with x = a / (1 + x), a jax.custom_vjp function",
+    outputs=("value", "vjp_primal", "vjp", "grad"),
+    strategy=_fixed_point_case,
+    edge_cases=_fixed_point_edges,
+    tf_reference=_fixed_point_tf,
+    jax_reference=_fixed_point_jax,
+    references_text=(
+        "JAX's and TensorFlow's derivatives of the closed form x = 2a / (1 + sqrt(1 + 4a))"
+    ),
+    invoke=FIXED_POINT_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "missing_factor",
+            "You returned g * df/da only. x itself depends on a, so the implicit function "
+            "theorem divides by (1 - df/dx): the cotangent of a is g * (df/da) / (1 - df/dx), with "
+            "df/da = 1 / (1 + x) and df/dx = -a / (1 + x)**2.",
+            _fixed_point_mistake(lambda a, x, g: g / (1 + x)),
+        ),
+        Mistake(
+            "sign_of_dfdx",
+            "Check the sign of df/dx: for f(a, x) = a / (1 + x), df/dx = -a / (1 + x)**2, so "
+            "1 - df/dx = 1 + a / (1 + x)**2.",
+            _fixed_point_mistake(lambda a, x, g: g / (1 + x) / (1 - a / (1 + x) ** 2)),
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "bwd must multiply the incoming cotangent g; your result does not depend on it.",
+            _fixed_point_mistake(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2)),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        **_primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
+        "value": "From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
+        "the VJP multiplies the cotangent g by that.",
+    },
+)
+
+
+# ---------------------------------------------------------------- bessel_i0 (pure_callback)
+
+
+@st.composite
+def _bessel_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(_dtype_and_shape(profile))
+    magnitude = draw(_between(dtype, shape, 0.25, 8.0))
+    signs = draw(hnp.arrays(dtype, shape, elements=st.sampled_from([-1.0, 1.0])))
+    x = (magnitude * signs).astype(dtype)
+    t = draw(float_arrays(dtype, shape))
+    return Case((("x", x), ("t", t)))
+
+
+def _bessel_edges() -> list[Case]:
+    rng = np.random.default_rng(8)
+    points = [
+        ([-8.0, -1.0, 0.25, 0.5, 3.0, 8.0], np.float32, "from -8 to 8, float32"),
+        ([-5.0, -0.25, 0.25, 1.0, 2.0, 6.0], np.float64, "float64"),
+    ]
+    return [
+        Case((("x", np.asarray(x, dtype)), ("t", _rng_vector(rng, len(x), dtype))), label=label)
+        for x, dtype, label in points
+    ]
+
+
+def _bessel_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, t = (tf.constant(v) for v in case.values())
+    i0 = tf.math.special.bessel_i0
+    logger = tf.get_logger()
+    level = logger.level
+    logger.setLevel("ERROR")  # bessel_i1's gradient warns that it uses a deprecated `div`
+    try:
+        return _bessel_tf_outputs(tf, i0, x, t)
+    finally:
+        logger.setLevel(level)
+
+
+def _bessel_tf_outputs(tf: Any, i0: Any, x: Any, t: Any) -> tuple[np.ndarray, ...]:
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            y = i0(x)
+        grad = inner.gradient(y, x)
+    second = outer.gradient(grad, x)
+    with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
+        y_forward = i0(x)
+    return (y.numpy(), y_forward.numpy(), accumulator.jvp(y_forward).numpy(), grad.numpy(),
+            second.numpy())
+
+
+# I0(x) = (1 / 2pi) * integral over [0, 2pi) of exp(x cos(theta)): the integrand is periodic
+# and smooth, so the mean over equally spaced theta converges faster than any power (48
+# points reach float64 precision for |x| <= 8), every term is positive, and the program is
+# one broadcast exp and a mean, cheap to compile and to differentiate twice.
+I0_POINTS = 48
+
+
+def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+    cosines = np.cos(2 * np.pi * np.arange(I0_POINTS) / I0_POINTS)
+
+    def i0(v: Any) -> Any:
+        terms = jnp.exp(v.astype(jnp.float64)[..., None] * cosines)
+        return jnp.mean(terms, axis=-1).astype(v.dtype)
+
+    x, t = arrays["x"], arrays["t"]
+    y, jvp = jax.jvp(i0, (x,), (t,))
+    return (y, y, jvp, _elementwise(jax, jax.grad(i0), x),
+            _elementwise(jax, jax.grad(jax.grad(i0)), x))
+
+
+def _bessel_learner(tangent: Any) -> Any:
+    jax = _jax()
+
+    @jax.custom_jvp
+    def bessel_i0(x: Any) -> Any:
+        shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.pure_callback(
+            lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method="expand_dims"
+        )
+
+    @bessel_i0.defjvp
+    def bessel_i0_jvp(primals: Any, tangents: Any) -> Any:
+        (x,), (t,) = primals, tangents
+        return bessel_i0(x), tangent(bessel_i0, x, t)
+
+    return bessel_i0
+
+
+def _bessel_mistake(tangent: Any) -> Any:
+    return _learner("bessel_i0", "x", lambda: _bessel_learner(tangent))
+
+
+def _i1(x: Any) -> Any:
+    return _jax().scipy.special.i1(x)
+
+
+BESSEL_I0 = Exercise(
+    name="bessel_i0",
+    returns="np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
+    outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
+    strategy=_bessel_case,
+    edge_cases=_bessel_edges,
+    tf_reference=_bessel_tf,
+    jax_reference=_bessel_jax,
+    references_text=(
+        "JAX's derivatives of I0's integral (mean of exp(x cos t)) and TensorFlow's of "
+        "tf.math.special.bessel_i0 (value, JVP, vmap of grad, second derivative)"
+    ),
+    invoke=BESSEL_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "ignores_tangent",
+            "The tangent output must be the derivative TIMES the input tangent t: "
+            "jax.scipy.special.i1(x) * t.",
+            _bessel_mistake(lambda f, x, t: _i1(x) + 0 * t),
+        ),
+        Mistake(
+            "derivative_is_i0",
+            "The derivative of I0 is I1 (jax.scipy.special.i1), not I0 itself "
+            "(that would be exp).",
+            _bessel_mistake(lambda f, x, t: f(x) * t),
+        ),
+        Mistake(
+            "wrong_sign",
+            "I0 is even, so its derivative I1 is odd: i1(-x) = -i1(x). Use i1(x) itself, "
+            "not i1(|x|).",
+            _bessel_mistake(lambda f, x, t: _i1(_jax().numpy.abs(x)) * t),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        **_primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
+        "value": "Right shape, wrong numbers: the value is np.i0(x), and the JVP rule returns "
+        "(bessel_i0(x), jax.scipy.special.i1(x) * t); i1 is differentiable in JAX, so the "
+        "second derivative follows.",
+        "dtype": "np.i0 may return another dtype than x: cast inside the callback "
+        "(np.i0(v).astype(v.dtype)) and declare jax.ShapeDtypeStruct(x.shape, x.dtype).",
+    },
+)
+
+
+EXERCISES = (FIXED_POINT, BESSEL_I0)

@@ -1,0 +1,87 @@
+"""Chapter 06's invokes: a solver differentiated implicitly, and a callback made differentiable,
+under JAX's transformations (chapter 05's stages: a refusal names the transformation and the
+likely mistake)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .ch05_custom_derivatives_jax import (
+    Fn,
+    double_precision,
+    elementwise,
+    numpy_arrays,
+    stage,
+    vjp_of,
+)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _fixed_point_program(fn: Fn, a: Any, g: Any) -> tuple[Any, ...]:
+    return (
+        stage("jax.jit(fn)(a)", lambda: jax.jit(fn)(a)),
+        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(fn), a, g)),
+        stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: elementwise(jax.grad(fn), a)),
+    )
+
+
+# bessel_i0 calls back into Python (jax.pure_callback), and this JAX never caches a program
+# with a host callback on disk, so each of its programs is compiled for every submission:
+# about 0.3 s each, one per shape and dtype. Its first program (jit and jvp) runs on the
+# case's own shape, which is what tests the callback's handling of shapes. The derivatives
+# are elementwise (jax.vmap over the flattened x), so they run on x flattened and padded to
+# a bucket: one compiled program per dtype instead of one per shape, the same values (XLA's
+# code for another length may round the last bit differently).
+DERIVATIVE_BUCKET = 16
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _bessel_i0_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
+    return (
+        stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
+        *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
+    )
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _bessel_i0_derivatives(fn: Fn, flat: Any) -> tuple[Any, Any]:
+    return (
+        stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: jax.vmap(jax.grad(fn))(flat)),
+        stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
+              lambda: jax.vmap(jax.grad(jax.grad(fn)))(flat)),
+    )
+
+
+def bucketed(x: Any) -> Any:
+    """x flattened and padded (repeating its last element) to DERIVATIVE_BUCKET elements, or
+    the next power of two above: few lengths, so few compiled programs."""
+    flat = x.reshape(-1)
+    if flat.size == 0:
+        return flat
+    size = max(DERIVATIVE_BUCKET, 1 << (flat.size - 1).bit_length())
+    return jnp.pad(flat, (0, size - flat.size), mode="edge")
+
+
+# ---------------------------------------------------------------- one invoke per exercise
+
+
+def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
+    with double_precision():
+        a, g = jnp.asarray(a), jnp.asarray(g)
+        return numpy_arrays(stage("running the compiled jit/vjp/grad program",
+                                lambda: _fixed_point_program(fn, a, g)))
+
+
+def invoke_bessel_i0(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
+    with double_precision():
+        x, t = jnp.asarray(x), jnp.asarray(t)
+        values = stage("running the compiled jit/jvp program",
+                       lambda: _bessel_i0_program(fn, x, t))
+        derivatives = stage("running the compiled grad program",
+                            lambda: _bessel_i0_derivatives(fn, bucketed(x)))
+        return numpy_arrays((*values, *(d[: x.size].reshape(x.shape) for d in derivatives)))
