@@ -512,7 +512,7 @@ PREDICTIONS = (
     Prediction(
         name="capstone_bias_after_sgd_step",
         question=(
-            "The hidden layer adds a bias b1 of shape (16,) to x @ W1 of shape (4, 50, 16). "
+            "The hidden layer adds a bias b1 of shape (16,) to X @ W1 of shape (4, 50, 16). "
             "With chapter 02's add rule, which returns (g, g), the tape gives b1 a cotangent; "
             "then one SGD step computes b1 - lr * that cotangent. What happens?"
         ),
