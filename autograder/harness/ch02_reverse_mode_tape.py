@@ -100,12 +100,50 @@ def flat_nodes(cotangents: Iterable[Any]) -> np.ndarray:
     return np.concatenate([np.ravel(np.asarray(c)) for c in cotangents])
 
 
+# ---------------------------------------------------------------- the learner's own tape
+
+REFERENCE_TAPE = "coursekit.tape"  # the complete tape the notebook's demonstrations use
+REFERENCE_ANSWERS = ("vjp_rule", "toposort", "reverse_topological", "backward",
+                     "backward_steps", "visit_steps", "grad")
+
+
+def _codes(code: Any) -> Iterable[Any]:
+    """A code object and those of the functions defined inside it."""
+    yield code
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            yield from _codes(constant)
+
+
+def _is_reference_answer(value: Any) -> bool:
+    if getattr(value, "__name__", None) in ("coursekit", REFERENCE_TAPE):  # `reference.`
+        return True
+    return (getattr(value, "__module__", None) == REFERENCE_TAPE
+            and getattr(value, "__name__", None) in REFERENCE_ANSWERS)
+
+
+def refuse_reference_tape(fn: Callable[..., Any], exercise: str) -> None:
+    """Refuse an answer that is, or calls, the reference tape's own answer: the demonstrations
+    use `reference` (coursekit.tape), a complete tape, so `reference.toposort` is on screen,
+    and handing it back would pass without deriving anything."""
+    namespace = getattr(fn, "__globals__", {})
+    code = getattr(fn, "__code__", None)
+    used = {name for c in _codes(code) for name in c.co_names} if code is not None else set()
+    handed_back = _is_reference_answer(fn) or fn in (vjp_rule, toposort, backward)
+    if handed_back or any(_is_reference_answer(namespace.get(name)) for name in used):
+        raise ValueError(
+            f"Your {exercise} uses the course's reference tape ({REFERENCE_TAPE}, imported as "
+            "`reference` for the demonstrations): the check needs your own code. Write "
+            f"{exercise} without `reference.`.")
+
+
 # ---------------------------------------------------------------- vjp_rule
 
 
 def invoke_vjp_rule(fn: Callable[..., Any], op: str, axis: int | None, g: np.ndarray,
                     x: np.ndarray, y: np.ndarray) -> tuple:
     """Call vjp_rule with the primals `op` has: (g, x), (g, x, y) or (g, x, axis=...)."""
+    refuse_reference_tape(fn, "vjp_rule")
     if op == "sum":
         result = fn(op, g, x, axis=axis)
     elif op in UNARY:
@@ -165,6 +203,7 @@ def _checked_order(order: list[Node], root: Node) -> list[Node]:
 def invoke_toposort(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
                     x2: np.ndarray, g: np.ndarray) -> tuple:
     """Backward through the program, visiting the nodes in the reverse of toposort's order."""
+    refuse_reference_tape(fn, "toposort")
     steps = parse_program(program)
     values = forward(steps, [x0, x1, x2])
     nodes = [Node(i, "input", ()) for i in range(3)]
@@ -190,6 +229,7 @@ def build(ops: dict[str, Any], program: str, inputs: Iterable[Any]) -> list[Any]
 def invoke_backward(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
                     x2: np.ndarray, g: np.ndarray) -> tuple:
     """The .grad of every value after the learner's backward(root, g)."""
+    refuse_reference_tape(fn, "backward")
     values = build(fn.__globals__, program, [x0, x1, x2])
     fn(values[-1], g)
     return (*(x.grad for x in values[:3]), flat_nodes([v.grad for v in values[3:]]))
@@ -198,6 +238,7 @@ def invoke_backward(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np
 def invoke_grad(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
                 x2: np.ndarray, g: np.ndarray) -> tuple:
     """grad of f(x0, x1, x2) = reduce_sum(program(x0, x1, x2) * g), three ways."""
+    refuse_reference_tape(fn, "grad")
     ops = fn.__globals__
     traced = []
 
