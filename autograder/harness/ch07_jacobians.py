@@ -95,11 +95,6 @@ _TEST_FUNCTIONS: dict[tuple[str, str], Fn] = {}
 _JITTED: dict[tuple[Fn, str, str], Fn] = {}
 
 
-def invoke_vector(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
-    """The learner's fn(f, *arrays) for the vector test function `name`."""
-    return _invoke("vector", fn, name, arrays)
-
-
 JACOBIAN_METHOD = (
     "{exercise} must build the Jacobian itself from {primitive}, one one-hot {vector} at a time "
     "(a loop, or jax.vmap over them), but it used {builder}, which builds the whole Jacobian "
@@ -109,12 +104,12 @@ _BUILDER_USED: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_chec
 
 
 def invoke_jacobian_vjp(fn: Fn, name: str, x: np.ndarray) -> Any:
-    """invoke_vector, and the method: no Jacobian builder (jacobian_via_vjp)."""
+    """The learner's fn(f, x) for the vector test function `name`, built by hand from VJPs."""
     return _jacobian_by_hand(fn, name, x, ("jacobian_via_vjp", "jax.vjp", "cotangent"))
 
 
 def invoke_jacobian_jvp(fn: Fn, name: str, x: np.ndarray) -> Any:
-    """invoke_vector, and the method: no Jacobian builder (jacobian_via_jvp)."""
+    """The learner's fn(f, x) for the vector test function `name`, built by hand from JVPs."""
     return _jacobian_by_hand(fn, name, x, ("jacobian_via_jvp", "jax.jvp", "tangent"))
 
 
