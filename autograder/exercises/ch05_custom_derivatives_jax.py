@@ -2,7 +2,10 @@
 
 * `log1pexp(x)`: a stable softplus with a `jax.custom_jvp` rule (checked to second order);
 * `clip_gradient(lo, hi, x)`: the identity going forward, a clipped cotangent going backward
-  (`jax.custom_vjp`, or `jax.custom_gradient`).
+  (`jax.custom_vjp`, or `jax.custom_gradient`);
+* `argmax_ste(logits)`: a straight-through one-hot, written with `jax.lax.stop_gradient`: the
+  one-hot of each row's argmax going forward, softmax's VJP going backward (chapter 04's STE is
+  for `round` with `tf.stop_gradient`; the notebook's demo is for `floor`).
 
 Chapter 06's exercises (autograder/exercises/ch06_implicit_callbacks_checkpointing.py) reuse
 this module's helpers (the learner-function builder, shapes, hints).
@@ -28,6 +31,7 @@ from hypothesis.extra import numpy as hnp
 
 from autograder.judging.cases import Case, Profile, Shape, dtype_and_shape, float_arrays
 from autograder.judging.exercise import Exercise, Mistake, learner_function
+from autograder.judging.prediction import Prediction
 
 FRAMEWORKS = ("jax",)
 
@@ -35,6 +39,7 @@ FRAMEWORKS = ("jax",)
 # and the grader's child both run it).
 LOG1PEXP_INVOKE = "ch05_custom_derivatives_jax:invoke_log1pexp"
 CLIP_INVOKE = "ch05_custom_derivatives_jax:invoke_clip_gradient"
+ARGMAX_STE_INVOKE = "ch05_custom_derivatives_jax:invoke_argmax_ste"
 
 EXCEPTION_HINT = (
     "JAX refused one of the transformations the check applies (jit, jvp, vjp, vmap, grad); "
@@ -225,10 +230,11 @@ def _primal_hints(outputs: tuple[str, ...], hint: str) -> dict[str, str]:
 
 NAN_AT_EDGES_HINT = (
     "NaN or Inf at the edges: exp(x) overflows for large x (float32 above ~88), so "
-    "log(1 + exp(x)) is inf and exp(x) / (1 + exp(x)) is inf / inf = NaN. Use a stable form: "
-    "jnp.logaddexp(x, 0.) going forward and jax.nn.sigmoid(x) for the derivative. If you "
-    "chose a stable branch with jnp.where, JAX still differentiates the other branch, and "
-    "0 * NaN is NaN: every branch must stay finite (for example, use exp(-abs(x)))."
+    "log(1 + exp(x)) is inf and exp(x) / (1 + exp(x)) is inf / inf = NaN. Rewrite the value "
+    "and the derivative so that exp only ever sees a number <= 0 (split off max(x, 0), or "
+    "divide above and below by exp(x) where x > 0), and check each at x = +-1000, its own "
+    "derivative too. If you chose a stable branch with jnp.where, JAX still differentiates "
+    "the other branch, and 0 * NaN is NaN: every branch must stay finite."
 )
 
 
@@ -241,7 +247,7 @@ LOG1PEXP = Exercise(
     tf_reference=_log1pexp_tf,
     jax_reference=_log1pexp_jax,
     references_text=(
-        "JAX's derivatives of jnp.logaddexp(x, 0) and TensorFlow's of tf.math.softplus "
+        "JAX's derivatives of its own stable softplus and TensorFlow's of tf.math.softplus "
         "(value, JVP, VJP, vmap of grad, second derivative)"
     ),
     invoke=LOG1PEXP_INVOKE,
@@ -257,8 +263,8 @@ LOG1PEXP = Exercise(
                 _log1pexp_mistake(_stable_value, _sigmoid_tangent, _naive_value)),
         Mistake(
             "ignores_tangent",
-            "The tangent output must be the derivative TIMES the input tangent t: "
-            "`jax.nn.sigmoid(x) * t`, not `jax.nn.sigmoid(x)` alone.",
+            "The tangent output must be the derivative TIMES the input tangent t, not the "
+            "derivative alone.",
             _log1pexp_mistake(_stable_value, _ignores_tangent),
         ),
         Mistake(
@@ -280,7 +286,8 @@ LOG1PEXP = Exercise(
         "error": EXCEPTION_HINT,
         **_primal_hints(("jvp_primal", "vjp_primal"), RULE_PRIMAL_HINT),
         "value": "Right shape, wrong numbers: log1pexp(x) is log(1 + exp(x)), and its JVP rule "
-        "returns (log1pexp(x), jax.nn.sigmoid(x) * t).",
+        "returns (log1pexp(x), the derivative exp(x) / (1 + exp(x)) times t), each written "
+        "so that it never overflows.",
         "nonfinite": NAN_AT_EDGES_HINT,
         "dtype": "Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
         "floats (weakly typed), not float64 numpy arrays.",
@@ -471,4 +478,188 @@ CLIP_GRADIENT = Exercise(
 
 
 
-EXERCISES = (LOG1PEXP, CLIP_GRADIENT)
+# ---------------------------------------------------------------- argmax_ste (stop_gradient)
+
+
+# logits are 2-D (rows of classes), each shape in one dtype: one class (softmax is constant,
+# its VJP zero), a row, a block; when grading, more rows, a longer row, two classes.
+STE_SHAPES: tuple[Shape, ...] = ((2, 1), (1, 5), (3, 4))
+STE_GRADING: tuple[Shape, ...] = ((6, 3), (1, 9), (4, 2))
+
+
+@st.composite
+def _ste_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, shape = draw(dtype_and_shape(profile, STE_SHAPES, STE_GRADING))
+    logits = draw(float_arrays(dtype, shape, bound=5.0))
+    g = draw(float_arrays(dtype, shape))
+    return Case((("logits", logits), ("g", g)))
+
+
+def _ste_edges() -> list[Case]:
+    rng = np.random.default_rng(9)
+    rows = [
+        ([[1000.0, -1000.0, 0.0, 999.0], [-1000.0, -999.0, -1000.0, -998.0],
+          [3.0, -2.0, 0.5, 1.0]], np.float32, "logits of +-1000, float32"),
+        ([[2.0, 2.0, -1.0, 0.0, 1.0]], np.float64, "a tie: the first largest is chosen"),
+        ([[0.5], [-700.0]], np.float32, "one class: the gradient is zero"),
+    ]
+    return [
+        Case((("logits", np.asarray(x, dtype)),
+              ("g", rng.uniform(-3, 3, size=np.shape(x)).round(2).astype(dtype))), label=label)
+        for x, dtype, label in rows
+    ]
+
+
+def _ste_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    logits, g = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        soft = tf.nn.softmax(logits, axis=-1)
+        hard = tf.one_hot(tf.argmax(logits, axis=-1), logits.shape[-1], dtype=logits.dtype)
+        y = soft + tf.stop_gradient(hard - soft)
+    vjp = tape.gradient(y, logits, output_gradients=g)
+    return y.numpy(), y.numpy(), vjp.numpy()
+
+
+def _ste_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def ste(v: Any) -> Any:
+        soft = jax.nn.softmax(v, axis=-1)
+        hard = jax.nn.one_hot(jnp.argmax(v, axis=-1), v.shape[-1], dtype=v.dtype)
+        return soft + jax.lax.stop_gradient(hard - soft)
+
+    y, pullback = jax.vjp(ste, arrays["logits"])
+    return y, y, pullback(arrays["g"])[0]
+
+
+def _ste_mistake(build: Callable[[Any, Any, Any], Any]) -> Any:
+    """A learner's argmax_ste: build(v, hard(v), jax) gives the output."""
+    def make() -> Callable[[Any], Any]:
+        jax = _jax()
+        jnp = jax.numpy
+
+        def hard(v: Any) -> Any:
+            return jax.nn.one_hot(jnp.argmax(v, axis=-1), v.shape[-1], dtype=v.dtype)
+
+        return lambda logits: build(logits, hard(logits), jax)
+
+    return _learner("argmax_ste", "logits", make)
+
+
+def _softmax(v: Any, jax: Any) -> Any:
+    return jax.nn.softmax(v, axis=-1)
+
+
+def _naive_softmax(v: Any, jax: Any) -> Any:
+    e = jax.numpy.exp(v)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _ste_with(soft: Callable[[Any, Any], Any]) -> Any:
+    return _ste_mistake(lambda v, hard, jax: soft(v, jax) + jax.lax.stop_gradient(
+        hard - soft(v, jax)))
+
+
+ARGMAX_STE = Exercise(
+    name="argmax_ste",
+    returns="the one-hot of each row's argmax, whose cotangent goes back through softmax's VJP",
+    outputs=("value", "vjp_primal", "vjp"),
+    strategy=_ste_case,
+    edge_cases=_ste_edges,
+    tf_reference=_ste_tf,
+    jax_reference=_ste_jax,
+    references_text=(
+        "JAX's and TensorFlow's straight-through one-hot (jax.lax.stop_gradient, "
+        "tf.stop_gradient): the argmax's one-hot going forward, softmax's VJP going backward"
+    ),
+    invoke=ARGMAX_STE_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "hard_only",
+            "The cotangent of the logits is zero: argmax and one_hot have no derivative, so "
+            "JAX differentiates nothing. The straight-through estimator keeps the one-hot's "
+            "VALUE but takes its derivative from softmax(logits): only the difference between "
+            "the two may go inside jax.lax.stop_gradient.",
+            _ste_mistake(lambda v, hard, jax: hard),
+        ),
+        Mistake(
+            "soft_only",
+            "Going forward the value must be the one-hot of the argmax (0s and a single 1 per "
+            "row), not softmax(logits); softmax only gives the derivative.",
+            _ste_mistake(lambda v, hard, jax: _softmax(v, jax)),
+        ),
+        Mistake(
+            "identity_surrogate",
+            "The cotangent came back unchanged: your surrogate is the logits themselves, as "
+            "in the floor demo (x + stop_gradient(floor(x) - x)). Here the backward pass is "
+            "softmax's VJP, so the surrogate outside stop_gradient is softmax(logits).",
+            _ste_mistake(lambda v, hard, jax: v + jax.lax.stop_gradient(hard - v)),
+        ),
+        Mistake(
+            "stopped_the_wrong_term",
+            "Your cotangent has the wrong sign: stop_gradient wraps the softmax instead of "
+            "the difference (hard + stop_gradient(soft) - soft differentiates -soft). Wrap "
+            "the whole difference between the one-hot and softmax.",
+            _ste_mistake(lambda v, hard, jax: hard + jax.lax.stop_gradient(_softmax(v, jax))
+                         - _softmax(v, jax)),
+        ),
+        Mistake(
+            "naive_softmax",
+            "NaN at large logits: exp(1000) overflows, and inf / inf is NaN. Subtract each "
+            "row's largest logit before exp (softmax does not change), or use jax.nn.softmax.",
+            _ste_with(_naive_softmax),
+        ),
+        Mistake(
+            "softmax_over_rows",
+            "Softmax over the wrong axis: the classes are the LAST axis, each row on its own "
+            "(axis=-1), as argmax is taken.",
+            _ste_with(lambda v, jax: jax.nn.softmax(v, axis=0)),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        "value": "Right shape, wrong numbers: going forward, a one-hot of each row's argmax "
+        "(the first largest on a tie); going backward, the VJP of softmax over the last axis "
+        "applied to the cotangent g.",
+        "value:vjp": "The value is right, the cotangent of the logits is not: it must be "
+        "softmax's VJP (over the last axis) of g, as if the forward pass had been softmax.",
+        "nonfinite": "NaN or Inf: softmax of logits around 1000 overflows exp unless each "
+        "row's largest logit is subtracted first.",
+        "dtype": "Keep the logits' dtype: one_hot(..., dtype=logits.dtype).",
+    },
+)
+
+EXERCISES = (LOG1PEXP, CLIP_GRADIENT, ARGMAX_STE)
+
+PREDICTIONS = (
+    Prediction(
+        name="ch05_naive_softplus_slope",
+        question="In float32, what does jax.grad of log(1 + exp(x)) return at x = 100?",
+        choices={
+            "a": "1.0, the true slope",
+            "b": "inf",
+            "c": "nan",
+            "d": "0.0",
+        },
+        answer="c",
+        why="exp(100) overflows float32 to inf, and the chain rule multiplies "
+        "1 / (1 + inf) = 0 by exp(100) = inf: 0 * inf is nan.",
+    ),
+    Prediction(
+        name="ch05_floor_gradient",
+        question="What does jax.grad(lambda x: jnp.floor(x).sum()) return at "
+        "x = [0.3, 1.7, -2.5]?",
+        choices={
+            "a": "ones: floor goes up by one per unit, on average",
+            "b": "zeros",
+            "c": "an error: floor has no derivative",
+            "d": "nan",
+        },
+        answer="b",
+        why="floor is flat between integers, so its derivative is 0 wherever it exists; JAX "
+        "returns 0 (not an error), and learning through a step stops.",
+    ),
+)

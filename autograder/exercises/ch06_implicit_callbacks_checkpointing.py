@@ -1,8 +1,9 @@
 """Chapter 06 exercises: implicit differentiation and callbacks in JAX.
 
 * `fixed_point(a)`: the root of x = a / (1 + x), differentiated implicitly (`jax.custom_vjp`);
-* `bessel_i0(x)`: numpy's `np.i0` called through `jax.pure_callback`, made differentiable by a
-  `jax.custom_jvp` rule.
+* `bessel_i0e(x)`: exp(-|x|) * I0(x), a numpy routine called through `jax.pure_callback`, made
+  differentiable by a `jax.custom_jvp` rule whose derivative the learner derives (product rule;
+  the notebook shows I0' = I1 only).
 
 Each exercise's invoke (autograder/harness/ch06_implicit_callbacks_checkpointing.py) runs the
 learner's function under `jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` and returns
@@ -30,16 +31,17 @@ from autograder.exercises.ch05_custom_derivatives_jax import (
 )
 from autograder.judging.cases import Case, Profile, float_arrays
 from autograder.judging.exercise import Exercise, Mistake
+from autograder.judging.prediction import Prediction
 
 FRAMEWORKS = ("jax",)
 
 FIXED_POINT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_fixed_point"
-BESSEL_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_bessel_i0"
+BESSEL_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_bessel_i0e"
 
 BESSEL_RULE_PRIMAL_HINT = (
-    "The primal output of your JVP rule (the first value it returns) is not bessel_i0(x): "
+    "The primal output of your JVP rule (the first value it returns) is not bessel_i0e(x): "
     "jax.jvp and jax.grad take the primal from the rule, not from the function. Return "
-    "bessel_i0(x) itself from the rule."
+    "bessel_i0e(x) itself from the rule."
 )
 
 
@@ -147,8 +149,8 @@ FIXED_POINT = Exercise(
         Mistake(
             "missing_factor",
             "You returned g * df/da only. x itself depends on a, so the implicit function "
-            "theorem divides by (1 - df/dx): the cotangent of a is g * (df/da) / (1 - df/dx), with "
-            "df/da = 1 / (1 + x) and df/dx = -a / (1 + x)**2.",
+            "theorem divides by (1 - df/dx): the cotangent of a is g * (df/da) / (1 - df/dx), "
+            "both partial derivatives of f(a, x) = a / (1 + x) taken at the solution.",
             _fixed_point_mistake(lambda a, x, g: g / (1 + x)),
         ),
         Mistake(
@@ -173,7 +175,7 @@ FIXED_POINT = Exercise(
 )
 
 
-# ---------------------------------------------------------------- bessel_i0 (pure_callback)
+# ---------------------------------------------------------------- bessel_i0e (pure_callback)
 
 
 @st.composite
@@ -200,34 +202,35 @@ def _bessel_edges() -> list[Case]:
 
 def _bessel_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     x, t = (tf.constant(v) for v in case.values())
-    i0 = tf.math.special.bessel_i0
+    i0e = tf.math.special.bessel_i0e
     logger = tf.get_logger()
     level = logger.level
-    logger.setLevel("ERROR")  # bessel_i1's gradient warns that it uses a deprecated `div`
+    logger.setLevel("ERROR")  # bessel_i1e's gradient warns that it uses a deprecated `div`
     try:
-        return _bessel_tf_outputs(tf, i0, x, t)
+        return _bessel_tf_outputs(tf, i0e, x, t)
     finally:
         logger.setLevel(level)
 
 
-def _bessel_tf_outputs(tf: Any, i0: Any, x: Any, t: Any) -> tuple[np.ndarray, ...]:
+def _bessel_tf_outputs(tf: Any, i0e: Any, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with tf.GradientTape() as outer:
         outer.watch(x)
         with tf.GradientTape() as inner:
             inner.watch(x)
-            y = i0(x)
+            y = i0e(x)
         grad = inner.gradient(y, x)
     second = outer.gradient(grad, x)
     with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
-        y_forward = i0(x)
+        y_forward = i0e(x)
     return (y.numpy(), y_forward.numpy(), accumulator.jvp(y_forward).numpy(), grad.numpy(),
             second.numpy())
 
 
-# I0(x) = (1 / 2pi) * integral over [0, 2pi) of exp(x cos(theta)): the integrand is periodic
-# and smooth, so the mean over equally spaced theta converges faster than any power (48
-# points reach float64 precision for |x| <= 8), every term is positive, and the program is
-# one broadcast exp and a mean, cheap to compile and to differentiate twice.
+# i0e(x) = exp(-|x|) I0(x) = (1 / 2pi) * integral over [0, 2pi) of exp(x cos(theta) - |x|):
+# the integrand is periodic and smooth, so the mean over equally spaced theta converges
+# faster than any power (48 points reach float64 precision for |x| <= 8), every term is
+# positive and at most 1, and the program is one broadcast exp and a mean, cheap to compile
+# and to differentiate twice (|x| is differentiable away from 0, where no case lies).
 I0_POINTS = 48
 
 
@@ -235,87 +238,131 @@ def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
     jnp = jax.numpy
     cosines = np.cos(2 * np.pi * np.arange(I0_POINTS) / I0_POINTS)
 
-    def i0(v: Any) -> Any:
-        terms = jnp.exp(v.astype(jnp.float64)[..., None] * cosines)
-        return jnp.mean(terms, axis=-1).astype(v.dtype)
+    def i0e(v: Any) -> Any:
+        wide = v.astype(jnp.float64)[..., None]
+        return jnp.mean(jnp.exp(wide * cosines - jnp.abs(wide)), axis=-1).astype(v.dtype)
 
     x, t = arrays["x"], arrays["t"]
-    y, jvp = jax.jvp(i0, (x,), (t,))
-    return (y, y, jvp, _elementwise(jax, jax.grad(i0), x),
-            _elementwise(jax, jax.grad(jax.grad(i0)), x))
+    y, jvp = jax.jvp(i0e, (x,), (t,))
+    return (y, y, jvp, _elementwise(jax, jax.grad(i0e), x),
+            _elementwise(jax, jax.grad(jax.grad(i0e)), x))
+
+
+def external_i0e(v: np.ndarray) -> np.ndarray:
+    """The notebook's numpy routine: exp(-|x|) I0(x), in v's dtype."""
+    return (np.exp(-np.abs(v)) * np.i0(v)).astype(v.dtype)
 
 
 def _bessel_learner(tangent: Any) -> Any:
     jax = _jax()
 
     @jax.custom_jvp
-    def bessel_i0(x: Any) -> Any:
+    def bessel_i0e(x: Any) -> Any:
         shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
-        return jax.pure_callback(
-            lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method="expand_dims"
-        )
+        return jax.pure_callback(external_i0e, shape, x, vmap_method="expand_dims")
 
-    @bessel_i0.defjvp
-    def bessel_i0_jvp(primals: Any, tangents: Any) -> Any:
+    @bessel_i0e.defjvp
+    def bessel_i0e_jvp(primals: Any, tangents: Any) -> Any:
         (x,), (t,) = primals, tangents
-        return bessel_i0(x), tangent(bessel_i0, x, t)
+        return bessel_i0e(x), tangent(bessel_i0e, x, t)
 
-    return bessel_i0
+    return bessel_i0e
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    return _learner("bessel_i0", "x", lambda: _bessel_learner(tangent))
+    return _learner("bessel_i0e", "x", lambda: _bessel_learner(tangent))
 
 
-def _i1(x: Any) -> Any:
-    return _jax().scipy.special.i1(x)
+def _special() -> Any:
+    return _jax().scipy.special
 
 
-BESSEL_I0 = Exercise(
-    name="bessel_i0",
-    returns="np.i0(x) through jax.pure_callback, with a jax.custom_jvp rule",
+def _sign(x: Any) -> Any:
+    return _jax().numpy.sign(x)
+
+
+PRODUCT_RULE_HINT = (
+    "i0e(x) = exp(-|x|) * I0(x) is a product: differentiate both factors. I0' = I1 gives "
+    "exp(-|x|) * I1(x), which is i1e(x); the factor exp(-|x|) has the derivative "
+    "-sign(x) * exp(-|x|), which gives a second term in i0e(x) itself."
+)
+
+BESSEL_I0E = Exercise(
+    name="bessel_i0e",
+    returns="exp(-|x|) * I0(x) through jax.pure_callback, with a jax.custom_jvp rule",
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     strategy=_bessel_case,
     edge_cases=_bessel_edges,
     tf_reference=_bessel_tf,
     jax_reference=_bessel_jax,
     references_text=(
-        "JAX's derivatives of I0's integral (mean of exp(x cos t)) and TensorFlow's of "
-        "tf.math.special.bessel_i0 (value, JVP, vmap of grad, second derivative)"
+        "JAX's derivatives of i0e's integral (mean of exp(x cos t - |x|)) and TensorFlow's of "
+        "tf.math.special.bessel_i0e (value, JVP, vmap of grad, second derivative)"
     ),
     invoke=BESSEL_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
             "ignores_tangent",
-            "The tangent output must be the derivative TIMES the input tangent t: "
-            "jax.scipy.special.i1(x) * t.",
-            _bessel_mistake(lambda f, x, t: _i1(x) + 0 * t),
+            "The tangent output must be the derivative TIMES the input tangent t, not the "
+            "derivative alone.",
+            _bessel_mistake(lambda f, x, t: _special().i1e(x) - _sign(x) * f(x) + 0 * t),
         ),
         Mistake(
-            "derivative_is_i0",
-            "The derivative of I0 is I1 (jax.scipy.special.i1), not I0 itself "
-            "(that would be exp).",
-            _bessel_mistake(lambda f, x, t: f(x) * t),
+            "derivative_of_i0",
+            "jax.scipy.special.i1 is the derivative of I0, the unscaled function. This one is "
+            "exp(-|x|) * I0(x): " + PRODUCT_RULE_HINT.split(": ", 1)[1],
+            _bessel_mistake(lambda f, x, t: _special().i1(x) * t),
         ),
         Mistake(
-            "wrong_sign",
-            "I0 is even, so its derivative I1 is odd: i1(-x) = -i1(x). Use i1(x) itself, "
-            "not i1(|x|).",
-            _bessel_mistake(lambda f, x, t: _i1(_jax().numpy.abs(x)) * t),
+            "scale_not_differentiated",
+            PRODUCT_RULE_HINT,
+            _bessel_mistake(lambda f, x, t: _special().i1e(x) * t),
+        ),
+        Mistake(
+            "derivative_of_abs_is_one",
+            "The derivative of |x| is sign(x): -1 for negative x, not 1. Your rule is right "
+            "for x > 0 only.",
+            _bessel_mistake(lambda f, x, t: (_special().i1e(x) - f(x)) * t),
         ),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
         "error": EXCEPTION_HINT,
         **_primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
-        "value": "Right shape, wrong numbers: the value is np.i0(x), and the JVP rule returns "
-        "(bessel_i0(x), jax.scipy.special.i1(x) * t); i1 is differentiable in JAX, so the "
-        "second derivative follows.",
+        "value": "Right shape, wrong numbers: the value is external_i0e(x), and the tangent "
+        "output is i0e's derivative times t. " + PRODUCT_RULE_HINT,
         "dtype": "np.i0 may return another dtype than x: cast inside the callback "
-        "(np.i0(v).astype(v.dtype)) and declare jax.ShapeDtypeStruct(x.shape, x.dtype).",
+        "(external_i0e(v).astype(v.dtype)) and declare jax.ShapeDtypeStruct(x.shape, x.dtype).",
     },
 )
 
 
-EXERCISES = (FIXED_POINT, BESSEL_I0)
+EXERCISES = (FIXED_POINT, BESSEL_I0E)
+
+PREDICTIONS = (
+    Prediction(
+        name="ch06_unrolled_or_implicit",
+        question="After only 5 iterations of the solver, which derivative of x* with respect "
+        "to a is closer to the exact one?",
+        choices={
+            "a": "the unrolled one: it differentiates exactly what was computed",
+            "b": "the implicit one",
+            "c": "neither: both are as far off as the solution itself",
+        },
+        answer="b",
+        why="The unrolled loop gives the derivative of the 5-step loop, not of x*; the "
+        "implicit formula is the derivative of x* (from the equation x* = f(a, x*)), only "
+        "evaluated at an iterate that is not quite x*.",
+    ),
+    Prediction(
+        name="ch06_checkpoint_saved_residuals",
+        question="Without jax.checkpoint, the block's backward pass saves its inputs w and x "
+        "and values computed inside the block. How many arrays does it save with "
+        "jax.checkpoint(block)?",
+        answer=2.0,
+        rel_tolerance=0.01,
+        why="Only the block's inputs, w and x: everything inside is recomputed from them "
+        "during the backward pass.",
+    ),
+)

@@ -161,6 +161,14 @@ def _clip_program(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> tuple[Any, ..
     )
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _argmax_ste_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
+    return (
+        stage("jax.jit(fn)(logits)", lambda: jax.jit(fn)(logits)),
+        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(fn), logits, g)),
+    )
+
+
 # ---------------------------------------------------------------- one invoke per exercise
 
 
@@ -177,3 +185,10 @@ def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any
         x, g = jnp.asarray(x), jnp.asarray(g)
         return numpy_arrays(stage("running the compiled jit/vjp/vmap/grad program",
                                 lambda: _clip_program(fn, lo, hi, x, g)))
+
+
+def invoke_argmax_ste(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
+    with double_precision():
+        logits, g = jnp.asarray(logits), jnp.asarray(g)
+        return numpy_arrays(stage("running the compiled jit/vjp program",
+                                  lambda: _argmax_ste_program(fn, logits, g)))

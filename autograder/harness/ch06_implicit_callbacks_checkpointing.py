@@ -30,7 +30,7 @@ def _fixed_point_program(fn: Fn, a: Any, g: Any) -> tuple[Any, ...]:
     )
 
 
-# bessel_i0 calls back into Python (jax.pure_callback), and this JAX never caches a program
+# bessel_i0e calls back into Python (jax.pure_callback), and this JAX never caches a program
 # with a host callback on disk, so each of its programs is compiled for every submission:
 # about 0.3 s each, one per shape and dtype. Its first program (jit and jvp) runs on the
 # case's own shape, which is what tests the callback's handling of shapes. The derivatives
@@ -41,7 +41,7 @@ DERIVATIVE_BUCKET = 16
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _bessel_i0_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
+def _bessel_i0e_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
     return (
         stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
         *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
@@ -49,7 +49,7 @@ def _bessel_i0_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _bessel_i0_derivatives(fn: Fn, flat: Any) -> tuple[Any, Any]:
+def _bessel_i0e_derivatives(fn: Fn, flat: Any) -> tuple[Any, Any]:
     return (
         stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: jax.vmap(jax.grad(fn))(flat)),
         stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
@@ -77,11 +77,11 @@ def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
                                 lambda: _fixed_point_program(fn, a, g)))
 
 
-def invoke_bessel_i0(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
+def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
         values = stage("running the compiled jit/jvp program",
-                       lambda: _bessel_i0_program(fn, x, t))
+                       lambda: _bessel_i0e_program(fn, x, t))
         derivatives = stage("running the compiled grad program",
-                            lambda: _bessel_i0_derivatives(fn, bucketed(x)))
+                            lambda: _bessel_i0e_derivatives(fn, bucketed(x)))
         return numpy_arrays((*values, *(d[: x.size].reshape(x.shape) for d in derivatives)))

@@ -8,11 +8,13 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import nbformat
 import numpy as np
 import pytest
 
 from autograder import check
 from autograder.exercises.ch05_custom_derivatives_jax import (
+    ARGMAX_STE,
     CLIP_BOUNDS,
     CLIP_GRADIENT,
     CLIP_GRADING,
@@ -22,6 +24,8 @@ from autograder.exercises.ch05_custom_derivatives_jax import (
 )
 from autograder.judging.cases import NOTEBOOK, draw_cases, grading_profile
 from autograder.judging.references import reference_outputs
+
+from ..submissions import ROOT
 
 # ---------------------------------------------------------------- log1pexp
 
@@ -302,3 +306,108 @@ def test_clip_cases_compile_once_per_shape_yet_meet_every_bounds_pair():
     met = {kind for kinds in kinds_of.values() for kind in kinds}
     assert {dtype for dtype, _, _ in met} == {np.dtype(np.float32), np.dtype(np.float64)}
     assert {(lo, hi) for _, lo, hi in met} == set(CLIP_BOUNDS)
+
+
+# ---------------------------------------------------------------- no answer on screen
+
+
+def _learner_cells_before(exercise_cell_marker: str) -> str:
+    """The text of the learner copy's cells (code and markdown) before the exercise cell."""
+    notebook = nbformat.read(ROOT / "course" / "05_custom_derivatives_jax.ipynb", as_version=4)
+    cells = []
+    for cell in notebook.cells:
+        if exercise_cell_marker in cell.source:
+            break
+        cells.append(cell.source)
+    return "\n".join(cells)
+
+
+def test_log1pexp_stable_forms_are_not_on_screen_before_the_exercise():
+    shown = _learner_cells_before("def log1pexp(x):")
+    for answer in ("logaddexp", "sigmoid(", "log1p(", "softplus(", "exp(-"):
+        assert answer not in shown, answer
+
+
+def test_the_nearest_demo_copied_fails_with_the_overflow_hint():
+    """Section 1's naive formula under section 2's custom_jvp pattern (cube's rule, with
+    the derivative written as the text writes it): NaN at the edges, and the hint says so."""
+    copied = _log1pexp(lambda x: jnp.log(1.0 + jnp.exp(x)),
+                       lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t)
+    report = check.log1pexp(copied)
+    assert not report.passed
+    assert "NaN or Inf at the edges" in str(report), str(report)
+
+
+# ---------------------------------------------------------------- argmax_ste
+
+
+def _one_hot(logits):
+    return jax.nn.one_hot(jnp.argmax(logits, axis=-1), logits.shape[-1], dtype=logits.dtype)
+
+
+def ste_stop_gradient(logits):
+    soft = jax.nn.softmax(logits, axis=-1)
+    return soft + jax.lax.stop_gradient(_one_hot(logits) - soft)
+
+
+def ste_shifted_exp(logits):
+    """Softmax by hand, stable: the row's largest logit subtracted first."""
+    e = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))
+    soft = e / jnp.sum(e, axis=-1, keepdims=True)
+    return jax.lax.stop_gradient(_one_hot(logits)) + soft - jax.lax.stop_gradient(soft)
+
+
+@jax.custom_vjp
+def ste_custom_vjp(logits):
+    return _one_hot(logits)
+
+
+def _ste_fwd(logits):
+    return _one_hot(logits), jax.nn.softmax(logits, axis=-1)
+
+
+def _ste_bwd(soft, g):
+    return (soft * (g - jnp.sum(g * soft, axis=-1, keepdims=True)),)
+
+
+ste_custom_vjp.defvjp(_ste_fwd, _ste_bwd)
+
+
+@pytest.mark.parametrize("fn", [ste_stop_gradient, ste_shifted_exp, ste_custom_vjp])
+def test_right_argmax_ste_passes(fn):
+    report = check.argmax_ste(fn)
+    assert report.passed, str(report)
+
+
+def floor_demo_copied(logits):
+    """The notebook's floor_ste with argmax's one-hot in floor's place."""
+    return logits + jax.lax.stop_gradient(_one_hot(logits) - logits)
+
+
+def no_ste_at_all(logits):
+    return (logits == jnp.max(logits, axis=-1, keepdims=True)).astype(logits.dtype)
+
+
+STE_BUGS = [
+    (floor_demo_copied, "your surrogate is the logits themselves"),
+    (no_ste_at_all, "Right shape, wrong numbers"),  # a tie gives two ones
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), STE_BUGS, ids=[str(i) for i in range(len(STE_BUGS))])
+def test_wrong_argmax_ste_fails_with_its_hint(fn, hint):
+    report = check.argmax_ste(fn)
+    assert not report.passed
+    assert hint in str(report), str(report)
+
+
+def test_the_ste_reference_is_a_one_hot_with_softmaxs_vjp():
+    cases, outputs = _table(ARGMAX_STE)
+    for case, (value, _, vjp) in zip(cases, outputs, strict=True):
+        logits, g = (np.asarray(v, np.float64) for v in case.values())
+        one_hot = np.eye(logits.shape[-1])[np.argmax(logits, axis=-1)]
+        np.testing.assert_allclose(value, one_hot, atol=1e-6)
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        soft = shifted / shifted.sum(axis=-1, keepdims=True)
+        want = soft * (g - np.sum(g * soft, axis=-1, keepdims=True))
+        np.testing.assert_allclose(vjp, want, rtol=1e-4, atol=1e-5)

@@ -31,8 +31,8 @@ from autograder.sandbox import children, sandbox, warm_children
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION_06 = ROOT / "solutions" / "06_implicit_callbacks_checkpointing.ipynb"
-# Appended to the bessel_i0 cell: the process ends while bessel_i0 runs.
-CRASH = "\nimport os\ndef bessel_i0(x):\n    os._exit(3)\n"
+# Appended to the bessel_i0e cell: the process ends while bessel_i0e runs.
+CRASH = "\nimport os\ndef bessel_i0e(x):\n    os._exit(3)\n"
 # First in the notebook: JAX reads this when it is imported.
 ENVIRONMENT_FIRST = "import os\nos.environ['JAX_ENABLE_X64'] = '1'\n"
 
@@ -113,7 +113,7 @@ def test_a_round_takes_the_workers_it_holds_all_of_or_none():
 def _copy(folder: Path, name: str, first: str = "", appended: str = "") -> Path:
     notebook = nbformat.read(SOLUTION_06, as_version=4)
     if appended:
-        cell = next(c for c in notebook.cells if "def bessel_i0(" in c.source)
+        cell = next(c for c in notebook.cells if "def bessel_i0e(" in c.source)
         cell.source += appended
     if first:
         notebook.cells.insert(0, nbformat.v4.new_code_cell(first))
@@ -177,7 +177,7 @@ def test_a_lone_jax_submission_runs_in_its_warm_child_and_its_workers(folder, mo
 def test_a_crash_in_one_worker_costs_its_own_exercise_only(folder, monkeypatch):
     results, ran, _ = _grade(_copy(folder, "crash", appended=CRASH), folder / "crash",
                              monkeypatch)
-    assert results.pop("bessel_i0")["status"] == "failed"
+    assert results.pop("bessel_i0e")["status"] == "failed"
     assert all(t["status"] == "passed" for t in results.values()), results
     assert ran["warm"] == 1
 
