@@ -29,7 +29,7 @@ from autograder.exercises.ch05_custom_derivatives_jax import (
     _primal_hints,
     _rng_vector,
 )
-from autograder.judging.cases import Case, Profile, float_arrays
+from autograder.judging.cases import Case, Profile, dtype_and_shape, float_arrays
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
@@ -37,6 +37,7 @@ FRAMEWORKS = ("jax",)
 
 FIXED_POINT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_fixed_point"
 BESSEL_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_bessel_i0e"
+REMAT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_remat_net"
 
 BESSEL_RULE_PRIMAL_HINT = (
     "The primal output of your JVP rule (the first value it returns) is not bessel_i0e(x): "
@@ -338,7 +339,146 @@ BESSEL_I0E = Exercise(
 )
 
 
-EXERCISES = (FIXED_POINT, BESSEL_I0E)
+# ---------------------------------------------------------------- remat_net (jax.checkpoint)
+
+
+# The notebook's net: REMAT_DEPTH layers h <- tanh(h @ w), loss sum(h ** 2); the harness checks
+# that the pullback keeps at most 4 arrays (its MAX_RESIDUALS).
+REMAT_DEPTH = 6
+# (rows of x, width): w is (width, width); each shape in one dtype.
+REMAT_SHAPES = ((1, 3), (4, 2), (2, 5))
+REMAT_GRADING = ((3, 4), (5, 3))
+
+
+@st.composite
+def _remat_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype, (rows, width) = draw(dtype_and_shape(profile, REMAT_SHAPES, REMAT_GRADING))
+    w = draw(float_arrays(dtype, (width, width), bound=1.0))
+    x = draw(float_arrays(dtype, (rows, width), bound=2.0))
+    g = draw(st.floats(-3.0, 3.0, allow_nan=False, width=32))  # the loss's cotangent: a float
+    return Case((("w", w), ("x", x), ("g", g)))
+
+
+def _remat_edges() -> list[Case]:
+    rng = np.random.default_rng(10)
+    shapes = [((4, 2), np.float64, "four rows of two, float64"),
+              ((1, 3), np.float32, "one row, float32")]
+    return [
+        Case((("w", rng.uniform(-1, 1, (width, width)).round(2).astype(dtype)),
+              ("x", rng.uniform(-2, 2, (rows, width)).round(2).astype(dtype)),
+              ("g", round(float(rng.uniform(-3, 3)), 2))), label=label)
+        for (rows, width), dtype, label in shapes
+    ]
+
+
+def _remat_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    w_np, x_np, g_value = case.values()
+    w, x = tf.constant(w_np), tf.constant(x_np)
+    g = tf.constant(g_value, dtype=x.dtype)
+
+    def net(w: Any, x: Any) -> Any:
+        h = x
+        for _ in range(REMAT_DEPTH):
+            h = tf.tanh(h @ w)
+        return tf.reduce_sum(h**2)
+
+    with tf.GradientTape() as tape:
+        tape.watch([w, x])
+        y = tf.recompute_grad(net)(w, x)
+    g_w, g_x = tape.gradient(y, [w, x], output_gradients=g)
+    return y.numpy(), y.numpy(), g_w.numpy(), g_x.numpy()
+
+
+def _remat_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def net(w: Any, x: Any) -> Any:
+        h = x
+        for _ in range(REMAT_DEPTH):
+            h = jnp.tanh(h @ w)
+        return jnp.sum(h**2)
+
+    y, pullback = jax.vjp(jax.checkpoint(net), arrays["w"], arrays["x"])
+    g = jnp.asarray(params["g"], arrays["x"].dtype)
+    return (y, y, *pullback(g))
+
+
+def _remat_mistake(build: Any) -> Any:
+    def make() -> Any:
+        jax = _jax()
+        jnp = jax.numpy
+
+        def layer(w: Any, h: Any) -> Any:
+            return jnp.tanh(h @ w)
+
+        return build(jax, jnp, layer)
+
+    return _learner("remat_net", "w, x", make)
+
+
+def _per_layer(jax: Any, jnp: Any, layer: Any) -> Any:
+    def net(w: Any, x: Any) -> Any:
+        h = x
+        for _ in range(REMAT_DEPTH):
+            h = jax.checkpoint(layer)(w, h)
+        return jnp.sum(h**2)
+
+    return net
+
+
+def _not_squared(jax: Any, jnp: Any, layer: Any) -> Any:
+    def net(w: Any, x: Any) -> Any:
+        h = x
+        for _ in range(REMAT_DEPTH):
+            h = layer(w, h)
+        return jnp.sum(h)
+
+    return jax.checkpoint(net)
+
+
+def _one_layer_short(jax: Any, jnp: Any, layer: Any) -> Any:
+    def net(w: Any, x: Any) -> Any:
+        h = x
+        for _ in range(REMAT_DEPTH - 1):
+            h = layer(w, h)
+        return jnp.sum(h**2)
+
+    return jax.checkpoint(net)
+
+
+REMAT_NET = Exercise(
+    name="remat_net",
+    returns="the net's loss, whose backward pass saves at most 4 arrays",
+    outputs=("value", "vjp_primal", "grad_w", "grad_x"),
+    strategy=_remat_case,
+    edge_cases=_remat_edges,
+    tf_reference=_remat_tf,
+    jax_reference=_remat_jax,
+    references_text="TensorFlow's tf.recompute_grad and JAX's jax.checkpoint of the same net",
+    invoke=REMAT_INVOKE,
+    frameworks=FRAMEWORKS,
+    mistakes=(
+        Mistake(
+            "one_layer_short",
+            "The value is off: the net applies its layer 6 times (range(6)), as net does.",
+            _remat_mistake(_one_layer_short),
+        ),
+        Mistake(
+            "loss_not_squared",
+            "The loss is sum(h ** 2), the squares of the last layer's outputs, as in net.",
+            _remat_mistake(_not_squared),
+        ),
+    ),
+    hints_by_kind={
+        "exception": EXCEPTION_HINT,
+        "error": EXCEPTION_HINT,
+        "value": "Right shape, wrong numbers: remat_net must compute exactly what net computes "
+        "(jax.checkpoint changes what is saved, never the value or the derivative).",
+    },
+)
+
+
+EXERCISES = (FIXED_POINT, BESSEL_I0E, REMAT_NET)
 
 PREDICTIONS = (
     Prediction(

@@ -85,3 +85,45 @@ def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
         derivatives = stage("running the compiled grad program",
                             lambda: _bessel_i0e_derivatives(fn, bucketed(x)))
         return numpy_arrays((*values, *(d[: x.size].reshape(x.shape) for d in derivatives)))
+
+
+# ---------------------------------------------------------------- checkpointing: a method check
+
+
+# The notebook's net applies DEPTH layers tanh(h @ w); the exercise asks for a backward pass
+# that saves at most MAX_RESIDUALS arrays (one jax.checkpoint around the net saves its two
+# inputs; one per layer saves every layer's input, DEPTH + 1 arrays).
+DEPTH = 6
+MAX_RESIDUALS = 4
+
+
+def saved_residual_count(fn: Fn, *args: Any) -> int:
+    """How many arrays jax.vjp's pullback of fn keeps, as print_saved_residuals lists them."""
+    import contextlib
+    import io
+
+    from jax.ad_checkpoint import print_saved_residuals
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(fn, *args)
+    return len([line for line in printed.getvalue().splitlines() if line.strip()])
+
+
+def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
+    from .method import MethodNotFollowed
+
+    with double_precision():
+        w, x = jnp.asarray(w), jnp.asarray(x)
+        g = jnp.asarray(g, x.dtype)  # the loss's cotangent, a float, in the net's dtype
+        value, pullback = stage("jax.vjp(fn, w, x)", lambda: jax.vjp(fn, w, x))
+        g_w, g_x = stage("the pullback of jax.vjp(fn, w, x)", lambda: pullback(g))
+        values = numpy_arrays((value, value, g_w, g_x))
+        saved = stage("print_saved_residuals(fn, w, x)", lambda: saved_residual_count(fn, w, x))
+    if saved > MAX_RESIDUALS:
+        raise MethodNotFollowed(
+            f"Right values, but jax.vjp's pullback of your function keeps {saved} arrays "
+            f"(print_saved_residuals lists them); this exercise asks for at most "
+            f"{MAX_RESIDUALS}. Wrap what is recomputed in jax.checkpoint: around each layer, "
+            "every layer's input is still saved.", values)
+    return values

@@ -14,6 +14,7 @@ from autograder.exercises.ch06_implicit_callbacks_checkpointing import (
     BESSEL_I0E,
     EXERCISES,
     FIXED_POINT,
+    REMAT_NET,
 )
 from autograder.harness.ch05_custom_derivatives_jax import double_precision
 from autograder.judging.cases import NOTEBOOK, draw_cases
@@ -305,3 +306,62 @@ def test_every_exercise_is_a_jax_exercise_with_an_invoke():
         module = exercise.invoker().__wrapped__.__module__
         assert module == "autograder.harness.ch06_implicit_callbacks_checkpointing"
         assert exercise.chapter == "06"
+
+
+# ---------------------------------------------------------------- remat_net
+
+
+def _layer(w, h):
+    return jnp.tanh(h @ w)
+
+
+def _net(w, x):
+    h = x
+    for _ in range(6):
+        h = _layer(w, h)
+    return jnp.sum(h**2)
+
+
+def remat_two_halves(w, x):
+    """Two checkpointed halves of three layers: saves the inputs and the middle h."""
+
+    def half(w, h):
+        for _ in range(3):
+            h = _layer(w, h)
+        return h
+
+    h = jax.checkpoint(half)(w, x)
+    return jnp.sum(jax.checkpoint(half)(w, h) ** 2)
+
+
+@pytest.mark.parametrize("fn", [jax.checkpoint(_net), remat_two_halves])
+def test_right_remat_net_passes(fn):
+    report = check.remat_net(fn)
+    assert report.passed, str(report)
+
+
+def per_layer(w, x):
+    """The scan demo's placement copied: one checkpoint per layer."""
+    h = x
+    for _ in range(6):
+        h = jax.checkpoint(_layer)(w, h)
+    return jnp.sum(h**2)
+
+
+@pytest.mark.parametrize("fn", [_net, per_layer], ids=["no_checkpoint", "per_layer"])
+def test_right_values_that_save_too_much_fail_on_the_method(fn):
+    report = check.remat_net(fn)
+    assert not report.passed
+    assert "this exercise asks for at most 4" in str(report), str(report)
+
+
+def test_the_remat_references_are_the_plain_nets_derivatives():
+    cases, outputs = _table(REMAT_NET)
+    for case, (value, _, g_w, g_x) in zip(cases, outputs, strict=True):
+        w, x, g = (np.asarray(v, np.float64) for v in case.values())  # g: a float
+        with double_precision():
+            y, pullback = jax.vjp(_net, jnp.asarray(w), jnp.asarray(x))
+            want_w, want_x = pullback(jnp.asarray(g))
+        np.testing.assert_allclose(value, y, rtol=1e-5)
+        np.testing.assert_allclose(g_w, want_w, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(g_x, want_x, rtol=1e-4, atol=1e-5)
