@@ -22,9 +22,14 @@ from autograder.exercises.ch05_custom_derivatives_jax import (
     EXERCISES,
     LOG1PEXP,
 )
-from autograder.judging.cases import NOTEBOOK, draw_cases, grading_profile
-from autograder.judging.references import reference_outputs
+from autograder.judging.cases import draw_cases, grading_profile
 
+from ..jax_rules import (
+    assert_jax_chapter,
+    assert_primals_are_the_value,
+    central_difference,
+    reference_table,
+)
 from ..submissions import ROOT
 
 # ---------------------------------------------------------------- log1pexp
@@ -215,15 +220,6 @@ def test_wrong_clip_gradient_fails_with_its_hint(fn, hint):
 # ---------------------------------------------------------------- the references themselves
 
 
-def _table(exercise):
-    cases = exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)
-    return cases, reference_outputs(exercise, cases)
-
-
-def _directional(f, x, v, h=1e-6):
-    return (f(x + h * v) - f(x - h * v)) / (2 * h)
-
-
 def _softplus(x):
     return np.logaddexp(x, 0.0)
 
@@ -235,14 +231,14 @@ def test_references_match_finite_differences_in_random_directions():
     rng = np.random.default_rng(0)
     checked = 0
     jvp_index, vjp_index = LOG1PEXP.outputs.index("jvp"), LOG1PEXP.outputs.index("vjp")
-    for case, outputs in zip(*_table(LOG1PEXP), strict=True):
+    for case, outputs in zip(*reference_table(LOG1PEXP), strict=True):
         x, t, g = case.values()
         if x.dtype != np.float64 or np.abs(x).max() > 50:
             continue
         v = rng.normal(size=x.shape)
-        np.testing.assert_allclose(outputs[jvp_index], _directional(_softplus, x, t),
+        np.testing.assert_allclose(outputs[jvp_index], central_difference(_softplus, x, t),
                                    rtol=1e-5, atol=1e-6)
-        lhs = float(np.vdot(g, _directional(_softplus, x, v)))
+        lhs = float(np.vdot(g, central_difference(_softplus, x, v)))
         np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5, atol=1e-6)
         checked += 1
     assert checked >= 1
@@ -252,35 +248,25 @@ def test_second_derivatives_match_finite_differences():
     def sigmoid(v):
         return 1 / (1 + np.exp(-v))
 
-    for case, outputs in zip(*_table(LOG1PEXP), strict=True):
+    for case, outputs in zip(*reference_table(LOG1PEXP), strict=True):
         x = case.values()[0]
         if x.dtype != np.float64 or np.abs(x).max() > 50:
             continue
-        np.testing.assert_allclose(outputs[-1], _directional(sigmoid, x, 1.0, h=1e-4),
+        np.testing.assert_allclose(outputs[-1], central_difference(sigmoid, x, 1.0, h=1e-4),
                                    rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_primal_of_every_jvp_and_vjp_is_compared_with_the_value(exercise):
-    """jax.jvp and jax.vjp return the primal of the learner's rule (the JVP rule, or fwd),
-    which may differ from the function's; the references expect the function's value."""
-    primals = [name for name in exercise.outputs if name.endswith("_primal")]
-    assert primals, exercise.name
-    for outputs in _table(exercise)[1]:
-        for name in primals:
-            np.testing.assert_array_equal(outputs[exercise.outputs.index(name)], outputs[0])
+    assert_primals_are_the_value(exercise)
 
 
 def test_every_exercise_is_a_jax_exercise_with_an_invoke():
-    for exercise in EXERCISES:
-        assert exercise.frameworks == ("jax",)
-        module = exercise.invoker().__wrapped__.__module__
-        assert module == "autograder.harness.ch05_custom_derivatives_jax"
-        assert exercise.chapter == "05"
+    assert_jax_chapter(EXERCISES, "05", "ch05_custom_derivatives_jax")
 
 
 def test_the_clip_reference_is_clipped():
-    cases, outputs = _table(CLIP_GRADIENT)
+    cases, outputs = reference_table(CLIP_GRADIENT)
     for case, (value, vjp_primal, vjp, rows, chained) in zip(cases, outputs, strict=True):
         lo, hi, x, g = case.values()
         np.testing.assert_array_equal(value, x)
@@ -402,7 +388,7 @@ def test_wrong_argmax_ste_fails_with_its_hint(fn, hint):
 
 
 def test_the_ste_reference_is_a_one_hot_with_softmaxs_vjp():
-    cases, outputs = _table(ARGMAX_STE)
+    cases, outputs = reference_table(ARGMAX_STE)
     for case, (value, _, vjp) in zip(cases, outputs, strict=True):
         logits, g = (np.asarray(v, np.float64) for v in case.values())
         one_hot = np.eye(logits.shape[-1])[np.argmax(logits, axis=-1)]

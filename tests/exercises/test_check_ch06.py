@@ -17,8 +17,13 @@ from autograder.exercises.ch06_implicit_callbacks_checkpointing import (
     REMAT_NET,
 )
 from autograder.harness.ch05_custom_derivatives_jax import double_precision
-from autograder.judging.cases import NOTEBOOK, draw_cases
-from autograder.judging.references import reference_outputs
+
+from ..jax_rules import (
+    assert_jax_chapter,
+    assert_primals_are_the_value,
+    central_difference,
+    reference_table,
+)
 
 # ---------------------------------------------------------------- fixed_point
 
@@ -231,15 +236,6 @@ def test_bessel_derivatives_on_a_bucket_are_the_elementwise_derivatives(dtype):
 # ---------------------------------------------------------------- the references themselves
 
 
-def _table(exercise):
-    cases = exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)
-    return cases, reference_outputs(exercise, cases)
-
-
-def _directional(f, x, v, h=1e-6):
-    return (f(x + h * v) - f(x - h * v)) / (2 * h)
-
-
 def _fixed_point_numpy(a):
     x = np.zeros_like(a)
     for _ in range(400):
@@ -258,18 +254,18 @@ def test_references_match_finite_differences_in_random_directions():
     ]:
         tangent_index = exercise.outputs.index(tangent_name) if tangent_name else None
         vjp_index = exercise.outputs.index(vjp_name) if vjp_name else None
-        for case, outputs in zip(*_table(exercise), strict=True):
+        for case, outputs in zip(*reference_table(exercise), strict=True):
             x = case.values()[0]
             if x.dtype != np.float64 or np.abs(x).max() > 50:
                 continue
             v = rng.normal(size=x.shape)
             if tangent_index is not None:
                 t = case.values()[1]
-                np.testing.assert_allclose(outputs[tangent_index], _directional(f, x, t),
+                np.testing.assert_allclose(outputs[tangent_index], central_difference(f, x, t),
                                            rtol=1e-5, atol=1e-6)
             if vjp_index is not None:
                 g = case.values()[-1]
-                lhs = float(np.vdot(g, _directional(f, x, v)))
+                lhs = float(np.vdot(g, central_difference(f, x, v)))
                 np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5,
                                            atol=1e-6)
             checked += 1
@@ -277,35 +273,27 @@ def test_references_match_finite_differences_in_random_directions():
 
 
 def test_bessel_second_derivative_matches_finite_differences():
-    for case, outputs in zip(*_table(BESSEL_I0E), strict=True):
+    for case, outputs in zip(*reference_table(BESSEL_I0E), strict=True):
         x = case.values()[0]
         if x.dtype != np.float64:
             continue
         first = outputs[BESSEL_I0E.outputs.index("grad")]
-        np.testing.assert_allclose(first, _directional(external_i0e, x, 1.0), rtol=1e-5)
+        np.testing.assert_allclose(first, central_difference(external_i0e, x, 1.0), rtol=1e-5)
         second = outputs[-1]
         def derivative(v):
-            return _directional(external_i0e, v, 1.0, h=1e-4)
+            return central_difference(external_i0e, v, 1.0, h=1e-4)
 
-        np.testing.assert_allclose(second, _directional(derivative, x, 1.0, h=1e-4), rtol=1e-4,
-                                   atol=1e-6)
+        expected = central_difference(derivative, x, 1.0, h=1e-4)
+        np.testing.assert_allclose(second, expected, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
 def test_the_primal_of_every_jvp_and_vjp_is_compared_with_the_value(exercise):
-    primals = [name for name in exercise.outputs if name.endswith("_primal")]
-    assert primals, exercise.name
-    for outputs in _table(exercise)[1]:
-        for name in primals:
-            np.testing.assert_array_equal(outputs[exercise.outputs.index(name)], outputs[0])
+    assert_primals_are_the_value(exercise)
 
 
 def test_every_exercise_is_a_jax_exercise_with_an_invoke():
-    for exercise in EXERCISES:
-        assert exercise.frameworks == ("jax",)
-        module = exercise.invoker().__wrapped__.__module__
-        assert module == "autograder.harness.ch06_implicit_callbacks_checkpointing"
-        assert exercise.chapter == "06"
+    assert_jax_chapter(EXERCISES, "06", "ch06_implicit_callbacks_checkpointing")
 
 
 # ---------------------------------------------------------------- remat_net
@@ -356,7 +344,7 @@ def test_right_values_that_save_too_much_fail_on_the_method(fn):
 
 
 def test_the_remat_references_are_the_plain_nets_derivatives():
-    cases, outputs = _table(REMAT_NET)
+    cases, outputs = reference_table(REMAT_NET)
     for case, (value, _, g_w, g_x) in zip(cases, outputs, strict=True):
         w, x, g = (np.asarray(v, np.float64) for v in case.values())  # g: a float
         with double_precision():
