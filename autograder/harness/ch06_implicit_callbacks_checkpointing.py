@@ -70,7 +70,83 @@ def bucketed(x: Any) -> Any:
 # ---------------------------------------------------------------- one invoke per exercise
 
 
+# The notebook's accuracy and memory demonstrations (after the exercise) import two finished
+# solvers for any map f; either one, called in a learner's fixed_point, answers the exercise
+# without deriving the implicit rule.
+REFERENCE_SOLVERS_MODULE = "coursekit.custom_derivatives"
+REFERENCE_SOLVERS = ("fixed_point_implicit", "fixed_point_unrolled", "_implicit_bwd",
+                     "_implicit_fwd", "iterate")
+
+
+def _is_reference_solver(value: Any) -> bool:
+    if getattr(value, "__name__", None) in ("coursekit", REFERENCE_SOLVERS_MODULE):
+        return True  # the module itself, used as `custom_derivatives.fixed_point_implicit`
+    wrapped = getattr(value, "__wrapped__", value)  # jax.custom_vjp keeps the function
+    return any(getattr(v, "__module__", None) == REFERENCE_SOLVERS_MODULE
+               and getattr(v, "__name__", None) in REFERENCE_SOLVERS for v in (value, wrapped))
+
+
+def _functions_of(fn: Any) -> list[Any]:
+    """fn and, for a jax.custom_vjp/custom_jvp object, the Python functions it holds."""
+    held = [getattr(fn, name, None) for name in ("fun", "fwd", "bwd", "jvp", "__wrapped__")]
+    return [fn, *(f for f in held if f is not None)]
+
+
+def _uses_reference_solver(fn: Any, seen: set[int] | None = None) -> bool:
+    """Whether fn is, or calls (through the names its code reads, following the learner's own
+    functions), one of the reference solvers."""
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    if _is_reference_solver(fn):
+        return True
+    for function in _functions_of(fn):
+        code = getattr(function, "__code__", None)
+        if code is None or (function is not fn and id(function) in seen):
+            continue
+        seen.add(id(function))
+        namespace = getattr(function, "__globals__", {})
+        cells = [c.cell_contents for c in (getattr(function, "__closure__", None) or ())
+                 if _filled(c)]
+        names = {name for c in _codes(code) for name in c.co_names}
+        for value in [namespace.get(name) for name in names] + cells:
+            if _is_reference_solver(value) or (
+                    callable(value) and getattr(value, "__module__", None) == function.__module__
+                    and _uses_reference_solver(value, seen)):
+                return True
+    return False
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+def _codes(code: Any) -> Any:
+    """A code object and those of the functions (lambdas included) defined inside it."""
+    yield code
+    for constant in code.co_consts:
+        if hasattr(constant, "co_names"):
+            yield from _codes(constant)
+
+
+def refuse_reference_solver(fn: Fn) -> None:
+    """Refuse a fixed_point that calls the demonstrations' finished solvers: with them, bwd is
+    one jax.vjp call and nothing is derived."""
+    if _uses_reference_solver(fn):
+        raise ValueError(
+            "Your fixed_point uses the course's finished solvers (coursekit.custom_derivatives: "
+            "fixed_point_implicit or fixed_point_unrolled, which the demonstrations after the "
+            "exercise compare): the check needs your own rule. Write fixed_point_bwd from the "
+            "partial derivatives of f(a, x) = a / (1 + x) at the solution.")
+
+
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
+    refuse_reference_solver(fn)
     with double_precision():
         a, g = jnp.asarray(a), jnp.asarray(g)
         return numpy_arrays(stage("running the compiled jit/vjp/grad program",

@@ -17,6 +17,8 @@ from autograder.exercises.ch06_implicit_callbacks_checkpointing import (
     REMAT_NET,
 )
 from autograder.harness.ch05_custom_derivatives_jax import double_precision
+from coursekit import custom_derivatives
+from coursekit.custom_derivatives import fixed_point_implicit
 
 from ..jax_rules import (
     assert_jax_chapter,
@@ -94,7 +96,22 @@ def while_loop_unrolled(a):
     )[0]
 
 
+def _bwd_by_the_reference_solver(residuals, g):
+    a, _ = residuals
+    return jax.vjp(lambda a: fixed_point_implicit(fixed_point_map, a, 300), a)[1](g)
+
+
+def _vjp_of_the_unrolled_solver(a, g):  # a helper of the learner's own, one call deeper
+    return jax.vjp(lambda a: custom_derivatives.fixed_point_unrolled(fixed_point_map, a, 300),
+                   a)[1](g)
+
+
+REFUSED = "uses the course's finished solvers"
+
 FIXED_POINT_BUGS = [
+    (_fixed_point(_fwd, _bwd_by_the_reference_solver), REFUSED),
+    (_fixed_point(_fwd, lambda r, g: _vjp_of_the_unrolled_solver(r[0], g)), REFUSED),
+    (lambda a: fixed_point_implicit(fixed_point_map, a, 300), REFUSED),
     (_fixed_point(_fwd_stashing, _bwd_stashed), "residuals close over tracers"),
     (_fixed_point(_fwd, lambda r, g: _bwd_formula(r, g)[0]), "bwd returned the wrong structure"),
     (while_loop_unrolled, "cannot differentiate through lax.while_loop"),
