@@ -122,6 +122,7 @@ UNBROADCAST = Exercise(
     tf_reference=_unbroadcast_tf,
     jax_reference=_unbroadcast_jax,
     references_text="jax.vjp and tf.GradientTape of broadcast_to(x, g.shape)",
+    invoke="course_helpers:invoke_own_code",  # refuses coursekit's broadcast_plan
     mistakes=(
         Mistake(
             "leading_only",

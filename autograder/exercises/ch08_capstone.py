@@ -122,6 +122,7 @@ CAPSTONE_BROADCAST_RULE = Exercise(
     tf_reference=_broadcast_tf,
     jax_reference=_broadcast_jax,
     references_text="tf.GradientTape of tf.add / tf.multiply and jax.vjp of jnp.add / jnp.multiply",
+    invoke="course_helpers:invoke_own_code",  # refuses coursekit's broadcast_plan
     mistakes=(
         Mistake(
             "chapter02_rule",

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from .course_helpers import helpers_used
+
 UNARY = ("neg", "exp", "log", "tanh")
 STATEMENT = re.compile(r"\s*v(\d+) = (\w+)\((.*)\)\s*")
 FUNCTION_NAMES = {"sum": "reduce_sum"}  # op "sum" is the learner's reduce_sum
@@ -107,14 +109,6 @@ REFERENCE_ANSWERS = ("vjp_rule", "toposort", "reverse_topological", "backward",
                      "backward_steps", "visit_steps", "grad")
 
 
-def _codes(code: Any) -> Iterable[Any]:
-    """A code object and those of the functions defined inside it."""
-    yield code
-    for constant in code.co_consts:
-        if hasattr(constant, "co_names"):
-            yield from _codes(constant)
-
-
 def _is_reference_answer(value: Any) -> bool:
     if getattr(value, "__name__", None) in ("coursekit", REFERENCE_TAPE):  # `reference.`
         return True
@@ -126,11 +120,8 @@ def refuse_reference_tape(fn: Callable[..., Any], exercise: str) -> None:
     """Refuse an answer that is, or calls, the reference tape's own answer: the demonstrations
     use `reference` (coursekit.tape), a complete tape, so `reference.toposort` is on screen,
     and handing it back would pass without deriving anything."""
-    namespace = getattr(fn, "__globals__", {})
-    code = getattr(fn, "__code__", None)
-    used = {name for c in _codes(code) for name in c.co_names} if code is not None else set()
-    handed_back = _is_reference_answer(fn) or fn in (vjp_rule, toposort, backward)
-    if handed_back or any(_is_reference_answer(namespace.get(name)) for name in used):
+    handed_back = fn in (vjp_rule, toposort, backward)
+    if handed_back or helpers_used(fn, _is_reference_answer):
         raise ValueError(
             f"Your {exercise} uses the course's reference tape ({REFERENCE_TAPE}, imported as "
             "`reference` for the demonstrations): the check needs your own code. Write "

@@ -13,6 +13,7 @@ from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 from autograder.judging.cases import NOTEBOOK, draw_cases
 from autograder.judging.engine import check_function
 from autograder.judging.references import ReferenceDisagreement
+from coursekit.broadcasting import broadcast_plan
 
 # ---------------------------------------------------------------- right answers, several ways
 
@@ -266,3 +267,31 @@ def test_two_chapters_cannot_share_an_exercise_name():
     clash = dataclasses.replace(UNBROADCAST, chapter="99")
     with pytest.raises(ValueError, match="used by chapters 03 and 99"):
         _by_name((UNBROADCAST, clash))
+
+
+# ---------------------------------------------------------------- the course's own helper
+
+
+def unbroadcast_by_plan(g, shape):
+    """Chapter 03's imported broadcast_plan, which names the axes that broadcast."""
+    plan = broadcast_plan(shape, g.shape).a
+    return g.sum(axis=plan.keep_axes, keepdims=True).sum(axis=plan.drop_axes)
+
+
+def _axes_by_plan(g, shape):
+    plan = broadcast_plan(shape, g.shape).a
+    return plan.keep_axes, plan.drop_axes
+
+
+def unbroadcast_by_plan_one_function_deeper(g, shape):
+    keep, drop = _axes_by_plan(g, shape)
+    return g.sum(axis=keep, keepdims=True).sum(axis=drop)
+
+
+@pytest.mark.parametrize("fn", [unbroadcast_by_plan, unbroadcast_by_plan_one_function_deeper])
+def test_an_unbroadcast_built_on_broadcast_plan_is_refused(fn):
+    g = np.arange(24.0).reshape(2, 3, 4)
+    np.testing.assert_array_equal(fn(g, (3, 1)), unbroadcast_loops(g, (3, 1)))  # right values
+    report = check.unbroadcast(fn)
+    assert not report.passed
+    assert "course's own helper broadcast_plan" in str(report), str(report)

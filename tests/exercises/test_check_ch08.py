@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from autograder import check
+from coursekit.broadcasting import broadcast_plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +58,27 @@ def test_broadcast_rules_written_differently_pass(fn):
     report = check.capstone_broadcast_rule(fn)
     assert report.passed, str(report)
     assert report.cases_checked >= 20
+
+
+def _unbroadcast_by_plan(c, shape):
+    """Chapter 03's unbroadcast built on coursekit's broadcast_plan, copied into chapter 08."""
+    plan = broadcast_plan(shape, c.shape).a
+    return c.sum(axis=plan.keep_axes, keepdims=True).sum(axis=plan.drop_axes)
+
+
+def broadcast_rule_by_plan(op, g, x, y):
+    g_x, g_y = (g, g) if op == "add" else (g * y, g * x)
+    return _unbroadcast_by_plan(g_x, x.shape), _unbroadcast_by_plan(g_y, y.shape)
+
+
+def test_a_rule_built_on_broadcast_plan_is_refused():
+    g, x, y = np.arange(24.0).reshape(2, 3, 4), np.ones((3, 1)), np.ones(4)
+    right = broadcast_rule_with_unbroadcast("mul", g, x, y)
+    for got, want in zip(broadcast_rule_by_plan("mul", g, x, y), right, strict=True):
+        np.testing.assert_array_equal(got, want)  # right values: refused for the helper alone
+    report = check.capstone_broadcast_rule(broadcast_rule_by_plan)
+    assert not report.passed
+    assert "course's own helper broadcast_plan" in str(report), str(report)
 
 
 def chapter02_table_copied(op, g, x, y):
