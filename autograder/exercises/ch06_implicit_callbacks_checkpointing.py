@@ -343,7 +343,10 @@ BESSEL_I0E = Exercise(
 
 
 # The notebook's net: REMAT_DEPTH layers h <- tanh(h @ w), loss sum(h ** 2); the harness checks
-# that the pullback keeps at most 4 arrays (its MAX_RESIDUALS).
+# the memory budget (its MAX_RESIDUALS, MAX_PIECE, MAX_LAYER_RUNS): at most 4 arrays kept by
+# the pullback, no checkpointed piece of more than 3 layers, each layer recomputed at most once.
+# The references checkpoint the net in two halves of 3 layers, a placement within the budget.
+REMAT_HALF = 3
 REMAT_DEPTH = 6
 # (rows of x, width): w is (width, width); each shape in one dtype.
 REMAT_SHAPES = ((1, 3), (4, 2), (2, 5))
@@ -376,15 +379,14 @@ def _remat_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     w, x = tf.constant(w_np), tf.constant(x_np)
     g = tf.constant(g_value, dtype=x.dtype)
 
-    def net(w: Any, x: Any) -> Any:
-        h = x
-        for _ in range(REMAT_DEPTH):
+    def half(w: Any, h: Any) -> Any:
+        for _ in range(REMAT_HALF):
             h = tf.tanh(h @ w)
-        return tf.reduce_sum(h**2)
+        return h
 
     with tf.GradientTape() as tape:
         tape.watch([w, x])
-        y = tf.recompute_grad(net)(w, x)
+        y = tf.reduce_sum(tf.recompute_grad(half)(w, tf.recompute_grad(half)(w, x)) ** 2)
     g_w, g_x = tape.gradient(y, [w, x], output_gradients=g)
     return y.numpy(), y.numpy(), g_w.numpy(), g_x.numpy()
 
@@ -392,13 +394,16 @@ def _remat_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
 def _remat_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
 
-    def net(w: Any, x: Any) -> Any:
-        h = x
-        for _ in range(REMAT_DEPTH):
+    @jax.checkpoint
+    def half(w: Any, h: Any) -> Any:
+        for _ in range(REMAT_HALF):
             h = jnp.tanh(h @ w)
-        return jnp.sum(h**2)
+        return h
 
-    y, pullback = jax.vjp(jax.checkpoint(net), arrays["w"], arrays["x"])
+    def net(w: Any, x: Any) -> Any:
+        return jnp.sum(half(w, half(w, x)) ** 2)
+
+    y, pullback = jax.vjp(net, arrays["w"], arrays["x"])
     g = jnp.asarray(params["g"], arrays["x"].dtype)
     return (y, y, *pullback(g))
 
@@ -416,45 +421,45 @@ def _remat_mistake(build: Any) -> Any:
     return _learner("remat_net", "w, x", make)
 
 
-def _per_layer(jax: Any, jnp: Any, layer: Any) -> Any:
-    def net(w: Any, x: Any) -> Any:
-        h = x
-        for _ in range(REMAT_DEPTH):
-            h = jax.checkpoint(layer)(w, h)
-        return jnp.sum(h**2)
+def _pieces(jax: Any, layer: Any, sizes: tuple[int, ...]) -> Any:
+    """The layers in checkpointed pieces of the given sizes, one after the other."""
+    def piece_of(size: int) -> Any:
+        def piece(w: Any, h: Any) -> Any:
+            for _ in range(size):
+                h = layer(w, h)
+            return h
 
-    return net
+        return jax.checkpoint(piece)
+
+    def layers(w: Any, h: Any) -> Any:
+        for size in sizes:
+            h = piece_of(size)(w, h)
+        return h
+
+    return layers
 
 
 def _not_squared(jax: Any, jnp: Any, layer: Any) -> Any:
-    def net(w: Any, x: Any) -> Any:
-        h = x
-        for _ in range(REMAT_DEPTH):
-            h = layer(w, h)
-        return jnp.sum(h)
-
-    return jax.checkpoint(net)
+    layers = _pieces(jax, layer, (REMAT_HALF, REMAT_HALF))
+    return lambda w, x: jnp.sum(layers(w, x))
 
 
 def _one_layer_short(jax: Any, jnp: Any, layer: Any) -> Any:
-    def net(w: Any, x: Any) -> Any:
-        h = x
-        for _ in range(REMAT_DEPTH - 1):
-            h = layer(w, h)
-        return jnp.sum(h**2)
-
-    return jax.checkpoint(net)
+    layers = _pieces(jax, layer, (REMAT_HALF, REMAT_HALF - 1))
+    return lambda w, x: jnp.sum(layers(w, x) ** 2)
 
 
 REMAT_NET = Exercise(
     name="remat_net",
-    returns="the net's loss, whose backward pass saves at most 4 arrays",
+    returns="the net's loss, whose backward pass keeps at most 4 arrays, recomputes no "
+    "checkpointed piece of more than 3 layers, and each layer at most once",
     outputs=("value", "vjp_primal", "grad_w", "grad_x"),
     strategy=_remat_case,
     edge_cases=_remat_edges,
     tf_reference=_remat_tf,
     jax_reference=_remat_jax,
-    references_text="TensorFlow's tf.recompute_grad and JAX's jax.checkpoint of the same net",
+    references_text="the same net in two halves, each under TensorFlow's tf.recompute_grad "
+    "and JAX's jax.checkpoint",
     invoke=REMAT_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
@@ -497,9 +502,8 @@ PREDICTIONS = (
     ),
     Prediction(
         name="ch06_checkpoint_saved_residuals",
-        question="Without jax.checkpoint, the block's backward pass saves its inputs w and x "
-        "and values computed inside the block. How many arrays does it save with "
-        "jax.checkpoint(block)?",
+        question="The block takes two arrays, w and x, and computes two tanh layers from "
+        "them. How many arrays does the backward pass of jax.checkpoint(block) save?",
         answer=2.0,
         rel_tolerance=0.01,
         why="Only the block's inputs, w and x: everything inside is recomputed from them "

@@ -166,11 +166,17 @@ def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
 # ---------------------------------------------------------------- checkpointing: a method check
 
 
-# The notebook's net applies DEPTH layers tanh(h @ w); the exercise asks for a backward pass
-# that saves at most MAX_RESIDUALS arrays (one jax.checkpoint around the net saves its two
-# inputs; one per layer saves every layer's input, DEPTH + 1 arrays).
+# The notebook's net applies DEPTH layers tanh(h @ w). The exercise sets a memory budget with
+# two parts, both counted here: the pullback keeps at most MAX_RESIDUALS arrays (no checkpoint
+# saves 15; one per layer saves every layer's input, DEPTH + 2), and no checkpointed piece
+# recomputes more than MAX_PIECE layers (a piece's recomputation saves its own residuals until
+# its backward pass is done: one checkpoint around the whole net holds as much, at that moment,
+# as no checkpoint at all). And each layer runs at most twice, forward and recomputed once
+# (nested checkpoints recompute the inner layers again). A layer is counted as its tanh.
 DEPTH = 6
 MAX_RESIDUALS = 4
+MAX_PIECE = 3
+MAX_LAYER_RUNS = 2 * DEPTH
 
 
 def saved_residual_count(fn: Fn, *args: Any) -> int:
@@ -186,6 +192,64 @@ def saved_residual_count(fn: Fn, *args: Any) -> int:
     return len([line for line in printed.getvalue().splitlines() if line.strip()])
 
 
+def _subjaxprs(eqn: Any) -> list[Any]:
+    from jax.extend.core import jaxprs_in_params
+
+    return list(jaxprs_in_params(eqn.params))
+
+
+def layer_count(jaxpr: Any) -> int:
+    """How many layers (tanh operations) a jaxpr runs, inside nested calls included."""
+    return sum((eqn.primitive.name == "tanh") + sum(layer_count(j) for j in _subjaxprs(eqn))
+               for eqn in jaxpr.eqns)
+
+
+def checkpointed_pieces(jaxpr: Any) -> list[int]:
+    """The layer count of every jax.checkpoint region in a jaxpr, nested ones included."""
+    pieces = []
+    for eqn in jaxpr.eqns:
+        subs = _subjaxprs(eqn)
+        if eqn.primitive.name in ("checkpoint", "remat", "remat2"):
+            pieces.append(sum(layer_count(j) for j in subs))
+        for sub in subs:
+            pieces.extend(checkpointed_pieces(sub))
+    return pieces
+
+
+def _forward_and_backward(fn: Fn, w: Any, x: Any, g: Any) -> Any:
+    """The jaxpr of jax.vjp(fn, w, x) and its pullback applied to g: every layer that runs."""
+    def both(w: Any, x: Any) -> Any:
+        value, pullback = jax.vjp(fn, w, x)
+        return value, pullback(g)
+
+    return jax.make_jaxpr(both)(w, x).jaxpr
+
+
+def budget_broken(fn: Fn, w: Any, x: Any, g: Any) -> str | None:
+    """Why fn's backward pass breaks the exercise's memory budget, or None."""
+    saved = saved_residual_count(fn, w, x)
+    if saved > MAX_RESIDUALS:
+        return (f"jax.vjp's pullback of your function keeps {saved} arrays "
+                f"(print_saved_residuals lists them); this exercise asks for at most "
+                f"{MAX_RESIDUALS}. Each jax.checkpoint saves the input of its piece: one "
+                "around each layer still saves every layer's input.")
+    pieces = checkpointed_pieces(jax.make_jaxpr(fn)(w, x).jaxpr)
+    if pieces and max(pieces) > MAX_PIECE:
+        return (f"a checkpointed piece of your net spans {max(pieces)} layers; this exercise "
+                f"allows at most {MAX_PIECE}. The pullback saves little, but in the backward "
+                "pass the piece runs again and saves the residuals of all its layers until "
+                "its own backward pass is done: with one checkpoint around the whole net, "
+                "that is as much, at that moment, as no checkpoint at all. Cut the net into "
+                "pieces, so that both counts stay small.")
+    runs = layer_count(_forward_and_backward(fn, w, x, g))
+    if runs > MAX_LAYER_RUNS:
+        return (f"the forward and backward passes of your function run {runs} layers; this "
+                f"exercise allows {MAX_LAYER_RUNS}, each of the {DEPTH} layers once forward "
+                "and recomputed at most once. A checkpoint inside a checkpointed piece "
+                "recomputes its layers a second time.")
+    return None
+
+
 def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
     from .method import MethodNotFollowed
 
@@ -195,11 +259,8 @@ def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
         value, pullback = stage("jax.vjp(fn, w, x)", lambda: jax.vjp(fn, w, x))
         g_w, g_x = stage("the pullback of jax.vjp(fn, w, x)", lambda: pullback(g))
         values = numpy_arrays((value, value, g_w, g_x))
-        saved = stage("print_saved_residuals(fn, w, x)", lambda: saved_residual_count(fn, w, x))
-    if saved > MAX_RESIDUALS:
-        raise MethodNotFollowed(
-            f"Right values, but jax.vjp's pullback of your function keeps {saved} arrays "
-            f"(print_saved_residuals lists them); this exercise asks for at most "
-            f"{MAX_RESIDUALS}. Wrap what is recomputed in jax.checkpoint: around each layer, "
-            "every layer's input is still saved.", values)
+        broken = stage("counting what the backward pass saves and recomputes",
+                       lambda: budget_broken(fn, w, x, g))
+    if broken is not None:
+        raise MethodNotFollowed(f"Right values, but {broken}", values)
     return values

@@ -339,7 +339,17 @@ def remat_two_halves(w, x):
     return jnp.sum(jax.checkpoint(half)(w, h) ** 2)
 
 
-@pytest.mark.parametrize("fn", [jax.checkpoint(_net), remat_two_halves])
+def remat_thirds_with_the_loss(w, x):
+    """Three checkpointed pieces of two layers, the loss inside the last: saves w, x, h2, h4."""
+
+    def two(w, h):
+        return _layer(w, _layer(w, h))
+
+    h = jax.remat(two)(w, jax.remat(two)(w, x))
+    return jax.checkpoint(lambda w, h: jnp.sum(two(w, h) ** 2))(w, h)
+
+
+@pytest.mark.parametrize("fn", [remat_two_halves, remat_thirds_with_the_loss])
 def test_right_remat_net_passes(fn):
     report = check.remat_net(fn)
     assert report.passed, str(report)
@@ -353,11 +363,40 @@ def per_layer(w, x):
     return jnp.sum(h**2)
 
 
-@pytest.mark.parametrize("fn", [_net, per_layer], ids=["no_checkpoint", "per_layer"])
-def test_right_values_that_save_too_much_fail_on_the_method(fn):
+def thirds(w, x):
+    """Three pieces of two layers, the loss outside: the last h is saved too, 5 arrays."""
+    h = x
+    for _ in range(3):
+        h = jax.checkpoint(lambda w, h: _layer(w, _layer(w, h)))(w, h)
+    return jnp.sum(h**2)
+
+
+def nested(w, x):
+    """Halves whose layers are checkpointed again: the layers run a third time."""
+
+    def half(w, h):
+        for _ in range(3):
+            h = jax.checkpoint(_layer)(w, h)
+        return h
+
+    return jnp.sum(jax.checkpoint(half)(w, jax.checkpoint(half)(w, x)) ** 2)
+
+
+REMAT_BUDGET_BROKEN = [
+    (_net, "keeps 15 arrays"),
+    (per_layer, "keeps 8 arrays"),
+    (thirds, "keeps 5 arrays"),
+    (jax.checkpoint(_net), "spans 6 layers"),  # the demo's jax.checkpoint(block), on the net
+    (nested, "allows 12, each of the 6 layers once forward and recomputed at most once"),
+]
+
+
+@pytest.mark.parametrize(("fn", "hint"), REMAT_BUDGET_BROKEN,
+                         ids=["no_checkpoint", "per_layer", "thirds", "whole_net", "nested"])
+def test_right_values_that_break_the_budget_fail_on_the_method(fn, hint):
     report = check.remat_net(fn)
     assert not report.passed
-    assert "this exercise asks for at most 4" in str(report), str(report)
+    assert "Right values, but" in str(report) and hint in str(report), str(report)
 
 
 def test_the_remat_references_are_the_plain_nets_derivatives():
