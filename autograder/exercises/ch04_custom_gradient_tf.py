@@ -472,7 +472,7 @@ CLIP_COTANGENT_NORM = Exercise(
     tf_reference=_clip_tf,
     jax_reference=_clip_jax,
     references_text="jax.custom_vjp (identity, rescaled cotangent) and tf.clip_by_norm",
-    invoke="ch04_custom_gradient_tf:invoke",
+    invoke="ch04_custom_gradient_tf:invoke_clip",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
@@ -672,8 +672,9 @@ QUANTIZE_STE = Exercise(
             "Python int, not an input with a gradient."
         ),
         "value": (
-            "y = tf.round(clip(x, 0, 1) * (levels - 1)) / (levels - 1); going backward, treat "
-            "only the rounding as the identity and keep the clip's own gradient."
+            "Forward: clip x to [0, 1], then round to the nearest of the `levels` evenly "
+            "spaced values; going backward, treat only the rounding as the identity and keep "
+            "the clip's own gradient."
         ),
     },
 )
@@ -803,8 +804,9 @@ TD_LOSS = Exercise(
             "fewer entry on the last axis."
         ),
         "value": (
-            "loss = 0.5 * (values[..., :-1] - target) ** 2 with target = rewards + gamma * "
-            "values[..., 1:] held constant: the gradient reaches values[..., :-1] only."
+            "Each step's loss is half its squared TD error; its gradient reaches the "
+            "prediction values[..., :-1] only: nothing may flow back through the target, "
+            "neither into values[..., 1:] nor into the rewards."
         ),
     },
 )

@@ -5,7 +5,8 @@ other arrays become tensors (or tf.Variables, the weights a layer reads) and are
 the learner's function with the case's static parameters. It runs eagerly and, for the
 first GRAPH_SIGNATURES input signatures of each function, inside tf.function too, and the
 two runs must agree. `tanh_layer`'s invoke also checks that a
-@tf.custom_gradient function computed the output, as the exercise asks.
+@tf.custom_gradient function computed the output, as the exercise asks, and
+`clip_cotangent_norm`'s that the learner computed the norm's scaling, not a library call.
 """
 
 from __future__ import annotations
@@ -51,6 +52,52 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
             "differentiated your code itself and your gradient rule never ran.", result
         )
     return result
+
+
+# The library calls that do clip_cotangent_norm's whole backward rule in one line.
+CLIP_CALLS = ("clip_by_norm", "clip_by_global_norm")
+CLIP_METHOD = (
+    "clip_cotangent_norm must compute the scaling itself, but your grad_fn called {found}: "
+    "that call is the whole exercise in one line. Compute the cotangent's L2 norm, and from "
+    "it the factor that leaves a small cotangent unchanged and scales a large one down to "
+    "norm max_norm (a zero cotangent must stay zero, not NaN)."
+)
+
+
+def invoke_clip(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
+    """invoke, refusing a right answer that called tf.clip_by_norm or tf.clip_by_global_norm
+    (the exercise is the scaling those calls compute)."""
+    with _library_calls(CLIP_CALLS) as used:
+        result = _invoke(fn, args, variables=())
+    if used:
+        found = " and ".join(f"tf.{name}" for name in sorted(set(used)))
+        raise method.MethodNotFollowed(CLIP_METHOD.format(found=found), result)
+    return result
+
+
+@contextlib.contextmanager
+def _library_calls(names: Sequence[str]) -> Iterator[list[str]]:
+    """Record the calls of tf.<name> (and tf.compat.v1.<name>) while the body runs; the
+    calls still work, so the values are judged as usual."""
+    owners = [tf, tf.compat.v1]
+    used: list[str] = []
+    saved = [(owner, name, getattr(owner, name)) for owner in owners for name in names
+             if hasattr(owner, name)]
+
+    def recorded(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*a: Any, **k: Any) -> Any:
+            used.append(name)
+            return original(*a, **k)
+
+        return call
+
+    for owner, name, original in saved:
+        setattr(owner, name, recorded(name, original))
+    try:
+        yield used
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
 
 
 @contextlib.contextmanager

@@ -96,6 +96,18 @@ def clip_norm_by_hand(x, max_norm):
     return identity(x)
 
 
+def clip_norm_scale_factor(x, max_norm):
+    @tf.custom_gradient
+    def identity(x):
+        def grad(g):
+            scale = max_norm / tf.maximum(tf.norm(g), max_norm)  # 1 for a small cotangent
+            return g * tf.cast(scale, g.dtype)
+
+        return tf.identity(x), grad
+
+    return identity(x)
+
+
 def quantize_custom(x, levels):
     @tf.custom_gradient
     def forward(x):
@@ -162,7 +174,7 @@ RIGHT = [
     (XLOGX, xlogx_double_where),
     (XLOGX, xlogx_product_with_safe_log),
     (XLOGX, xlogx_custom),
-    (CLIP_COTANGENT_NORM, clip_norm_builtin),
+    (CLIP_COTANGENT_NORM, clip_norm_scale_factor),
     (CLIP_COTANGENT_NORM, clip_norm_by_hand),
     (QUANTIZE_STE, quantize_custom),
     (QUANTIZE_STE, quantize_stop_gradient),
@@ -259,7 +271,7 @@ WRONG = [
     (TANH_LAYER, tanh_variable_grads_not_a_list, "in a list"),
     (TANH_LAYER, tanh_only_input_gradient, "return a pair"),
     (TANH_LAYER, tanh_numpy_inside, "raised"),
-    (TD_LOSS, td_stops_the_whole_loss, "reaches values[..., :-1] only"),
+    (TD_LOSS, td_stops_the_whole_loss, "prediction values[..., :-1] only"),
 ]
 
 
@@ -271,6 +283,35 @@ def test_wrong_answers_fail_with_their_hint(exercise, fn, hint):
     assert not report.passed
     assert report.status == "failed"
     assert hint in str(report), str(report)
+
+
+def clip_norm_global(x, max_norm):
+    @tf.custom_gradient
+    def identity(x):
+        return tf.identity(x), lambda g: tf.clip_by_global_norm([g], max_norm)[0][0]
+
+    return identity(x)
+
+
+def copied_clip_backward_by_norm(x, max_norm):
+    """The clip_backward demo with tf.clip_by_value swapped for the library's norm clip."""
+    source = _demo_source("clip_backward").replace(
+        "tf.clip_by_value(g, -limit, limit)", "tf.clip_by_norm(g, limit)")
+    assert "clip_by_norm" in source
+    namespace = {"tf": tf}
+    exec(source, namespace)
+    return namespace["clip_backward"](x, max_norm)
+
+
+@pytest.mark.parametrize("fn", [clip_norm_builtin, clip_norm_global,
+                                copied_clip_backward_by_norm])
+def test_clip_cotangent_norm_refuses_the_library_call(fn):
+    """Right values from tf.clip_by_norm / tf.clip_by_global_norm fail on the method, and the
+    message says why: the call is the exercise."""
+    report = check_function(CLIP_COTANGENT_NORM, fn)
+    assert report.status == "failed", str(report)
+    assert "must compute the scaling itself" in str(report), str(report)
+    assert "tf.clip_by" in str(report)
 
 
 def test_graph_only_failure_is_reported():
@@ -285,7 +326,7 @@ def test_eager_and_graph_must_agree():
     # again depends on what TensorFlow traced before, in this process, so after shrinking
     # the reported failure could be a wrong value instead.)
     def depends_on_python_state(x, max_norm):
-        return clip_norm_builtin(x, max_norm) * (1.0 if tf.executing_eagerly() else 2.0)
+        return clip_norm_by_hand(x, max_norm) * (1.0 if tf.executing_eagerly() else 2.0)
 
     report = check_function(CLIP_COTANGENT_NORM, depends_on_python_state)
     assert not report.passed
@@ -436,6 +477,17 @@ def test_an_answer_without_nan_is_not_told_about_nan():
 # ---------------------------------------------------------------- the notebook's demos, copied
 
 SOLUTION = Path(__file__).resolve().parents[2] / "solutions" / "04_custom_gradient_tf.ipynb"
+
+
+def _demo_source(name: str) -> str:
+    """The source of the solution notebook's def `name` (with its decorator), alone."""
+    for cell in nbformat.read(SOLUTION, as_version=4).cells:
+        if cell.cell_type != "code" or f"def {name}(" not in cell.source:
+            continue
+        tree = ast.parse(cell.source)
+        node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        return ast.get_source_segment(cell.source, node, padded=True)
+    raise LookupError(f"no demo {name} in {SOLUTION.name}")
 
 
 @functools.cache
