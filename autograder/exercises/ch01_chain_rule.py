@@ -639,20 +639,16 @@ PREDICTIONS = (
     Prediction(
         name="ch01_gradients_of_a_list",
         question=(
-            "Inside a tf.function, tf.gradients(y, x) gives one gradient p. What does "
-            "tf.gradients([y, 2 * y], x) give?"
+            "At x = [0.5, -1.0, 2.0], tape.gradient(y, x) is [0, 2.5, -1.416]. Inside a "
+            "tf.function, tf.gradients([y, 2 * y], x) returns a list. What is the entry for "
+            "x[1] of its first array?"
         ),
-        choices={
-            "a": "two gradients, p and 2 p, one per tensor of the list",
-            "b": "one gradient, 3 p: the two tensors' gradients added up",
-            "c": "one gradient, p: only the first tensor counts",
-            "d": "an error: ys must be a single tensor",
-        },
-        answer="b",
+        answer=7.5,
+        rel_tolerance=0.01,
         why=(
             "tf.gradients differentiates the SUM of its ys: the entries of each tensor are "
-            "added up, and so are the tensors of the list. It returns one gradient per x, "
-            "never one per y."
+            "added up, and so are the tensors of the list, so the gradient is 2.5 + 2 * 2.5. "
+            "It returns one gradient per x, never one per y."
         ),
     ),
     Prediction(
