@@ -4,8 +4,9 @@
 * `clip_gradient(lo, hi, x)`: the identity going forward, a clipped cotangent going backward
   (`jax.custom_vjp`, or `jax.custom_gradient`);
 * `argmax_ste(logits)`: a straight-through one-hot, written with `jax.lax.stop_gradient`: the
-  one-hot of each row's argmax going forward, softmax's VJP going backward (chapter 04's STE is
-  for `round` with `tf.stop_gradient`; the notebook's demo is for `floor`).
+  one-hot of each row's argmax going forward; going backward, a VJP given as a formula (g minus
+  its row mean), whose surrogate the learner derives (chapter 04's STE is for `round` with
+  `tf.stop_gradient`; the notebook's demo is for `floor` with the identity as surrogate).
 
 Chapter 06's exercises (autograder/exercises/ch06_implicit_callbacks_checkpointing.py) reuse
 this module's helpers (the learner-function builder, shapes, hints).
@@ -481,8 +482,8 @@ CLIP_GRADIENT = Exercise(
 # ---------------------------------------------------------------- argmax_ste (stop_gradient)
 
 
-# logits are 2-D (rows of classes), each shape in one dtype: one class (softmax is constant,
-# its VJP zero), a row, a block; when grading, more rows, a longer row, two classes.
+# logits are 2-D (rows of classes), each shape in one dtype: one class (the centred logits are
+# constant, the VJP zero), a row, a block; when grading, more rows, a longer row, two classes.
 STE_SHAPES: tuple[Shape, ...] = ((2, 1), (1, 5), (3, 4))
 STE_GRADING: tuple[Shape, ...] = ((6, 3), (1, 9), (4, 2))
 
@@ -510,13 +511,20 @@ def _ste_edges() -> list[Case]:
     ]
 
 
+# The backward pass is given by its VJP, not by a surrogate: the cotangent of the logits is g
+# minus its row mean (the part of g that a change of the logits can produce: adding one number
+# to a whole row changes no argmax, so the cotangent of the logits sums to 0 over each row).
+# The learner finds a surrogate whose VJP that is (the centred logits, v - mean(v): the
+# centring matrix is symmetric) or writes it in a custom_vjp. The references use the surrogate.
+
+
 def _ste_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     logits, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape() as tape:
         tape.watch(logits)
-        soft = tf.nn.softmax(logits, axis=-1)
+        centred = logits - tf.reduce_mean(logits, axis=-1, keepdims=True)
         hard = tf.one_hot(tf.argmax(logits, axis=-1), logits.shape[-1], dtype=logits.dtype)
-        y = soft + tf.stop_gradient(hard - soft)
+        y = centred + tf.stop_gradient(hard - centred)
     vjp = tape.gradient(y, logits, output_gradients=g)
     return y.numpy(), y.numpy(), vjp.numpy()
 
@@ -525,9 +533,9 @@ def _ste_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
 
     def ste(v: Any) -> Any:
-        soft = jax.nn.softmax(v, axis=-1)
+        centred = v - jnp.mean(v, axis=-1, keepdims=True)
         hard = jax.nn.one_hot(jnp.argmax(v, axis=-1), v.shape[-1], dtype=v.dtype)
-        return soft + jax.lax.stop_gradient(hard - soft)
+        return centred + jax.lax.stop_gradient(hard - centred)
 
     y, pullback = jax.vjp(ste, arrays["logits"])
     return y, y, pullback(arrays["g"])[0]
@@ -551,19 +559,24 @@ def _softmax(v: Any, jax: Any) -> Any:
     return jax.nn.softmax(v, axis=-1)
 
 
-def _naive_softmax(v: Any, jax: Any) -> Any:
-    e = jax.numpy.exp(v)
-    return e / e.sum(axis=-1, keepdims=True)
+def _centred(axis: int) -> Callable[[Any, Any], Any]:
+    return lambda v, jax: v - jax.numpy.mean(v, axis=axis, keepdims=True)
 
 
-def _ste_with(soft: Callable[[Any, Any], Any]) -> Any:
-    return _ste_mistake(lambda v, hard, jax: soft(v, jax) + jax.lax.stop_gradient(
-        hard - soft(v, jax)))
+def _ste_with(surrogate: Callable[[Any, Any], Any]) -> Any:
+    return _ste_mistake(lambda v, hard, jax: surrogate(v, jax) + jax.lax.stop_gradient(
+        hard - surrogate(v, jax)))
 
+
+CENTRED_HINT = (
+    "the cotangent of the logits is g minus its row mean. Which function of the logits has "
+    "that as its VJP? Put it outside jax.lax.stop_gradient, or write the VJP in a "
+    "jax.custom_vjp."
+)
 
 ARGMAX_STE = Exercise(
     name="argmax_ste",
-    returns="the one-hot of each row's argmax, whose cotangent goes back through softmax's VJP",
+    returns="the one-hot of each row's argmax, whose logits' cotangent is g minus its row mean",
     outputs=("value", "vjp_primal", "vjp"),
     strategy=_ste_case,
     edge_cases=_ste_edges,
@@ -571,7 +584,8 @@ ARGMAX_STE = Exercise(
     jax_reference=_ste_jax,
     references_text=(
         "JAX's and TensorFlow's straight-through one-hot (jax.lax.stop_gradient, "
-        "tf.stop_gradient): the argmax's one-hot going forward, softmax's VJP going backward"
+        "tf.stop_gradient) with the centred logits as surrogate: the argmax's one-hot going "
+        "forward, g minus its row mean going backward"
     ),
     invoke=ARGMAX_STE_INVOKE,
     frameworks=FRAMEWORKS,
@@ -580,57 +594,59 @@ ARGMAX_STE = Exercise(
             "hard_only",
             "The cotangent of the logits is zero: argmax and one_hot have no derivative, so "
             "JAX differentiates nothing. The straight-through estimator keeps the one-hot's "
-            "VALUE but takes its derivative from softmax(logits): only the difference between "
+            "VALUE and takes its derivative from a surrogate: only the difference between "
             "the two may go inside jax.lax.stop_gradient.",
             _ste_mistake(lambda v, hard, jax: hard),
         ),
         Mistake(
-            "soft_only",
+            "surrogate_only",
             "Going forward the value must be the one-hot of the argmax (0s and a single 1 per "
-            "row), not softmax(logits); softmax only gives the derivative.",
-            _ste_mistake(lambda v, hard, jax: _softmax(v, jax)),
+            "row), not the surrogate; the surrogate only gives the derivative.",
+            _ste_mistake(lambda v, hard, jax: _centred(-1)(v, jax)),
         ),
         Mistake(
             "identity_surrogate",
             "The cotangent came back unchanged: your surrogate is the logits themselves, as "
-            "in the floor demo (x + stop_gradient(floor(x) - x)). Here the backward pass is "
-            "softmax's VJP, so the surrogate outside stop_gradient is softmax(logits).",
+            "in the floor demo (x + stop_gradient(floor(x) - x)). Its row sums are not 0: "
+            "adding one number to a whole row of logits changes no argmax, so no cotangent "
+            "should push along that direction. Here " + CENTRED_HINT,
             _ste_mistake(lambda v, hard, jax: v + jax.lax.stop_gradient(hard - v)),
         ),
         Mistake(
+            "softmax_surrogate",
+            "Your cotangent is softmax's VJP, p * (g - sum(p * g)): the surrogate softmax(logits) "
+            "weights each class by its probability. This exercise asks for another backward "
+            "pass: " + CENTRED_HINT,
+            _ste_with(_softmax),
+        ),
+        Mistake(
             "stopped_the_wrong_term",
-            "Your cotangent has the wrong sign: stop_gradient wraps the softmax instead of "
-            "the difference (hard + stop_gradient(soft) - soft differentiates -soft). Wrap "
-            "the whole difference between the one-hot and softmax.",
-            _ste_mistake(lambda v, hard, jax: hard + jax.lax.stop_gradient(_softmax(v, jax))
-                         - _softmax(v, jax)),
+            "Your cotangent has the wrong sign: stop_gradient wraps the surrogate instead of "
+            "the difference (hard + stop_gradient(s) - s differentiates -s). Wrap the whole "
+            "difference between the one-hot and the surrogate.",
+            _ste_mistake(lambda v, hard, jax: hard + jax.lax.stop_gradient(
+                _centred(-1)(v, jax)) - _centred(-1)(v, jax)),
         ),
         Mistake(
-            "naive_softmax",
-            "NaN at large logits: exp(1000) overflows, and inf / inf is NaN. Subtract each "
-            "row's largest logit before exp (softmax does not change), or use jax.nn.softmax.",
-            _ste_with(_naive_softmax),
-        ),
-        Mistake(
-            "softmax_over_rows",
-            "Softmax over the wrong axis: the classes are the LAST axis, each row on its own "
+            "mean_over_rows",
+            "Centred over the wrong axis: the classes are the LAST axis, each row on its own "
             "(axis=-1), as argmax is taken.",
-            _ste_with(lambda v, jax: jax.nn.softmax(v, axis=0)),
+            _ste_with(_centred(0)),
         ),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
         "error": EXCEPTION_HINT,
         "value": "Right shape, wrong numbers: going forward, a one-hot of each row's argmax "
-        "(the first largest on a tie); going backward, the VJP of softmax over the last axis "
-        "applied to the cotangent g.",
-        "value:vjp": "The value is right, the cotangent of the logits is not: it must be "
-        "softmax's VJP (over the last axis) of g, as if the forward pass had been softmax.",
-        "nonfinite": "NaN or Inf: softmax of logits around 1000 overflows exp unless each "
-        "row's largest logit is subtracted first.",
+        "(the first largest on a tie); going backward, the cotangent g minus its mean over "
+        "each row (the last axis).",
+        "value:vjp": "The value is right, the cotangent of the logits is not: " + CENTRED_HINT,
+        "nonfinite": "NaN or Inf: with logits around 1000, keep exp out of the surrogate; the "
+        "backward pass asked for needs none.",
         "dtype": "Keep the logits' dtype: one_hot(..., dtype=logits.dtype).",
     },
 )
+
 
 EXERCISES = (LOG1PEXP, CLIP_GRADIENT, ARGMAX_STE)
 
