@@ -640,7 +640,7 @@ PREDICTIONS = (
         name="jacobians_cheaper_mode",
         question=(
             "f maps n = 1024 inputs to m = 64 outputs. Building its whole Jacobian, how do "
-            "jax.jacfwd (one JVP per input) and jax.jacrev (one VJP per output) compare in "
+            "jax.jacfwd (forward mode) and jax.jacrev (reverse mode) compare in "
             "floating-point operations?"
         ),
         choices={

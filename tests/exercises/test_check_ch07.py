@@ -180,6 +180,18 @@ def test_no_answer_is_on_screen_before_its_exercise(name, answers):
         assert not [text for text in _cells_before(name) if answer in text], answer
 
 
+HVP_RECIPE = (*HVP_ANSWER, "jvp` of `grad", "forward mode over reverse", "JVP of the grad",
+              "VJP of the grad")
+
+
+def test_no_cell_of_the_learner_copy_gives_the_hvp_composition():
+    """hvp is the chapter's last exercise, but a learner reads on past a failing check (and
+    the summary): no cell of the learner copy, before or after it, names the composition."""
+    notebook = nbformat.read(ROOT / "course" / "07_jacobians.ipynb", as_version=4)
+    for answer in HVP_RECIPE:
+        assert not [cell.source for cell in notebook.cells if answer in cell.source], answer
+
+
 def test_no_hvp_message_gives_the_composition():
     """A one-line answer in a message would be on screen after any first failure (a mistake
     hint for a specific wrong answer may name its fix elsewhere; here the fix is the answer)."""
