@@ -584,8 +584,8 @@ ARGMAX_STE = Exercise(
     jax_reference=_ste_jax,
     references_text=(
         "JAX's and TensorFlow's straight-through one-hot (jax.lax.stop_gradient, "
-        "tf.stop_gradient) with the centred logits as surrogate: the argmax's one-hot going "
-        "forward, g minus its row mean going backward"
+        "tf.stop_gradient): the argmax's one-hot going forward, g minus its row mean going "
+        "backward"
     ),
     invoke=ARGMAX_STE_INVOKE,
     frameworks=FRAMEWORKS,

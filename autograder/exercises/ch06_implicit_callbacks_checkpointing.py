@@ -458,8 +458,8 @@ REMAT_NET = Exercise(
     edge_cases=_remat_edges,
     tf_reference=_remat_tf,
     jax_reference=_remat_jax,
-    references_text="the same net in two halves, each under TensorFlow's tf.recompute_grad "
-    "and JAX's jax.checkpoint",
+    references_text="the same net checkpointed within the budget, with TensorFlow's "
+    "tf.recompute_grad and with JAX's jax.checkpoint",
     invoke=REMAT_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
