@@ -540,3 +540,23 @@ def test_a_copied_demo_fails_with_the_hint_that_says_so(exercise, fn, mistake):
     assert report.status == "failed", str(report)
     hint = next(m.hint for m in exercise.mistakes if m.name == mistake)
     assert hint in report.failure.hint, str(report)
+
+
+def _statement(exercise: str) -> str:
+    """The learner copy's statement of `exercise`: the markdown cell before its exercise cell,
+    and the exercise cell's stub (its docstring)."""
+    cells = nbformat.read(SOLUTION.parents[1] / "course" / SOLUTION.name, as_version=4).cells
+    index = next(i for i, c in enumerate(cells)
+                 if c.cell_type == "code" and f"def {exercise}(" in c.source)
+    return cells[index - 1].source + cells[index].source
+
+
+@pytest.mark.parametrize(("exercise", "given_away"), [
+    ("td_loss", ("stop_gradient", "0.5 *", "values[..., 1:]", "r_t + gamma")),
+    ("quantize_ste", ("tf.round(tf.clip_by_value", "(levels - 1)) /", "x <= 1", "x >= 0")),
+])
+def test_the_statement_does_not_print_the_answer(exercise, given_away):
+    """The learner derives these expressions: the statement states the rule, not the code."""
+    statement = _statement(exercise)
+    for text in given_away:
+        assert text not in statement, (exercise, text)
