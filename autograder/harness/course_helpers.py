@@ -31,6 +31,14 @@ def _names(fn: Any) -> set[str]:
     return {name for c in _codes(code) for name in c.co_names} if code is not None else set()
 
 
+class _ModuleName:
+    """A module's dotted name as a function's code holds it for `import` inside its body,
+    which no namespace binds: `from coursekit.broadcasting import broadcast_plan`."""
+
+    def __init__(self, name: str) -> None:
+        self.__module__ = name
+
+
 def helpers_used(fn: Callable[..., Any], is_helper: Callable[[Any], bool]) -> list[str]:
     """The names of `fn`'s namespace that `fn` is or uses and `is_helper` flags, following
     the learner's own functions that `fn` calls (a helper hidden one function deeper is
@@ -45,6 +53,8 @@ def helpers_used(fn: Callable[..., Any], is_helper: Callable[[Any], bool]) -> li
         current = pending.pop()
         for name in sorted(_names(current)):
             value = namespace.get(name)
+            if value is None and is_helper(_ModuleName(name)):  # imported inside a function
+                found.append(name)
             if value is None or id(value) in seen:
                 continue
             seen.add(id(value))

@@ -295,3 +295,16 @@ def test_an_unbroadcast_built_on_broadcast_plan_is_refused(fn):
     report = check.unbroadcast(fn)
     assert not report.passed
     assert "course's own helper broadcast_plan" in str(report), str(report)
+
+
+def unbroadcast_importing_the_plan_inside(g, shape):
+    from coursekit.broadcasting import broadcast_plan as plan_of
+
+    plan = plan_of(shape, g.shape).a
+    return g.sum(axis=plan.keep_axes, keepdims=True).sum(axis=plan.drop_axes)
+
+
+def test_an_unbroadcast_importing_broadcast_plan_inside_is_refused():
+    report = check.unbroadcast(unbroadcast_importing_the_plan_inside)
+    assert not report.passed
+    assert "course's own helper" in str(report) and "coursekit.broadcasting" in str(report)
