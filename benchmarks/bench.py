@@ -309,8 +309,24 @@ def reads_by_function(notebook: NotebookNode) -> dict[str, set[str]]:
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
                 found[node.name] = {n.func.id for n in ast.walk(node)
-                                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                    } - local_names(node)
     return found
+
+
+def local_names(node: ast.FunctionDef | ast.ClassDef) -> set[str]:
+    """The names a function binds itself (its parameters, assignments, inner functions): a call
+    to one of them (chapter 02's find_wrong_rule calls its argument `vjp_rule`) reaches no
+    notebook function of that name."""
+    bound: set[str] = set()
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.arg):
+            bound.add(inner.arg)
+        elif isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+            bound.add(inner.id)
+        elif isinstance(inner, ast.FunctionDef) and inner is not node:
+            bound.add(inner.name)
+    return bound
 
 
 def depends_on(name: str, others: set[str], reads: dict[str, set[str]],

@@ -105,6 +105,18 @@ def test_a_variant_takes_the_stubbed_cells_from_the_learner_copy():
     nbformat.validate(notebook)
 
 
+def test_a_call_to_a_parameter_is_no_dependency_on_the_exercise_of_that_name():
+    """Chapter 02's find_wrong_rule calls its argument `vjp_rule`, not the exercise."""
+    solution = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "def find_rule(vjp_rule, forward):\n"
+        "    check = lambda op: vjp_rule(op)\n"
+        "    return [op for op in forward if check(op)]\n"
+        "def uses_global():\n    return vjp_rule('add')\n")])
+    reads = bench.reads_by_function(solution)
+    assert reads["find_rule"] == set()
+    assert reads["uses_global"] == {"vjp_rule"}
+
+
 @pytest.mark.parametrize("chapter", ["03", "07"])
 def test_a_batch_of_a_real_chapter_expects_what_its_cells_hold(tmp_path, chapter):
     paths, expected = bench.write_batch(chapter, tmp_path, 5)
