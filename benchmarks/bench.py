@@ -562,8 +562,8 @@ def import_seconds(module: str) -> float:
     """A fresh interpreter's time to import one framework as the grader's child does (the
     other frameworks, and Keras, left out; the garbage collector paused): the floor of a
     framework child."""
-    script = (f"from autograder.sandbox.confined import guards; guards.install([{module!r}]); "
-              f"child.import_frameworks([{module!r}])")
+    script = ("from autograder.sandbox.confined import child, guards; "
+              f"guards.install([{module!r}]); child.import_frameworks([{module!r}])")
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", script], env=child_env(), check=True,
                    capture_output=True, cwd=ROOT)

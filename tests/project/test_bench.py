@@ -105,6 +105,11 @@ def test_a_variant_takes_the_stubbed_cells_from_the_learner_copy():
     nbformat.validate(notebook)
 
 
+def test_a_framework_import_is_timed_as_the_child_imports_it():
+    """The slow-chapter notes time a child's framework import in a fresh interpreter."""
+    assert 0 < bench.import_seconds("jax") < 60
+
+
 def test_a_call_to_a_parameter_is_no_dependency_on_the_exercise_of_that_name():
     """Chapter 02's find_wrong_rule calls its argument `vjp_rule`, not the exercise."""
     solution = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
