@@ -1,0 +1,178 @@
+"""The Chinese edition's prose, kept beside the English source and checked for drift.
+
+One source per chapter: `solutions/NN_name.ipynb` holds the code (once, for both editions) and
+the English prose; `translations/zh-CN/NN_name.md` holds the Chinese prose, one section per
+English markdown cell:
+
+    <!-- translates: 147ac1ad 3f2a9c1b0d4e -->
+    # 02 · 自己动手写一个反向模式的磁带 ...
+
+The first field is the English cell's id, the second a fingerprint of the English text the
+section translates. When the English cell changes, its fingerprint no longer matches and the
+drift test names the cell (`python -m autograder translations` lists what to review); the
+translator updates the Chinese and the fingerprint together. A Markdown file per chapter, not
+language-tagged cells in the notebook, so the English solutions an instructor opens stay in one
+language and a translation is reviewed as a plain-text diff.
+
+The Chinese notebooks are generated: the English solution with each markdown cell replaced by its
+section, the chapter's `from autograder import check` followed by `check.language("zh-CN")` (the one
+code line that differs), metadata `course.language`, then executed like the English ones.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from autograder.authoring.coursemap import BADGES_END, BADGES_START
+
+ENGLISH, CHINESE = "en", "zh-CN"
+SECTION = re.compile(r"^<!-- translates: (\S+) ([0-9a-f]{12}) -->[ \t]*$", re.MULTILINE)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+CHECK_IMPORT = "from autograder import check"
+LANGUAGE_LINE = 'check.language("{language}")'
+GENERATED_TAGS = ("solutions-link",)  # markdown cells written by `course-map`, per edition
+
+
+def english_text(source: str) -> str:
+    """A markdown cell's prose without its generated badges (they differ per edition)."""
+    if BADGES_START in source and BADGES_END in source:
+        before, rest = source.split(BADGES_START, 1)
+        source = before + rest.split(BADGES_END, 1)[1]
+    return re.sub(r"\n{3,}", "\n\n", source).strip()
+
+
+def fingerprint(source: str) -> str:
+    """Twelve hex digits of SHA-256 over the English prose: what a section says it translates."""
+    return hashlib.sha256(english_text(source).encode()).hexdigest()[:12]
+
+
+def translatable_cells(notebook: NotebookNode) -> list[NotebookNode]:
+    """The English markdown cells a translation must cover (generated ones are per edition)."""
+    return [cell for cell in notebook.cells if cell.cell_type == "markdown"
+            and not set(cell.metadata.get("tags", [])) & set(GENERATED_TAGS)]
+
+
+@dataclass(frozen=True)
+class Section:
+    cell_id: str
+    translates: str  # the fingerprint of the English text it was written from
+    text: str
+
+
+def read_sections(path: Path) -> dict[str, Section]:
+    """The sections of a translation file, by English cell id."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    marks = list(SECTION.finditer(text))
+    sections: dict[str, Section] = {}
+    for mark, after in zip(marks, [*marks[1:], None], strict=False):
+        end = after.start() if after else len(text)
+        cell_id = mark.group(1)
+        if cell_id in sections:
+            raise ValueError(f"{path}: cell {cell_id} is translated twice")
+        sections[cell_id] = Section(cell_id, mark.group(2), text[mark.end():end].strip())
+    return sections
+
+
+def write_sections(path: Path, sections: list[Section]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = "\n\n".join(f"<!-- translates: {s.cell_id} {s.translates} -->\n{s.text}"
+                       for s in sections)
+    path.write_text(body + "\n", encoding="utf-8")
+
+
+def translation_path(root: Path, chapter: str, language: str = CHINESE) -> Path:
+    return root / "translations" / language / f"{Path(chapter).stem}.md"
+
+
+def drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> list[str]:
+    """Every way the translation does not cover today's English: missing, stale, left in
+    English, or translating a cell that no longer exists. Empty when it is complete."""
+    cells = translatable_cells(notebook)
+    problems = []
+    for cell in cells:
+        section = sections.get(cell.id)
+        if section is None:
+            problems.append(f"{where}: English cell {cell.id} has no translation "
+                            f"(starts {english_text(cell.source)[:60]!r})")
+        elif section.translates != fingerprint(cell.source):
+            problems.append(f"{where}: English cell {cell.id} changed since it was translated: "
+                            f"review the Chinese, then set its fingerprint to "
+                            f"{fingerprint(cell.source)}")
+        elif english_text(cell.source) and not CJK.search(section.text):
+            problems.append(f"{where}: cell {cell.id} is still in English (no Chinese in it)")
+    known = {cell.id for cell in cells}
+    problems += [f"{where}: section {cell_id} translates no English cell (removed? renamed?)"
+                 for cell_id in sections if cell_id not in known]
+    return problems
+
+
+def stub_missing(notebook: NotebookNode, path: Path) -> int:
+    """Add a section holding the English text for every cell without one, in notebook order
+    (a translator replaces the English); returns how many were added."""
+    sections = read_sections(path)
+    ordered, added = [], 0
+    for cell in translatable_cells(notebook):
+        if cell.id in sections:
+            ordered.append(sections.pop(cell.id))
+        else:
+            ordered.append(Section(cell.id, fingerprint(cell.source), english_text(cell.source)))
+            added += 1
+    write_sections(path, ordered + list(sections.values()))
+    return added
+
+
+def with_language_line(source: str, language: str) -> str:
+    """The chapter's check import, followed by the line that sets the reports' language."""
+    line = LANGUAGE_LINE.format(language=language)
+    return "\n".join(f"{row}\n{line}" if row.strip() == CHECK_IMPORT else row
+                     for row in source.splitlines())
+
+
+def translated(notebook: NotebookNode, sections: dict[str, Section], language: str,
+               badges_line: str = "") -> NotebookNode:
+    """The edition of `notebook` in `language`: its prose from `sections`, its code the same
+    but for the one language line. Refuses an incomplete or stale translation."""
+    problems = drift(notebook, sections, "translation")
+    if problems:
+        raise ValueError("\n".join(problems))
+    edition = copy.deepcopy(notebook)
+    imports = 0
+    for cell in edition.cells:
+        if cell.cell_type == "markdown" and cell.id in sections:
+            text = sections[cell.id].text
+            if BADGES_START in cell.source and badges_line:
+                heading, _, body = text.partition("\n")
+                text = f"{heading}\n\n{badges_line}\n{body.lstrip()}" if body else heading
+            cell.source = text
+        elif cell.cell_type == "code" and any(row.strip() == CHECK_IMPORT
+                                              for row in cell.source.splitlines()):
+            cell.source = with_language_line(cell.source, language)
+            imports += 1
+    if imports != 1:
+        raise ValueError(f"expected one `{CHECK_IMPORT}` line, found {imports}")
+    edition.metadata.setdefault("course", {})["language"] = language
+    return edition
+
+
+def code_differences(english: NotebookNode, edition: NotebookNode) -> list[str]:
+    """Code cells of two editions that differ beyond the language line (should be none)."""
+    language = edition.metadata.get("course", {}).get("language", CHINESE)
+    line = LANGUAGE_LINE.format(language=language)
+    ours = [c.source for c in english.cells if c.cell_type == "code"]
+    theirs = ["\n".join(r for r in c.source.splitlines() if r.strip() != line)
+              for c in edition.cells if c.cell_type == "code"]
+    if len(ours) != len(theirs):
+        return [f"{len(ours)} code cells in English, {len(theirs)} in the edition"]
+    return [f"code cell {i} differs" for i, (a, b) in enumerate(zip(ours, theirs, strict=True))
+            if a != b]
+
+
+def read(path: Path) -> NotebookNode:
+    return nbformat.read(path, as_version=4)
