@@ -10,6 +10,8 @@ runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (autograder/waiti
 `check.hint("unbroadcast")` offers a hint before any check fails;
 `check.predict(name, guess)` commits a guess before a trap and `check.reveal(name, observed)`
 shows it beside what the run shows (notebook/predictions.py);
+`check.language("zh-CN")` makes every report, hint and message Chinese (the Chinese edition
+does it in its first cell);
 `check.reset("unbroadcast")` gives the exercise's original cell back, to start it over
 (in a new cell below, and shown to copy: autograder/reset.py says why not in place).
 """
@@ -86,6 +88,14 @@ def reveal(name: str, observed: Any) -> Shown:
     from autograder.notebook.predictions import reveal as show
 
     return show(name, observed)
+
+
+def language(code: str | None = None) -> str:
+    """The language of every report, hint and message from now on: "en" or "zh-CN" (the
+    Chinese edition's first cell sets it). Without an argument, the one in use."""
+    from autograder import locale
+
+    return locale.current() if code is None else locale.set_language(code)
 
 
 def __getattr__(name: str) -> Callable[[Any], Report]:

@@ -17,22 +17,30 @@ ROOT = Path.cwd()
 
 def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> int:
     """Execute solutions/ and regenerate course/ from it."""
-    from autograder.authoring import notebooks
+    from autograder.authoring import notebooks, translations
 
     for pair in notebooks.pairs(solutions, course):
         if only and not any(pair.solution.name.startswith(prefix) for prefix in only):
             continue
         print(f"building {pair.learner} from {pair.solution}", flush=True)
         notebooks.build(pair)
+    for edition in translations.editions(solutions.parent):
+        if only and not any(edition.source.name.startswith(prefix) for prefix in only):
+            continue
+        print(f"building {edition.learner} from {edition.source} and {edition.translation}",
+              flush=True)
+        notebooks.build_edition(solutions.parent, edition)
     return 0
 
 
 def check_sync(*, solutions: Path, course: Path) -> int:
     """Exit 1, listing the notebooks, when course/ is not what solutions/ generates."""
-    from autograder.authoring import notebooks
+    from autograder.authoring import notebooks, translations
 
     pairs = notebooks.pairs(solutions, course)
     problems = [p for pair in pairs for p in notebooks.sync_problems(pair)]
+    problems += [p for edition in translations.editions(solutions.parent)
+                 for p in notebooks.edition_sync_problems(solutions.parent, edition)]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -54,6 +62,23 @@ def course_map(*, root: Path) -> int:
     return 0
 
 
+def translation_status(*, root: Path) -> int:
+    """List what each chapter's translation lacks (adding stubs for new English cells); exit 1
+    when anything does."""
+    from autograder.authoring import translations
+
+    problems = []
+    for edition in translations.editions(root):
+        english = translations.read(edition.source)
+        added = translations.stub_missing(english, edition.translation)
+        if added:
+            print(f"{edition.translation}: added {added} section(s) holding the English")
+        problems += translations.drift(english, translations.read_sections(edition.translation),
+                                       str(edition.translation))
+    print("\n".join(problems) or "every chapter's translation is complete and current")
+    return 1 if problems else 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
@@ -70,6 +95,10 @@ def parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=ROOT
     )
     commands.add_parser("warm-up", help="compile the notebook checks' references once")
+    commands.add_parser("messages", help="update autograder/locale/zh-CN/*.po with every "
+                        "message the checks and the grader say (translations kept)")
+    commands.add_parser("translations", help="what the Chinese edition's prose lacks: "
+                        "untranslated, or changed in English since (adds stubs for new cells)")
     commands.add_parser(
         "progress", help="every chapter's exercises as passed, failed or not answered"
     ).add_argument("folder", nargs="?", type=Path, default=ROOT / "course",
@@ -172,5 +201,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from autograder.notebook.progress import main as progress
 
         return progress(**args)
+    if command == "messages":
+        from autograder.catalogue import update
+
+        left = update()
+        print("untranslated messages per file: " + ", ".join(f"{k} {v}" for k, v in left.items()))
+        return 0
+    if command == "translations":
+        return translation_status(root=ROOT)
     commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}
     return commands[command](**args)

@@ -121,10 +121,11 @@ BINDER_BADGE = "https://mybinder.org/badge_logo.svg"
 SOLUTIONS_TAG = "solutions-link"
 
 
-def badges(root: Path, name: str) -> str:
-    """The "Open in Colab" and "Launch Binder" badges of chapter `name`'s learner copy."""
+def badges(root: Path, name: str, folder: str = "course") -> str:
+    """The "Open in Colab" and "Launch Binder" badges of chapter `name`'s learner copy
+    (`folder`: course/zh-CN for the Chinese edition)."""
     config = settings(root)
-    notebook = f"course/{name}"
+    notebook = f"{folder}/{name}"
     colab = colab_url(config["repository"], config["branch"], notebook)
     binder = binder_url(config["repository"], config["branch"], notebook)
     return (f"{BADGES_START}[![Open in Colab]({COLAB_BADGE})]({colab}) "
@@ -153,6 +154,22 @@ def solutions_cell(root: Path, name: str) -> str:
         'when stuck, `check.hint("<exercise>")` names a mistake learners often make, and '
         f"`python -m autograder reset course/{name} <exercise>` puts one exercise cell back "
         "as it was. `check.progress()` shows what you have passed across the course."
+    )
+
+
+def solutions_cell_zh(root: Path, name: str) -> str:
+    """The Chinese edition's last cell: where its worked solutions are."""
+    config = settings(root)
+    repository, branch = config["repository"].rstrip("/"), config["branch"]
+    notebook = f"solutions/zh-CN/{name}"
+    return (
+        "## 参考答案\n\n"
+        f"本章每个练习的解答（都已通过检查）在 [{notebook}](../../{notebook}) "
+        f"（[GitHub 上查看]({repository}/blob/{branch}/{notebook})，"
+        f"[在 Colab 中打开]({colab_url(repository, branch, notebook)})）。请先自己做；"
+        '卡住时，`check.hint("<练习名>")` 会指出学习者常犯的一个错误，'
+        f"`python -m autograder reset course/zh-CN/{name} <练习名>` 可以把一个练习单元格恢复原样。"
+        "`check.progress()` 显示你在整个课程中已通过的练习。"
     )
 
 

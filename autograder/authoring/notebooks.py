@@ -117,6 +117,42 @@ def build(pair: Pair) -> None:
     nbformat.write(learner, pair.learner)
 
 
+def build_edition(root: Path, edition: object) -> None:
+    """The chapter's edition in another language (translations.Edition): its solution
+    executed, then its learner copy generated and executed, like the English pair."""
+    from autograder.authoring.translations import edition_notebook
+
+    solution = edition_notebook(root, edition)
+    edition.solution.parent.mkdir(parents=True, exist_ok=True)
+    execute(solution, edition.solution.parent)
+    nbformat.write(solution, edition.solution)
+    learner = learner_copy(solution, edition.solution.name)
+    edition.learner.parent.mkdir(parents=True, exist_ok=True)
+    execute(learner, edition.learner.parent)
+    nbformat.write(learner, edition.learner)
+
+
+def edition_sync_problems(root: Path, edition: object) -> list[str]:
+    """What differs between an edition's two notebooks and what the English source and the
+    translation generate now (sources and recorded stubs; not outputs)."""
+    from autograder.authoring.translations import edition_notebook
+
+    expected = edition_notebook(root, edition)
+    problems = []
+    for path, notebook in ((edition.solution, expected),
+                           (edition.learner, learner_copy(expected, edition.solution.name))):
+        if not path.exists():
+            problems.append(f"{path} is missing")
+            continue
+        actual = nbformat.read(path, as_version=4)
+        if _sources(notebook) != _sources(actual):
+            problems.append(f"{path}: cells differ from what {edition.source} and "
+                            f"{edition.translation} generate")
+        if notebook.metadata.get("course") != actual.metadata.get("course"):
+            problems.append(f"{path}: course metadata differs from {edition.source}")
+    return problems
+
+
 def _sources(notebook: NotebookNode) -> list[tuple[str, str, object]]:
     """Each cell's type, source and recorded stub: a copy without its stubs is out of sync."""
     return [(cell.cell_type, cell.source, cell.metadata.get("course")) for cell in notebook.cells]

@@ -149,7 +149,7 @@ def translated(notebook: NotebookNode, sections: dict[str, Section], language: s
             text = sections[cell.id].text
             if BADGES_START in cell.source and badges_line:
                 heading, _, body = text.partition("\n")
-                text = f"{heading}\n\n{badges_line}\n{body.lstrip()}" if body else heading
+                text = f"{heading}\n\n{badges_line}\n\n{body.lstrip()}".rstrip()
             cell.source = text
         elif cell.cell_type == "code" and any(row.strip() == CHECK_IMPORT
                                               for row in cell.source.splitlines()):
@@ -159,6 +159,47 @@ def translated(notebook: NotebookNode, sections: dict[str, Section], language: s
         raise ValueError(f"expected one `{CHECK_IMPORT}` line, found {imports}")
     edition.metadata.setdefault("course", {})["language"] = language
     return edition
+
+
+EDITION_FOLDER = {CHINESE: CHINESE}  # solutions/zh-CN, course/zh-CN
+
+
+@dataclass(frozen=True)
+class Edition:
+    """A chapter in another language: the English solution it is made from, the translation,
+    and the two notebooks generated from them."""
+
+    source: Path  # solutions/NN_name.ipynb
+    translation: Path  # translations/zh-CN/NN_name.md
+    solution: Path  # solutions/zh-CN/NN_name.ipynb
+    learner: Path  # course/zh-CN/NN_name.ipynb
+    language: str = CHINESE
+
+
+def editions(root: Path, language: str = CHINESE) -> list[Edition]:
+    """Every chapter's edition in `language`, translated or not (the drift test says which)."""
+    folder = EDITION_FOLDER[language]
+    return [Edition(path, translation_path(root, path.name, language),
+                    root / "solutions" / folder / path.name, root / "course" / folder / path.name,
+                    language)
+            for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))]
+
+
+def edition_notebook(root: Path, edition: Edition) -> NotebookNode:
+    """The edition's solution notebook, before it is executed: translated prose, its own
+    badges and solutions cell, the English code."""
+    from autograder.authoring.coursemap import SOLUTIONS_TAG, badges, solutions_cell_zh
+
+    english = read(edition.source)
+    folder = f"course/{EDITION_FOLDER[edition.language]}"
+    notebook = translated(english, read_sections(edition.translation), edition.language,
+                          badges(root, edition.source.name, folder))
+    for cell in notebook.cells:
+        if SOLUTIONS_TAG in cell.metadata.get("tags", []):
+            cell.source = solutions_cell_zh(root, edition.source.name)
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    return notebook
 
 
 def code_differences(english: NotebookNode, edition: NotebookNode) -> list[str]:

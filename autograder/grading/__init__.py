@@ -8,6 +8,6 @@ part's children round by round in the sandbox (rounds.py, slicing.py); judge wha
 wrote, read as untrusted data (verdicts.py, untrusted.py); write results.json, feedback.txt
 and grades.csv (results.py). gradescope.py builds the Gradescope zip.
 
-May import: judging, exercises, harness, sandbox. This package's __init__ imports nothing,
+May import: judging, exercises, harness, sandbox, locale. This package's __init__ imports nothing,
 so start.py runs before numpy and the exercises are imported.
 """

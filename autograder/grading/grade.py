@@ -25,6 +25,7 @@ from autograder.grading.submissions import (
 )
 from autograder.grading.verdicts import ExerciseResult, exercise_result, with_dependencies
 from autograder.judging.exercise import Exercise
+from autograder.locale import say, speaking
 
 
 @dataclass
@@ -37,6 +38,7 @@ class SubmissionResult:
     cell_problems: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     grading_error: str = ""  # the grader failed, not the student: loud, counted, exit != 0
+    language: str = "en"  # the submitted notebook's: its feedback is written in it
 
     @property
     def score(self) -> float:
@@ -55,16 +57,22 @@ class SubmissionResult:
 def grade_submission(grading: GradingRun, submission: Submission) -> SubmissionResult:
     """Grade one submission, read already; a failure of the grader itself is kept apart as
     grading_error."""
+    with speaking(submission.language):
+        return _grade(grading, submission)
+
+
+def _grade(grading: GradingRun, submission: Submission) -> SubmissionResult:
     started = time.perf_counter()
     chapter, wanted, path = submission.chapter, grading.assignment, submission.path
-    result = SubmissionResult(path, submission.stem, wanted or chapter, error=submission.problem)
+    result = SubmissionResult(path, submission.stem, wanted or chapter, error=submission.problem,
+                              language=submission.language)
     if not submission.problem:
         result.error = _chapter_problem(chapter, wanted, path)
     assignment = grading.assignments.get(result.chapter or "")
     if assignment is None:
-        result.error = result.error or (
-            f"chapter {result.chapter} has no graded exercises; submit a chapter notebook "
-            "of this course.")
+        result.error = result.error or say(
+            "chapter {chapter} has no graded exercises; submit a chapter notebook of this "
+            "course.", chapter=result.chapter)
     elif result.error:
         result.exercises = [exercise_result(e, False, result.error) for e in assignment.exercises]
     else:
@@ -85,8 +93,9 @@ def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: As
     grading.spare.give(1 + extra - used)
 
     def one_part(exercises: list[Exercise]) -> tuple[dict[str, ExerciseResult], list[dict]]:
-        return run_part(grading, assignment, exercises, cells, exercise_cells, deadline,
-                         workers)
+        with speaking(result.language):  # a pool's thread starts in no language
+            return run_part(grading, assignment, exercises, cells, exercise_cells, deadline,
+                            workers)
 
     try:
         if len(parts) == 1:
@@ -107,11 +116,12 @@ def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: As
 
 def _chapter_problem(chapter: str | None, wanted: str | None, path: Path) -> str:
     if chapter is None and wanted is None:
-        return (f"{path.name} does not say which chapter it is (no course metadata); "
-                "grade it with --assignment CHAPTER.")
+        return say("{file} does not say which chapter it is (no course metadata); grade it "
+                   "with --assignment CHAPTER.", file=path.name)
     if wanted is not None and chapter is not None and chapter != wanted:
-        return (f"{path.name} is the notebook of chapter {chapter}, but this assignment is "
-                f"chapter {wanted}. Submit the chapter {wanted} notebook.")
+        return say("{file} is the notebook of chapter {chapter}, but this assignment is "
+                   "chapter {wanted}. Submit the chapter {wanted} notebook.", file=path.name,
+                   chapter=chapter, wanted=wanted)
     return ""
 
 

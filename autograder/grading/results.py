@@ -10,6 +10,7 @@ from pathlib import Path
 
 from autograder.grading.assignment import GradingRun
 from autograder.grading.grade import SubmissionResult
+from autograder.locale import say, speaking
 
 VERSION = "0.1.0"
 
@@ -29,10 +30,11 @@ def results_json(result: SubmissionResult, run: GradingRun) -> dict:
         for e in result.exercises
     ]
     total = sum(e.max_score for e in result.exercises)
-    summary = f"Score {result.score:g} / {total:g}."
+    summary = say("Score {score:g} / {total:g}.", score=result.score, total=total)
     if result.grading_error:
-        summary = (f"Score 0: GRADING ERROR. The grader failed on this submission; this is "
-                   f"not your fault. Please tell your instructor. ({result.grading_error})")
+        summary = say("Score 0: GRADING ERROR. The grader failed on this submission; this is "
+                      "not your fault. Please tell your instructor. ({error})",
+                      error=result.grading_error)
     elif result.error:
         summary += f" {result.error}"
     return {
@@ -51,18 +53,20 @@ def results_json(result: SubmissionResult, run: GradingRun) -> dict:
 
 
 def feedback_text(result: SubmissionResult) -> str:
-    lines = [f"Feedback for {result.path.name} (chapter {result.chapter})", ""]
+    lines = [say("Feedback for {file} (chapter {chapter})", file=result.path.name,
+                 chapter=result.chapter), ""]
     if result.grading_error:
-        lines += ["GRADING ERROR: the grader failed on this submission; this is not your "
-                  f"fault. Please tell your instructor. ({result.grading_error})", ""]
+        lines += [say("GRADING ERROR: the grader failed on this submission; this is not your "
+                      "fault. Please tell your instructor. ({error})",
+                      error=result.grading_error), ""]
     if result.error:
         lines += [result.error, ""]
     for e in result.exercises:
-        mark = "PASSED" if e.passed else "FAILED"
+        mark = say("PASSED") if e.passed else say("FAILED")
         lines += [f"== {e.name}: {mark} ({e.score:g}/{e.max_score:g})", e.output, ""]
     for problem in result.cell_problems:
-        lines.append(f"Note: cell {problem.get('cell')} raised {problem.get('type')}: "
-                     f"{problem.get('message')}")
+        lines.append(say("Note: cell {cell} raised {type}: {message}", cell=problem.get("cell"),
+                         type=problem.get("type"), message=problem.get("message")))
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -77,9 +81,11 @@ TEXT = {"encoding": "utf-8", "errors": "backslashreplace"}
 def write_submission(out: Path, result: SubmissionResult, run: GradingRun) -> None:
     folder = out / result.stem
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "results.json").write_text(json.dumps(results_json(result, run), indent=2),
-                                         **TEXT)
-    (folder / "feedback.txt").write_text(feedback_text(result), **TEXT)
+    with speaking(result.language):  # the submitted notebook's language
+        results = json.dumps(results_json(result, run), indent=2, ensure_ascii=False)
+        feedback = feedback_text(result)
+    (folder / "results.json").write_text(results, **TEXT)
+    (folder / "feedback.txt").write_text(feedback, **TEXT)
 
 
 

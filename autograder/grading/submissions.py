@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.grading.bounded import TooLarge, Untrusted, read_bytes
+from autograder.locale import language_of
 
 # The largest submission read, in bytes: a larger file is refused with a message (a
 # notebook of this course is well under 1 MiB with its outputs; what is kept of one read is
@@ -39,6 +40,7 @@ class Notebook:
 
     cells: list[Cell]
     chapter: str | None = None
+    language: str = "en"  # `course.language`: the grader answers in the notebook's language
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,12 @@ class Submission:
     notebook: Notebook | None = None
     problem: str = ""
     chapter: str | None = field(init=False, default=None)
+    language: str = field(init=False, default="en")
 
     def __post_init__(self) -> None:
         if self.notebook is not None:
             object.__setattr__(self, "chapter", self.notebook.chapter)
+            object.__setattr__(self, "language", self.notebook.language)
 
     def answered_exercises(self) -> int:
         """How many exercise cells no longer hold the stub's NotImplementedError: the work
@@ -107,7 +111,7 @@ def parse_notebook(data: Any) -> Notebook:
     if not isinstance(cells, list) or not isinstance(metadata, dict):
         raise ValueError("cells must be a list and metadata an object")
     kept = [cell for cell in map(_cell, cells) if cell.cell_type == "code"]
-    return Notebook(kept, chapter_in(metadata))
+    return Notebook(kept, chapter_in(metadata), language_of(metadata))
 
 
 def _cell(data: Any) -> Cell:

@@ -23,6 +23,7 @@ from autograder.judging.engine import (
 )
 from autograder.judging.exercise import Exercise, Outputs
 from autograder.judging.report import NOT_ANSWERED, Report
+from autograder.locale import say
 from autograder.sandbox.confined import wire
 
 NOT_ANSWERED_TEXT = "Not answered:"
@@ -147,13 +148,17 @@ def judge_outputs(
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
     """The verdict in the grader's words: hidden cases, and how many of them failed."""
     if report.status == NOT_ANSWERED:
-        where = (f"`{report.stub}` (called by `{exercise.name}`)"
+        where = (say("`{stub}` (called by `{exercise}`)", stub=report.stub,
+                     exercise=exercise.name)
                  if report.stub and report.stub != exercise.name else f"`{exercise.name}`")
-        return (f"{NOT_ANSWERED_TEXT} {where} still raises NotImplementedError. Replace "
-                "that line with your code.")
+        return say(NOT_ANSWERED_TEXT) + " " + say(
+            "{where} still raises NotImplementedError. Replace that line with your code.",
+            where=where)
     if report.passed:
-        return f"Passed all {report.cases_checked} cases (hidden cases included)."
-    return f"Failed {failed} of {report.cases_checked} cases. {report}"
+        return say("Passed all {count} cases (hidden cases included).",
+                   count=report.cases_checked)
+    return say("Failed {failed} of {count} cases.", failed=failed,
+               count=report.cases_checked) + f" {report}"
 
 
 def with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
@@ -161,7 +166,7 @@ def with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
     """The exercise's result, saying which exercises it calls failed: it was graded with
     correct ones in their place, so their mistakes cost their own points only."""
     result = verdicts[exercise.name]
-    if result.output.startswith(NOT_ANSWERED_TEXT):
+    if result.output.startswith(say(NOT_ANSWERED_TEXT)):
         return result
     wrong = [name for name in exercise.depends_on
              if name in verdicts and not verdicts[name].passed]

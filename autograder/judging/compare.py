@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.locale import say
+
 
 @dataclass(frozen=True)
 class Tolerance:
@@ -96,15 +98,18 @@ def compare_array(name: str, got: object, expected: np.ndarray) -> Mismatch | No
     if array is None:
         return Mismatch(
             "type", name,
-            f"{name} should be a numpy array, got {type(got).__module__}.{type(got).__name__}.",
+            say("{name} should be a numpy array, got {type}.", name=name,
+                type=f"{type(got).__module__}.{type(got).__name__}"),
         )
     if array.shape != expected.shape:
         return Mismatch(
-            "shape", name, f"{name} has shape {array.shape}, expected {expected.shape}."
+            "shape", name, say("{name} has shape {got}, expected {expected}.", name=name,
+                               got=array.shape, expected=expected.shape)
         )
     if array.dtype != expected.dtype:
         return Mismatch(
-            "dtype", name, f"{name} has dtype {array.dtype}, expected {expected.dtype}."
+            "dtype", name, say("{name} has dtype {got}, expected {expected}.", name=name,
+                               got=array.dtype, expected=expected.dtype)
         )
     expected_finite = np.isfinite(expected)
     bad = ~np.isfinite(array) & expected_finite
@@ -112,8 +117,8 @@ def compare_array(name: str, got: object, expected: np.ndarray) -> Mismatch | No
         what = "NaN" if np.isnan(array[bad]).any() else "Inf"
         return Mismatch(
             "nonfinite", name,
-            f"{name} contains {what} at {int(bad.sum())} of {array.size} entries "
-            "where the reference is finite.",
+            say("{name} contains {what} at {count} of {size} entries where the reference "
+                "is finite.", name=name, what=what, count=int(bad.sum()), size=array.size),
         )
     zero = np.zeros((), expected.dtype)  # keeps the dtype, so entries print as the learner's
     return _compare_values(name, np.where(expected_finite, array, zero),
@@ -135,11 +140,13 @@ def _compare_values(name: str, got: np.ndarray, expected: np.ndarray) -> Mismatc
     where = f"{name}[{', '.join(map(str, worst))}]" if worst else name
     return Mismatch(
         "value", name,
-        f"{name} differs from the reference at {int((~close).sum())} of {close.size} "
-        f"entries; the worst is {where} = {got[worst]!s}, expected {expected[worst]!s}, "
-        f"off by {error:.3g} (allowed {float(tol.allowed(expected)[worst]):.2g} there: "
-        f"rtol {tol.rtol:.0e} of the entry + atol {tol.atol:.0e} of the output's "
-        f"largest magnitude, for {expected.dtype}).",
+        say("{name} differs from the reference at {count} of {size} entries; the worst is "
+            "{where} = {got}, expected {expected}, off by {error:.3g} (allowed {allowed:.2g} "
+            "there: rtol {rtol:.0e} of the entry + atol {atol:.0e} of the output's largest "
+            "magnitude, for {dtype}).", name=name, count=int((~close).sum()), size=close.size,
+            where=where, got=str(got[worst]), expected=str(expected[worst]), error=error,
+            allowed=float(tol.allowed(expected)[worst]), rtol=tol.rtol, atol=tol.atol,
+            dtype=expected.dtype),
         max_error=float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))),
         excess=float(ratios[worst]),
     )
@@ -152,12 +159,15 @@ def compare_outputs(
     if len(names) == 1:
         return compare_array(names[0], got, expected[0])
     if not isinstance(got, tuple | list) or len(got) != len(names):
-        shape = f"a value of type {type(got).__name__}"
         if isinstance(got, tuple | list):
-            shape += f" of length {len(got)}"
+            shape = say("a value of type {type} of length {length}", type=type(got).__name__,
+                        length=len(got))
+        else:
+            shape = say("a value of type {type}", type=type(got).__name__)
         return Mismatch(
             "structure", "return value",
-            f"The function should return a tuple ({', '.join(names)}); it returned {shape}.",
+            say("The function should return a tuple ({names}); it returned {shape}.",
+                names=", ".join(names), shape=shape),
         )
     for name, value, reference in zip(names, got, expected, strict=True):
         mismatch = compare_array(name, value, reference)

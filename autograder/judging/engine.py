@@ -30,6 +30,7 @@ from autograder.judging.exercise import Evidence, Exercise, Outputs, Raised
 from autograder.judging.fingerprint import fingerprint
 from autograder.judging.references import reference_outputs
 from autograder.judging.report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
+from autograder.locale import say
 
 PRINTED_LIMIT = 2000
 # Other failing cases a known mistake must also reproduce before its hint is shown: on one
@@ -95,11 +96,14 @@ def dependency_note(exercise: Exercise, wrong: list[str]) -> str:
     ones in their place, so their mistakes cost their own exercises only."""
     if not wrong:
         return ""
-    names = " and ".join(wrong)
-    return (f"Your {names} {'is' if len(wrong) == 1 else 'are'} not right yet (see "
-            f"{'its' if len(wrong) == 1 else 'their'} own check). {exercise.name} calls "
-            f"{names}, so it was checked with a correct {names} in place of yours: this "
-            f"verdict is about {exercise.name} alone.")
+    names = say(" and ").join(wrong)
+    if len(wrong) == 1:
+        return say("Your {names} is not right yet (see its own check). {exercise} calls "
+                   "{names}, so it was checked with a correct {names} in place of yours: this "
+                   "verdict is about {exercise} alone.", names=names, exercise=exercise.name)
+    return say("Your {names} are not right yet (see their own check). {exercise} calls "
+               "{names}, so it was checked with a correct {names} in place of yours: this "
+               "verdict is about {exercise} alone.", names=names, exercise=exercise.name)
 
 
 def _wrong_dependencies(exercise: Exercise, fn: Any) -> list[str]:
@@ -141,11 +145,19 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
     return replace(report, status=FAILED, failure=failure)
 
 
+def raised_message(type_name: str, error: BaseException | str | None) -> str:
+    """"raised ValueError: ..." with the exception's own message verbatim (learners search it)."""
+    text = str(error) if error is not None else ""
+    if not text:
+        return say("raised {type_name}", type_name=type_name)
+    return say("raised {type_name}: {error}", type_name=type_name, error=text)
+
+
 def failure_message(exercise: Exercise, attempt: Attempt, expected: Outputs) -> str | None:
     """What is wrong with the attempt (None: nothing), without the hint, which runs every
     known mistake on the case: cheap enough for every candidate while shrinking."""
     if attempt.error is not None:
-        return f"raised {error_type(attempt)}: {attempt.error}".rstrip(": ")
+        return raised_message(error_type(attempt), attempt.error)
     mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
     return None if mismatch is None else mismatch.message
 
@@ -166,7 +178,7 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
         named = exercise.mistake_hint([(case, Raised(type_name)), *others], several=False)
         return Failure(
             case=case,
-            message=f"raised {type_name}: {attempt.error}".rstrip(": "),
+            message=raised_message(type_name, attempt.error),
             hint=named or exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
@@ -212,7 +224,7 @@ def exception_hint(exercise: Exercise, type_name: str) -> str:
     hints = exercise.hints_by_kind
     keys = [f"exception:{type_name}", *(["exception"] if type_name in SHAPE_ERRORS else []),
             "error"]
-    return next((hints[key] for key in keys if key in hints), "")
+    return say(next((hints[key] for key in keys if key in hints), ""))
 
 
 @cache
@@ -269,10 +281,8 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     """
     name = getattr(fn, "__name__", exercise.name)
     if not callable(fn):
-        note = (
-            f"pass the function itself, e.g. check.{exercise.name}({exercise.name}), "
-            f"not the result of calling it (got a {type(fn).__name__})."
-        )
+        note = say("pass the function itself, e.g. check.{name}({name}), not the result of "
+                   "calling it (got a {type}).", name=exercise.name, type=type(fn).__name__)
         base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
         return replace(base, status=ERROR, note=note)
     new_check()  # the same code gets the same verdict, first check or tenth, as in the grader

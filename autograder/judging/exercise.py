@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from autograder import harness
 from autograder.judging.cases import Case, Profile
 from autograder.judging.compare import Mismatch, outputs_match
+from autograder.locale import say
 
 Outputs = tuple[np.ndarray, ...]
 Evidence = tuple[Case, Any]  # a failing case and what the learner's function gave on it
@@ -175,8 +176,10 @@ class Exercise:
         `several`; "" when none does."""
         hints = list(dict.fromkeys(m.hint for m in self.mistakes if self.reproduces(m, evidence)))
         if len(hints) <= 1:
-            return "".join(hints)
-        return SEVERAL_MISTAKES + "\n".join(f"- {hint}" for hint in hints) if several else ""
+            return say(hints[0]) if hints else ""
+        if not several:
+            return ""
+        return say(SEVERAL_MISTAKES) + "\n".join(f"- {say(hint)}" for hint in hints)
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
                  others: Sequence[Evidence] = ()) -> str:
@@ -188,8 +191,8 @@ class Exercise:
             return named
         for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):
             if key in self.hints_by_kind:
-                return self.hints_by_kind[key]
-        return GENERIC_HINTS.get(mismatch.kind, "")
+                return say(self.hints_by_kind[key])
+        return say(GENERIC_HINTS.get(mismatch.kind, ""))
 
 
 def declaration_problems(exercises: Iterable[Exercise], read_harness: bool = True

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autograder.locale import say
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -32,10 +34,12 @@ class Prediction:
         if self.choices:
             if guess not in self.choices:
                 keys = ", ".join(repr(key) for key in self.choices)
-                return f"Your guess {guess!r} is not one of the choices: {keys}."
+                return say("Your guess {guess} is not one of the choices: {keys}.",
+                           guess=repr(guess), keys=keys)
             return None
         if isinstance(guess, bool) or not isinstance(guess, int | float | tuple):
-            return f"Your guess {guess!r} is not a number; write one, e.g. `prediction = 3`."
+            return say("Your guess {guess} is not a number; write one, e.g. "
+                       "`prediction = 3`.", guess=repr(guess))
         return None
 
     def agrees(self, value: Any) -> bool:
@@ -49,5 +53,5 @@ class Prediction:
     def answer_text(self, value: Any = None) -> str:
         value = self.answer if value is None else value
         if self.choices and value in self.choices:
-            return f"{value!r} ({self.choices[value]})"
+            return f"{value!r} ({say(self.choices[value])})"
         return repr(value)

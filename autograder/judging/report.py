@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from autograder.judging.cases import Case
+from autograder.locale import localize, say
 
 PASSED, FAILED, NOT_ANSWERED, ERROR = "passed", "failed", "not answered", "error"
 
@@ -57,41 +58,41 @@ class Report:
 
     def headline(self) -> str:
         if self.status == PASSED:
-            return (
-                f"PASSED {self.function}: matches {self.references} "
-                f"on all {self.cases_checked} cases."
-            )
+            return say("PASSED {function}: matches {references} on all {count} cases.",
+                       function=self.function, references=localize(self.references),
+                       count=self.cases_checked)
         if self.status == NOT_ANSWERED:
-            where = (f"{self.stub} (called by {self.function})"
+            where = (say("{stub} (called by {function})", stub=self.stub, function=self.function)
                      if self.stub and self.stub != self.function else self.function)
-            return (
-                f"NOT ANSWERED YET {where}: replace the "
-                "`raise NotImplementedError(...)` line with your code, then run this cell again."
-            )
+            return say("NOT ANSWERED YET {where}: replace the `raise NotImplementedError(...)` "
+                       "line with your code, then run this cell again.", where=where)
         if self.status == ERROR:
-            return f"CANNOT CHECK {self.function}: {self.note}"
-        return f"FAILED {self.function}: {self.failure.message if self.failure else ''}"
+            return say("CANNOT CHECK {function}: {note}", function=self.function,
+                       note=localize(self.note))
+        return say("FAILED {function}: {message}", function=self.function,
+                   message=localize(self.failure.message) if self.failure else "")
 
     def sections(self) -> list[tuple[str, str]]:
         """(title, body) pairs shared by the text and HTML renderings."""
-        notes = [("Your other exercises", self.dependencies)] if self.dependencies else []
+        notes = ([(say("Your other exercises"), localize(self.dependencies))]
+                 if self.dependencies else [])
         failure = self.failure
         if failure is None or self.status != FAILED:
             return notes
         parts = [] if failure.input_independent else _case_sections(failure)
         parts += _comparison(failure)
         if failure.traceback:
-            parts.append(("Your function raised", failure.traceback))
+            parts.append((say("Your function raised"), failure.traceback))
         if failure.printed:
-            parts.append(("Your function printed", failure.printed))
+            parts.append((say("Your function printed"), failure.printed))
         if failure.hint:
-            parts.append(("Hint", failure.hint))
+            parts.append((say("Hint"), localize(failure.hint)))
         return parts + notes
 
     def __str__(self) -> str:
         lines = [self.headline()]
         for title, body in self.sections():
-            lines.append(f"{title}:")
+            lines.append(say("{title}:", title=title))
             lines.extend("  " + line for line in body.splitlines())
         return "\n".join(lines)
 
@@ -126,7 +127,7 @@ PROSE_SECTIONS = ("Hint", "Your other exercises")
 
 def _html_body(title: str, body: str) -> str:
     """A section's body: wrapping prose for sentences, a scrolling fixed-width block else."""
-    if title in PROSE_SECTIONS:
+    if title in {say(section) for section in PROSE_SECTIONS}:
         return f"<div class='autograder-prose' style='{PROSE}'>{html.escape(body)}</div>"
     return f"<pre class='autograder-fixed' style='{FIXED}'>{html.escape(body)}</pre>"
 
@@ -138,12 +139,13 @@ def _show(value: Any) -> str:
 
 
 def _case_sections(failure: Failure) -> list[tuple[str, str]]:
-    title = "Smallest failing case" if failure.shrunk else "Failing case"
+    title = say("Smallest failing case") if failure.shrunk else say("Failing case")
     if failure.case.label:
-        title += f" ({failure.case.label})"
+        title += f" ({localize(failure.case.label)})"
     parts = [(title, failure.case.describe())]
-    parts += [(f"input {name}", _show(value)) for name, value in failure.case.arrays().items()]
-    parts += [(f"input {k}", repr(v)) for k, v in failure.case.params().items()]
+    parts += [(say("input {name}", name=name), _show(value))
+              for name, value in failure.case.arrays().items()]
+    parts += [(say("input {name}", name=k), repr(v)) for k, v in failure.case.params().items()]
     return parts
 
 
@@ -154,9 +156,9 @@ def _comparison(failure: Failure) -> list[tuple[str, str]]:
     got = failure.got if len(names) > 1 else (failure.got,)
     parts = []
     if not isinstance(got, tuple | list):
-        parts.append(("got (the whole return value)", _show(got)))
+        parts.append((say("got (the whole return value)"), _show(got)))
     for index, (name, expected) in enumerate(zip(names, failure.expected, strict=True)):
-        parts.append((f"expected {name}", _show(expected)))
+        parts.append((say("expected {name}", name=name), _show(expected)))
         if isinstance(got, tuple | list) and index < len(got):
-            parts.append((f"got {name}", _show(got[index])))
+            parts.append((say("got {name}", name=name), _show(got[index])))
     return parts

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from autograder.exercises import EXERCISES
 from autograder.judging.report import PROSE
+from autograder.locale import say
 
 
 def exercise_hints(name: str) -> tuple[str, ...]:
@@ -35,20 +36,22 @@ class Hint:
 
     def text(self) -> str:
         if not self.hints:
-            return (f"{self.exercise} declares no hints: run its check, whose report "
-                    "describes what it finds.")
-        return self.hints[self.number - 1]
+            return say("{exercise} declares no hints: run its check, whose report describes "
+                       "what it finds.", exercise=self.exercise)
+        return say(self.hints[self.number - 1])
 
     def footer(self) -> str:
         if not self.hints:
             return ""
         if self.number < len(self.hints):
-            return (f"Hint {self.number} of {len(self.hints)}. Another: "
-                    f"check.hint({self.exercise!r}, {self.number + 1})")
-        return f"Hint {self.number} of {len(self.hints)}."
+            return say("Hint {number} of {count}. Another: check.hint({exercise}, {next})",
+                       number=self.number, count=len(self.hints),
+                       exercise=repr(self.exercise), next=self.number + 1)
+        return say("Hint {number} of {count}.", number=self.number, count=len(self.hints))
 
     def __str__(self) -> str:
-        return f"Hint for {self.exercise}: {self.text()}\n{self.footer()}".rstrip()
+        return (say("Hint for {exercise}", exercise=self.exercise)
+                + f": {self.text()}\n{self.footer()}").rstrip()
 
     def __repr__(self) -> str:
         return str(self)
@@ -56,8 +59,9 @@ class Hint:
     def _repr_html_(self) -> str:
         return (
             f"<div class='autograder-hint' style='border-left:4px solid #0969da;"
-            f"padding:.3em .8em;{PROSE}'><b>Hint for <code>{html.escape(self.exercise)}</code>"
-            f"</b><div style='{PROSE}'>{html.escape(self.text())}</div>"
+            f"padding:.3em .8em;{PROSE}'><b>"
+            + say("Hint for {exercise}", exercise=f"<code>{html.escape(self.exercise)}</code>")
+            + f"</b><div style='{PROSE}'>{html.escape(self.text())}</div>"
             f"<div style='color:#57606a;{PROSE}'>{html.escape(self.footer())}</div></div>"
         )
 
@@ -67,7 +71,7 @@ def hint(name: str, number: int = 1) -> Hint:
     hints = exercise_hints(name)
     if hints and not 1 <= number <= len(hints):
         raise ValueError(
-            f"{name} has {len(hints)} hints: ask for check.hint({name!r}, n) "
-            f"with n from 1 to {len(hints)}."
+            say("{name} has {count} hints: ask for check.hint({quoted}, n) with n from 1 to "
+                "{count}.", name=name, count=len(hints), quoted=repr(name))
         )
     return Hint(name, number if hints else 0, hints)

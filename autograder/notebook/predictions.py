@@ -12,6 +12,7 @@ from typing import Any
 
 from autograder.exercises import PREDICTIONS
 from autograder.judging.prediction import Prediction
+from autograder.locale import say
 
 _GUESSES: dict[str, Any] = {}
 
@@ -39,8 +40,8 @@ def _prediction(name: str) -> Prediction:
 
 
 def _question(prediction: Prediction) -> str:
-    lines = [prediction.question]
-    lines += [f"  {key!r}: {text}" for key, text in prediction.choices.items()]
+    lines = [say(prediction.question)]
+    lines += [f"  {key!r}: {say(text)}" for key, text in prediction.choices.items()]
     return "\n".join(lines)
 
 
@@ -50,14 +51,15 @@ def predict(name: str, guess: Any) -> Shown:
     _GUESSES.pop(name, None)
     if guess is None:
         return Shown(
-            f"{_question(prediction)}\nNo guess yet: set `prediction` above to your guess, "
-            "run this cell, then run the next one."
+            _question(prediction) + "\n" + say("No guess yet: set `prediction` above to your "
+                                               "guess, run this cell, then run the next one.")
         )
     problem = prediction.valid_guess_problem(guess)
     if problem:
         return Shown(f"{_question(prediction)}\n{problem}")
     _GUESSES[name] = guess
-    return Shown(f"Your guess: {prediction.answer_text(guess)}. Now run the next cell.")
+    return Shown(say("Your guess: {guess}. Now run the next cell.",
+                     guess=prediction.answer_text(guess)))
 
 
 def reveal(name: str, observed: Any) -> Shown:
@@ -72,7 +74,9 @@ def reveal(name: str, observed: Any) -> Shown:
         )
     answer = prediction.answer_text(observed)
     if name not in _GUESSES:
-        return Shown(f"The run shows {answer}. {prediction.why}")
+        return Shown(say("The run shows {answer}.", answer=answer) + " " + say(prediction.why))
     guess = _GUESSES[name]
-    verdict = "Right" if prediction.agrees(guess) else f"Not quite: you guessed {guess!r}"
-    return Shown(f"{verdict}. The run shows {answer}. {prediction.why}")
+    verdict = (say("Right.") if prediction.agrees(guess)
+               else say("Not quite: you guessed {guess}.", guess=repr(guess)))
+    return Shown(f"{verdict} " + say("The run shows {answer}.", answer=answer) + " "
+                 + say(prediction.why))

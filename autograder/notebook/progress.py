@@ -22,6 +22,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED
+from autograder.locale import say
 
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 HEADLINES = (("PASSED ", PASSED), ("FAILED ", FAILED), ("CANNOT CHECK ", FAILED),
@@ -95,14 +96,16 @@ class Progress:
 
     def summary(self) -> str:
         counts = self.counts()
-        return (f"{counts[PASSED]} of {len(self.rows)} exercises passed, {counts[FAILED]} "
-                f"failed, {counts[NOT_ANSWERED]} not answered (from the saved notebooks in "
-                f"{self.folder}: save a notebook to count its latest checks).")
+        return say("{passed} of {total} exercises passed, {failed} failed, {open} not "
+                   "answered (from the saved notebooks in {folder}: save a notebook to count "
+                   "its latest checks).", passed=counts[PASSED], total=len(self.rows),
+                   failed=counts[FAILED], open=counts[NOT_ANSWERED], folder=self.folder)
 
     def __str__(self) -> str:
-        width = max([len(row.exercise) for row in self.rows] + [len("exercise")])
-        lines = [f"chapter  {'exercise':<{width}}  status"]
-        lines += [f"{row.chapter:<7}  {row.exercise:<{width}}  {row.status}" for row in self.rows]
+        width = max([len(row.exercise) for row in self.rows] + [len(say("exercise"))])
+        lines = [f"{say('chapter'):<7}  {say('exercise'):<{width}}  {say('status')}"]
+        lines += [f"{row.chapter:<7}  {row.exercise:<{width}}  {say(row.status)}"
+                  for row in self.rows]
         return "\n".join([*lines, "", self.summary()])
 
     def __repr__(self) -> str:
@@ -112,12 +115,13 @@ class Progress:
         rows = "".join(
             f"<tr><td>{html.escape(row.chapter)}</td><td><code>{html.escape(row.exercise)}"
             f"</code></td><td style='color:{COLOURS[row.status]};font-weight:bold'>"
-            f"{html.escape(row.status)}</td></tr>"
+            f"{html.escape(say(row.status))}</td></tr>"
             for row in self.rows
         )
         return (
-            "<div class='autograder-progress'><table><thead><tr><th>chapter</th>"
-            f"<th>exercise</th><th>status</th></tr></thead><tbody>{rows}</tbody></table>"
+            f"<div class='autograder-progress'><table><thead><tr><th>{say('chapter')}</th>"
+            f"<th>{say('exercise')}</th><th>{say('status')}</th></tr></thead><tbody>{rows}"
+            "</tbody></table>"
             f"<p style='white-space:normal'>{html.escape(self.summary())}</p></div>"
         )
 

@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from autograder.locale import say
+
 PROGRESS_CLASS = "autograder-waiting"
 
 
@@ -33,7 +35,7 @@ def kernel_display() -> Callable[..., Any] | None:
 
 
 def message(exercise: str, cases: int) -> str:
-    return f"checking {exercise}: {cases} cases…"
+    return say("checking {exercise}: {cases} cases…", exercise=exercise, cases=cases)
 
 
 def bundle(text: str) -> dict[str, str]:

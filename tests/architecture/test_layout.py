@@ -14,16 +14,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "autograder"
 # Concern -> the other concerns its modules may import. "top" is autograder's own modules
 # (check, cli, __main__), which put the concerns together.
 MAY_IMPORT: dict[str, set[str]] = {
+    "locale": set(),  # what the checks and the grader say, in English and Chinese
     "harness": set(),  # it also runs in the confined child, beside child.py
     "sandbox.confined": set(),  # copied into the child's folder: no grader at all
     "sandbox": {"sandbox.confined"},
-    "judging": {"harness"},
-    "exercises": {"judging", "harness"},
-    "notebook": {"judging", "exercises", "authoring"},
-    "authoring": {"exercises"},
-    "grading": {"judging", "exercises", "harness", "sandbox", "sandbox.confined"},
+    "judging": {"harness", "locale"},
+    "exercises": {"judging", "harness", "locale"},
+    "notebook": {"judging", "exercises", "authoring", "locale"},
+    "authoring": {"exercises", "locale"},
+    "grading": {"judging", "exercises", "harness", "sandbox", "sandbox.confined", "locale"},
     "top": {"harness", "sandbox.confined", "sandbox", "judging", "exercises", "notebook",
-            "authoring", "grading"},
+            "authoring", "grading", "locale"},
 }
 # Imports allowed inside a function only (never when the module loads): an Exercise looks
 # up the exercises it calls in the registry, whose modules import judging themselves.
