@@ -35,14 +35,29 @@ def source_messages(package: Path = PACKAGE) -> Iterator[tuple[str, str]]:
     """(file, template) for each literal passed to say()/english() in the package's code."""
     for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
+        constants = _module_strings(tree)
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or not node.args:
+            if not isinstance(node, ast.Call):
                 continue
             name = getattr(node.func, "id", getattr(node.func, "attr", None))
-            if name in MARKERS:
-                text = _literal(node.args[0])
+            if path.parent.name == "exercises":  # a hand-picked case's label
+                for keyword in node.keywords:
+                    label = _literal(keyword.value) if keyword.arg == "label" else None
+                    if label:
+                        yield CORE, label
+            if name in MARKERS and node.args:
+                first = node.args[0]
+                text = _literal(first) or constants.get(getattr(first, "id", ""))
                 if text:
                     yield CORE, text
+
+
+def _module_strings(tree: ast.Module) -> dict[str, str]:
+    """NAME -> text for each module-level `NAME = "..."` (a template said by its name)."""
+    return {target.id: node.value.value for node in tree.body
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+            for target in node.targets if isinstance(target, ast.Name)}
 
 
 def runtime_messages() -> Iterator[tuple[str, str]]:
@@ -100,7 +115,7 @@ def po_path(file: str, language: str = CHINESE) -> Path:
     return FOLDER / language / f"{file}.po"
 
 
-def update(language: str = CHINESE) -> dict[str, int]:
+def update(language: str = CHINESE, only: tuple[str, ...] = ()) -> dict[str, int]:
     """Write every message into the language's .po files, keeping existing translations (found
     in any of its files); returns how many each file has left untranslated."""
     from babel.messages.catalog import Catalog
@@ -112,6 +127,8 @@ def update(language: str = CHINESE) -> dict[str, int]:
             known.update({str(m.id): str(m.string) for m in read_po(handle) if m.id and m.string})
     left: dict[str, int] = {}
     for file, texts in messages().items():
+        if only and file not in only:
+            continue
         catalog = Catalog(locale=language.replace("-", "_"), project="autodiff-course",
                           charset="utf-8")
         for text in texts:

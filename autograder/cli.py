@@ -95,6 +95,10 @@ def parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=ROOT
     )
     commands.add_parser("warm-up", help="compile the notebook checks' references once")
+    bundle = commands.add_parser("bundle", help="zip every notebook and what runs them, for "
+                                 "learners who cannot clone (README.zh-CN.md)")
+    bundle.add_argument("--out", type=Path, default=ROOT / "dist" / "autodiff-course.zip")
+    bundle.add_argument("--root", type=Path, default=ROOT)
     commands.add_parser("messages", help="update autograder/locale/zh-CN/*.po with every "
                         "message the checks and the grader say (translations kept)")
     commands.add_parser("translations", help="what the Chinese edition's prose lacks: "
@@ -201,6 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from autograder.notebook.progress import main as progress
 
         return progress(**args)
+    if command == "bundle":
+        from autograder.authoring.bundle import main as bundle
+
+        return bundle(**args)
     if command == "messages":
         from autograder.catalogue import update
 

@@ -73,20 +73,30 @@ def course_map(root: Path) -> str:
     """The markdown table, one row per chapter; chapters not written yet say so."""
     config = settings(root)
     written = {path.name[:2]: path for path in sorted((root / "course").glob("[0-9][0-9]_*.ipynb"))}
-    rows = ["| # | Chapter | Open | Binder | Colab |", "|---|---|---|---|---|"]
+    rows = ["| # | Chapter | Open | Binder | Colab | 中文版 (Chinese) |",
+            "|---|---|---|---|---|---|"]
     for number, planned_title in PLANNED.items():
         path = written.get(number)
         if path is None:
-            rows.append(f"| {number} | {planned_title} | not written yet | | |")
+            rows.append(f"| {number} | {planned_title} | not written yet | | | |")
             continue
         meta = nbformat.read(path, as_version=4).metadata.get("course", {})
         notebook = f"course/{path.name}"
         rows.append(
             f"| {number} | {meta.get('title', planned_title)} | [{path.name}]({notebook}) "
             f"| [launch]({binder_url(config['repository'], config['branch'], notebook)}) "
-            f"| [open]({colab_url(config['repository'], config['branch'], notebook)}) |"
+            f"| [open]({colab_url(config['repository'], config['branch'], notebook)}) "
+            f"| {_chinese_links(config, path.name)} |"
         )
     return "\n".join(rows)
+
+
+def _chinese_links(config: dict[str, str], name: str) -> str:
+    """The Chinese edition's notebook, with its Binder and Colab links."""
+    notebook = f"course/zh-CN/{name}"
+    return (f"[打开]({notebook}) · "
+            f"[Binder]({binder_url(config['repository'], config['branch'], notebook)}) · "
+            f"[Colab]({colab_url(config['repository'], config['branch'], notebook)})")
 
 
 def readme_with_map(readme: str, table: str) -> str:

@@ -55,6 +55,7 @@ from autograder.judging.cases import Case, Profile, dtypes
 from autograder.judging.compare import excess, tolerance
 from autograder.judging.exercise import Evidence, Exercise, Mistake
 from autograder.judging.prediction import Prediction
+from autograder.locale import say
 
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
@@ -488,21 +489,19 @@ def first_difference(case: Case, got: Any) -> str:
         mine = nodes[part].astype(np.float64).reshape(values[k].shape)
         scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
         if not np.all(np.abs(mine - expected) <= 1e-3 * scale):
-            return (
-                f"Walking back from the output, the cotangents first differ at "
-                f"{statements[k]}: expected {np.array2string(expected, precision=4)}, "
-                f"got {np.array2string(mine, precision=4)}."
-            )
+            return say("Walking back from the output, the cotangents first differ at "
+                       "{statement}: expected {expected}, got {got}.", statement=statements[k],
+                       expected=np.array2string(expected, precision=4),
+                       got=np.array2string(mine, precision=4))
     wrong = [f"v{i} ({name})" for i, (name, mine, expected)
              in enumerate(zip(INPUTS, got[: len(INPUTS)], answer[: len(INPUTS)], strict=True))
              if not np.allclose(np.asarray(mine, dtype=np.float64), expected, rtol=1e-3,
                                 atol=1e-3)]
-    return (
+    return say(
         "Walking back from the output, every value from v3 on ends with the right "
-        f"cotangent; the first to differ are those of the inputs: {', '.join(wrong)}. Look "
-        "at what was passed on to them: too early, not in full, or not scaled by the "
-        "incoming cotangent."
-    ) if wrong else ""
+        "cotangent; the first to differ are those of the inputs: {inputs}. Look at what was "
+        "passed on to them: too early, not in full, or not scaled by the incoming cotangent.",
+        inputs=", ".join(wrong)) if wrong else ""
 
 
 @dataclass(frozen=True, eq=False)

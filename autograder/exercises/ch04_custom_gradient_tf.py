@@ -20,6 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from autograder.harness import english
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
 from autograder.judging.exercise import Exercise, Mistake, learner_function
 from autograder.judging.prediction import Prediction
@@ -110,7 +111,7 @@ def _logaddexp_edges() -> list[Case]:
         cases.append(Case(
             (("a", a.astype(dtype)), ("b", b.astype(dtype)),
              ("g", _random(rng, a.shape, dtype))),
-            label=f"every pair of 0, +-100, +-1000 ({np.dtype(dtype).name})",
+            label=english("every pair of 0, +-100, +-1000 ({dtype})", dtype=np.dtype(dtype).name),
         ))
     return cases
 
@@ -238,7 +239,7 @@ def _xlogx_edges() -> list[Case]:
     x = np.array([0.0, 0.0, 1.0, 2.5, -1.0, 100.0, -100.0, 1000.0, -1000.0, 1e-3])
     return [
         Case((("x", x.astype(dt)), ("g", _random(rng, x.shape, dt))),
-             label=f"zeros, negatives, +-100, +-1000 ({np.dtype(dt).name})")
+             label=english("zeros, negatives, +-100, +-1000 ({dtype})", dtype=np.dtype(dt).name))
         for dt in (np.float32, np.float64)
     ] + [Case((("x", np.zeros((), np.float32)), ("g", np.full((), 1.5, np.float32))),
               label="x = 0 alone")]
@@ -549,8 +550,8 @@ def _quantize_edges() -> list[Case]:
     x = np.array([-1000.0, -100.0, -0.01, 0.0, 0.1, 0.3, 0.7, 1.0, 1.01, 100.0, 1000.0])
     return [
         Case((("x", x.astype(dt)), ("levels", levels), ("g", _random(rng, x.shape, dt))),
-             label=f"the window edges 0 and 1, +-100, +-1000, {levels} levels "
-                   f"({np.dtype(dt).name})")
+             label=english("the window edges 0 and 1, +-100, +-1000, {levels} levels ({dtype})",
+                       levels=levels, dtype=np.dtype(dt).name))
         for dt, levels in ((np.float32, 4), (np.float64, 2))
     ]
 

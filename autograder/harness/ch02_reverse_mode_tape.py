@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from . import english
 from .course_helpers import helpers_used
 
 UNARY = ("neg", "exp", "log", "tanh")
@@ -122,10 +123,10 @@ def refuse_reference_tape(fn: Callable[..., Any], exercise: str) -> None:
     and handing it back would pass without deriving anything."""
     handed_back = fn in (vjp_rule, toposort, backward)
     if handed_back or helpers_used(fn, _is_reference_answer):
-        raise ValueError(
-            f"Your {exercise} uses the course's reference tape ({REFERENCE_TAPE}, imported as "
+        raise ValueError(english(
+            "Your {exercise} uses the course's reference tape ({tape}, imported as "
             "`reference` for the demonstrations): the check needs your own code. Write "
-            f"{exercise} without `reference.`.")
+            "{exercise} without `reference.`.", exercise=exercise, tape=REFERENCE_TAPE))
 
 
 # ---------------------------------------------------------------- vjp_rule
@@ -142,12 +143,14 @@ def invoke_vjp_rule(fn: Callable[..., Any], op: str, axis: int | None, g: np.nda
     else:
         result = fn(op, g, x, y)
     if not isinstance(result, tuple | list):
-        raise TypeError(f"vjp_rule({op!r}, ...) must return a tuple of cotangents, one per "
-                        f"primal; it returned a {type(result).__name__}.")
+        raise TypeError(english("vjp_rule({op}, ...) must return a tuple of cotangents, one "
+                                "per primal; it returned a {type}.", op=repr(op),
+                                type=type(result).__name__))
     wanted = 1 if op == "sum" or op in UNARY else 2
     if len(result) != wanted:
-        raise ValueError(f"{op} has {wanted} primal(s), so vjp_rule must return a tuple of "
-                         f"{wanted} cotangent(s); it returned {len(result)}.")
+        raise ValueError(english("{op} has {wanted} primal(s), so vjp_rule must return a tuple "
+                                 "of {wanted} cotangent(s); it returned {count}.", op=op,
+                                 wanted=wanted, count=len(result)))
     return (result[0], result[1]) if wanted == 2 else (result[0], y)
 
 
@@ -180,14 +183,17 @@ def _checked_order(order: list[Node], root: Node) -> list[Node]:
     seen = set()
     for node in order:
         if id(node) not in wanted:
-            raise ValueError(f"toposort returned {node!r}, which is not a node of the graph.")
+            raise ValueError(english("toposort returned {node}, which is not a node of the "
+                                     "graph.", node=repr(node)))
         if id(node) in seen:
-            raise ValueError(f"toposort returned {node!r} twice: list each node once.")
+            raise ValueError(english("toposort returned {node} twice: list each node once.",
+                                     node=repr(node)))
         seen.add(id(node))
     missing = [repr(node) for key, node in wanted.items() if key not in seen]
     if missing:
-        raise ValueError(f"toposort left out {', '.join(missing)}: list every node the "
-                         "root depends on, the inputs and the root included.")
+        raise ValueError(english("toposort left out {nodes}: list every node the root depends "
+                                 "on, the inputs and the root included.",
+                                 nodes=", ".join(missing)))
     return order
 
 
@@ -241,8 +247,9 @@ def invoke_grad(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.nda
     together = fn(f, argnums=(0, 1, 2))(x0, x1, x2)
     nodes = flat_nodes([v.grad for v in traced[0][3:]]) if traced else None
     if not isinstance(together, tuple):
-        raise TypeError("grad(f, argnums=(0, 1, 2)) must return a tuple of three "
-                        f"gradients, as jax.grad does; it returned a {type(together).__name__}.")
+        raise TypeError(english("grad(f, argnums=(0, 1, 2)) must return a tuple of three "
+                                "gradients, as jax.grad does; it returned a {type}.",
+                                type=type(together).__name__))
     first, second = fn(f)(x0, x1, x2), fn(f, argnums=1)(x0, x1, x2)
     _same_alone(together, first, 0)
     _same_alone(together, second, 1)
@@ -255,10 +262,10 @@ def _same_alone(together: tuple, alone: Any, index: int) -> None:
             and alone.shape == together[index].shape
             and np.allclose(alone, together[index], rtol=1e-5, atol=1e-6))
     if not same:
-        raise ValueError(
-            f"grad(f{'' if index == 0 else ', argnums=1'}) should return the array "
-            f"grad(f, argnums=(0, 1, 2)) gives at position {index}, as jax.grad does "
-            "(an int argnums: one array; a tuple: a tuple of arrays).")
+        raise ValueError(english(
+            "{call} should return the array grad(f, argnums=(0, 1, 2)) gives at position "
+            "{index}, as jax.grad does (an int argnums: one array; a tuple: a tuple of arrays).",
+            call="grad(f)" if index == 0 else "grad(f, argnums=1)", index=index))
 
 
 # ---------------------------------------------------------------- references for dependents
@@ -334,8 +341,9 @@ def invoke_directional_derivative(fn: Callable[..., Any], f: str, x: np.ndarray,
     """The learner's directional_derivative(f, x, v) of the named function, in x's dtype."""
     result = fn(scalar_function(f, x.dtype), x, v)
     if np.ndim(result) != 0:
-        raise ValueError("directional_derivative must return one number (the derivative of "
-                         f"f along v), not an array of shape {np.shape(result)}.")
+        raise ValueError(english("directional_derivative must return one number (the "
+                                 "derivative of f along v), not an array of shape {shape}.",
+                                 shape=np.shape(result)))
     return np.asarray(result, dtype=x.dtype)
 
 
@@ -390,8 +398,9 @@ def invoke_find_wrong_rule(fn: Callable[..., Any], table: str, dtype: str) -> np
     """The learner's find_wrong_rule(vjp_rule, forward, dtype) on a rule table, as flags."""
     answer = fn(rule_table(table), dict(FORWARD), np.dtype(dtype))
     if answer is not None and answer not in FORWARD:
-        raise ValueError(f"find_wrong_rule returned {answer!r}: return the name of an op, "
-                         f"one of {', '.join(FORWARD)}, or None when every rule passes.")
+        raise ValueError(english("find_wrong_rule returned {answer}: return the name of an op, "
+                                 "one of {ops}, or None when every rule passes.",
+                                 answer=repr(answer), ops=", ".join(FORWARD)))
     return flags(answer)
 
 

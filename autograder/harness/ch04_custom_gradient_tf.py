@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from . import method
+from . import english, method
 
 # id(fn) -> (fn, tf.function, signatures), forgotten when a check starts (method.per_check)
 _GRAPHS: dict[int, tuple[Callable, Callable, set]] = method.per_check({})
@@ -45,11 +45,11 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     with _custom_gradients() as calls:
         result = _invoke(fn, args, variables=(1,))
     if calls == [0]:
-        raise method.MethodNotFollowed(
+        raise method.MethodNotFollowed(english(
             "tanh_layer must compute its output with a "
             "function decorated with @tf.custom_gradient (def forward(x): ... return y, "
             "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
-            "differentiated your code itself and your gradient rule never ran.", result
+            "differentiated your code itself and your gradient rule never ran."), result
         )
     return result
 
@@ -71,7 +71,7 @@ def invoke_clip(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
         result = _invoke(fn, args, variables=())
     if used:
         found = " and ".join(f"tf.{name}" for name in sorted(set(used)))
-        raise method.MethodNotFollowed(CLIP_METHOD.format(found=found), result)
+        raise method.MethodNotFollowed(english(CLIP_METHOD, found=found), result)
     return result
 
 
@@ -150,10 +150,9 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
         logger.setLevel(level)
     for e, h in zip(eager, graph, strict=False):
         if e.shape != h.shape or not np.allclose(e, h, rtol=1e-4, atol=1e-5, equal_nan=True):
-            raise AssertionError(
+            raise AssertionError(english(
                 "The result differs between the eager run and the run inside tf.function: "
-                "your function must not depend on Python state or on .numpy() values."
-            )
+                "your function must not depend on Python state or on .numpy() values."))
     return tuple(eager)
 
 
@@ -207,21 +206,24 @@ def _explained(run: Callable[..., tuple], fn: Callable[..., Any], values: list[A
         for clue, meaning in _MEANINGS:
             if clue in text:
                 kind = TypeError if isinstance(error, TypeError) else ValueError
-                raise kind(meaning + " (TensorFlow said: " + text[:300] + ")") from None
+                raise kind(english("{meaning} (TensorFlow said: {said})", meaning=meaning,
+                                   said=text[:300])) from None
         raise
 
 
-_VARIABLE_GRADS = (
+_VARIABLE_GRADS = english(
     "grad_fn must return (input_grads, variable_grads): the variable gradients in a list, "
     "one per variable in `variables`, e.g. (grad_x, [grad_w])."
 )
 _MEANINGS = [
     ("keyword argument 'variables'",
-     "Your grad_fn does not accept `variables`. The function reads a tf.Variable, "
-     "so TensorFlow calls grad_fn(g, variables=[w]) and expects "
-     "(input_grads, variable_grads) back. Define it as `def grad_fn(g, variables=None)`."),
+     english("Your grad_fn does not accept `variables`. The function reads a tf.Variable, "
+             "so TensorFlow calls grad_fn(g, variables=[w]) and expects "
+             "(input_grads, variable_grads) back. Define it as `def grad_fn(g, "
+             "variables=None)`.")),
     ("gradient for each variable", _VARIABLE_GRADS),
     ("too few gradients", _VARIABLE_GRADS),
     ("expected to return",
-     "grad_fn must return one gradient per input of the custom-gradient function, in order."),
+     english("grad_fn must return one gradient per input of the custom-gradient function, "
+             "in order.")),
 ]

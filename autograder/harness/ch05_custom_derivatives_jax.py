@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import english
+
 Fn = Callable[..., Any]
 
 
@@ -45,36 +47,36 @@ _NOT_LINEAR = (
     "reverse mode, so it must be (something of the primals) * tangent: no t * t, sin(t), "
     "abs(t) or where() on the tangent."
 )
-_CLOSED_OVER_TRACERS = (
+_CLOSED_OVER_TRACERS = english(
     "your residuals close over tracers: fwd stored a value outside itself (a global, "
     "nonlocal, list or attribute) and bwd read it from there. Everything bwd needs must "
     "travel in the residuals fwd returns."
 )
 LIKELY_MISTAKES = (
-    ("nondiff_argnums", "an array (a traced value) was passed in a `nondiff_argnums` "
+    ("nondiff_argnums", english("an array (a traced value) was passed in a `nondiff_argnums` "
      "position. Pass arrays as ordinary arguments (bwd returns a cotangent for them, or "
-     "zeros) and keep nondiff_argnums for static Python values such as functions."),
+     "zeros) and keep nondiff_argnums for static Python values such as functions.")),
     ("Transpose rule", _NOT_LINEAR),
     ("AssertionError", _NOT_LINEAR),
-    ("Custom VJP bwd rule must produce", "bwd returned the wrong structure. It must return "
+    ("Custom VJP bwd rule must produce", english("bwd returned the wrong structure. It must return "
      "a TUPLE with one cotangent per differentiable argument of the primal function, in "
-     "order (for one argument: `return (g_x,)`), and nothing for nondiff_argnums."),
-    ("unexpected JAX type", "your function changed the dtype (for example float32 in, "
+     "order (for one argument: `return (g_x,)`), and nothing for nondiff_argnums.")),
+    ("unexpected JAX type", english("your function changed the dtype (for example float32 in, "
      "float64 out, after mixing in a float64 numpy array). Keep x's dtype: use "
-     "jnp.zeros_like(x) or plain Python floats for constants."),
-    ("Custom JVP rule must produce", "the JVP rule must return a pair "
-     "(primal_out, tangent_out) with matching shapes and dtypes."),
+     "jnp.zeros_like(x) or plain Python floats for constants.")),
+    ("Custom JVP rule must produce", english("the JVP rule must return a pair "
+     "(primal_out, tangent_out) with matching shapes and dtypes.")),
     ("No constant handler", _CLOSED_OVER_TRACERS),
     ("UnexpectedTracerError", _CLOSED_OVER_TRACERS),
-    ("Pure callbacks do not support JVP", "JAX cannot differentiate through "
+    ("Pure callbacks do not support JVP", english("JAX cannot differentiate through "
      "jax.pure_callback. Give the function a jax.custom_jvp rule, and write the rule itself "
-     "in jax.numpy (not with another callback) so it can be differentiated again."),
-    ("vmap_method", "jax.pure_callback needs a vmap_method to work under jax.vmap; for an "
-     "elementwise numpy routine, vmap_method='expand_dims' (or 'broadcast_all')."),
-    ("while_loop", "reverse mode cannot differentiate through lax.while_loop. That is what "
-     "the custom_vjp rule is for: differentiate the fixed-point equation, not the loop."),
-    ("Tracer", "a traced value was used where JAX needs a concrete one (a Python if, "
-     "float(), or numpy on a traced value). Use jnp functions, jnp.where or lax control flow."),
+     "in jax.numpy (not with another callback) so it can be differentiated again.")),
+    ("vmap_method", english("jax.pure_callback needs a vmap_method to work under jax.vmap; for an "
+     "elementwise numpy routine, vmap_method='expand_dims' (or 'broadcast_all').")),
+    ("while_loop", english("reverse mode cannot differentiate through lax.while_loop. That is what "
+     "the custom_vjp rule is for: differentiate the fixed-point equation, not the loop.")),
+    ("Tracer", english("a traced value was used where JAX needs a concrete one (a Python if, "
+     "float(), or numpy on a traced value). Use jnp functions, jnp.where or lax control flow.")),
 )
 
 
@@ -84,8 +86,9 @@ def explain(stage: str, error: Exception) -> str:
     first = text.strip().splitlines()[0][:300]
     for needle, cause in LIKELY_MISTAKES:
         if needle in text:
-            return f"{stage} failed ({first}). Likely mistake: {cause}"
-    return f"{stage} failed ({first})."
+            return english("{stage} failed ({first}). Likely mistake: {cause}", stage=stage,
+                           first=first, cause=cause)
+    return english("{stage} failed ({first}).", stage=stage, first=first)
 
 
 def stage(name: str, thunk: Callable[[], Any]) -> Any:

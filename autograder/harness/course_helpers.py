@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from . import english
+
 COURSE_PACKAGE = "coursekit"
 
 
@@ -78,11 +80,11 @@ def refuse_course_helpers(fn: Callable[..., Any], exercise: str) -> None:
     """Refuse an answer that is, or calls, code of the course's own `coursekit` package."""
     used = helpers_used(fn, from_course)
     if used:
-        raise ValueError(
-            f"Your {exercise} calls the course's own helper {', '.join(used)} (from "
-            f"{COURSE_PACKAGE}, imported by the notebook to show what happens): that helper "
-            "already works out the answer, so the check needs your own code. Write "
-            f"{exercise} without {used[0]}.")
+        raise ValueError(english(
+            "Your {exercise} calls the course's own helper {helpers} (from {package}, imported "
+            "by the notebook to show what happens): that helper already works out the answer, "
+            "so the check needs your own code. Write {exercise} without {first}.",
+            exercise=exercise, helpers=", ".join(used), package=COURSE_PACKAGE, first=used[0]))
 
 
 def invoke_own_code(fn: Callable[..., Any], *values: Any) -> Any:

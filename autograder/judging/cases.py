@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from autograder.locale import say
+
 Params = tuple[tuple[str, Any], ...]
 Shape = tuple[int, ...]
 T = TypeVar("T")
@@ -96,7 +98,8 @@ class Case:
         lines = []
         for name, value in self.args:
             if isinstance(value, np.ndarray):
-                lines.append(f"{name}: {value.dtype} array of shape {value.shape}")
+                lines.append(say("{name}: {dtype} array of shape {shape}", name=name,
+                                 dtype=value.dtype, shape=value.shape))
             else:
                 lines.append(f"{name} = {value!r}")
         return "\n".join(lines)

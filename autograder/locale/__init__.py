@@ -30,6 +30,7 @@ ENGLISH, CHINESE = "en", "zh-CN"
 LANGUAGES = (ENGLISH, CHINESE)
 FOLDER = Path(__file__).resolve().parent
 FIELD = re.compile(r"\{(\w+)(?:![rsa])?(?::[^{}]*)?\}")
+CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")  # what Chinese text has and English text lacks
 
 _language: contextvars.ContextVar[str] = contextvars.ContextVar("course_language")
 

@@ -1,0 +1,100 @@
+"""The catalogue: every message the checks and the grader say has its Chinese, with the same
+fields; the .po files hold exactly today's messages; a Chinese notebook's checks answer in
+Chinese, with the same numbers as the English ones."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from babel.messages.pofile import read_po
+
+from autograder import locale
+from autograder.catalogue import messages, po_path
+from autograder.locale import CHINESE, CJK_TEXT, FIELD, localize, say, speaking
+
+ALL = [(file, text) for file, texts in messages().items() for text in texts]
+
+
+def fields(text: str) -> list[str]:
+    return sorted(match.group(0) for match in FIELD.finditer(text))
+
+
+def on_disk() -> dict[str, dict[str, str]]:
+    files = {}
+    for path in sorted((locale.FOLDER / CHINESE).glob("*.po")):
+        with path.open("rb") as handle:
+            files[path.stem] = {str(m.id): str(m.string) for m in read_po(handle) if m.id}
+    return files
+
+
+def missing_translations(wanted: list[tuple[str, str]], have: dict[str, dict[str, str]]
+                         ) -> list[str]:
+    """Each wanted message without a Chinese translation (or with other fields), named."""
+    problems = []
+    for file, text in wanted:
+        translation = have.get(file, {}).get(text, "")
+        if not translation or not CJK_TEXT.search(translation):
+            problems.append(f"{po_path(file).name}: no Chinese for {text[:80]!r}")
+        elif fields(translation) != fields(text):
+            problems.append(f"{po_path(file).name}: fields {fields(translation)} in the "
+                            f"Chinese of {text[:60]!r}, {fields(text)} in the English")
+    return problems
+
+
+def test_every_message_has_its_chinese_with_the_same_fields():
+    problems = missing_translations(ALL, on_disk())
+    assert not problems, (f"{len(problems)} messages lack their Chinese (run `python -m "
+                          "autograder messages`, then translate):\n" + "\n".join(problems))
+
+
+def test_the_check_names_a_message_without_chinese_and_a_field_lost():
+    have = {"core": {"Hello {name}.": "你好。", "Bye.": ""}}
+    problems = missing_translations([("core", "Hello {name}."), ("core", "Bye."),
+                                     ("core", "New one.")], have)
+    assert len(problems) == 3
+    assert "fields" in problems[0] and "Bye." in problems[1] and "New one." in problems[2]
+
+
+def test_the_po_files_hold_exactly_todays_messages():
+    wanted = {file: set(texts) for file, texts in messages().items()}
+    have = {file: set(entries) for file, entries in on_disk().items()}
+    stale = {file: sorted(have[file] - wanted.get(file, set()))[:3] for file in have
+             if have[file] - wanted.get(file, set())}
+    assert not stale, f"messages no longer said (run `python -m autograder messages`): {stale}"
+
+
+def test_say_fills_the_same_values_in_both_languages():
+    template = "{name} has shape {got}, expected {expected}."
+    english = say(template, name="g_x", got=(2, 3), expected=(3,))
+    with speaking("zh-CN"):
+        chinese = say(template, name="g_x", got=(2, 3), expected=(3,))
+    assert english == "g_x has shape (2, 3), expected (3,)."
+    assert CJK_TEXT.search(chinese)
+    assert all(part in chinese for part in ("g_x", "(2, 3)", "(3,)"))
+
+
+def test_text_made_in_the_child_is_translated_by_its_template():
+    """The harness (confined child) says English; the report matches it to the template."""
+    from autograder.harness import english
+
+    text = english("toposort returned {node} twice: list each node once.", node="Node(v3 = mul)")
+    with speaking("zh-CN"):
+        translated = localize(f"raised ValueError: {text}")
+    assert CJK_TEXT.search(translated) and "Node(v3 = mul)" in translated
+    assert "ValueError" in translated  # exception names stay as Python says them
+    assert localize(text) == text  # English outside the Chinese context
+
+
+def test_an_unknown_language_is_refused_and_zh_variants_are_chinese():
+    with pytest.raises(ValueError, match="Unknown language"):
+        locale.set_language("fr")
+    assert [locale.normalized(code) for code in ("zh", "zh_CN", "zh-cn", None, "en")] == [
+        CHINESE, CHINESE, CHINESE, "en", "en"]
+
+
+def test_framework_error_messages_stay_verbatim_in_english():
+    error = "In[0] and In[1] has different ndims: [3] vs. [3,4] [Op:MatMul]"
+    with speaking("zh-CN"):
+        text = say("raised {type_name}: {error}", type_name="InvalidArgumentError", error=error)
+    assert error in text and re.search(CJK_TEXT, text)
