@@ -17,6 +17,11 @@ from autograder.judging.exercise import Exercise
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER_COPY = ROOT / "course" / "03_unbroadcasting.ipynb"
+CHINESE_COPY = ROOT / "course" / "zh-CN" / "03_unbroadcasting.ipynb"
+# The Chinese learner copy, answered right, wrong (a declared mistake) and not at all: the
+# grader answers each in Chinese, with the scores and counterexample of its English twin.
+CHINESE_VARIANTS = {"zh_good": "good", "zh_forgets_keepdims": "forgets_keepdims",
+                    "zh_blank": None}
 
 GOOD_UNBROADCAST = '''
 def unbroadcast(g, shape):
@@ -133,6 +138,15 @@ def write_all(folder: Path, forge_targets: list[Path]) -> dict[str, tuple[float,
     expected["forges_files"] = (0, 1)
     (folder / "invalid_json.ipynb").write_text('{"cells": [ this is not json')
     expected["invalid_json"] = (0, 0)
+    chinese = nbformat.read(CHINESE_COPY, as_version=4)
+    for name, twin in CHINESE_VARIANTS.items():
+        if twin is None:
+            nbformat.write(chinese, folder / f"{name}.ipynb")
+            expected[name] = (0, 0)
+            continue
+        ub, mm, extra, scores = VARIANTS[twin]
+        nbformat.write(fill(chinese, ub, mm, extra), folder / f"{name}.ipynb")
+        expected[name] = scores
     other = fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, [])
     other.metadata["course"] = {**other.metadata["course"], "chapter": "01"}
     nbformat.write(other, folder / "other_chapter.ipynb")

@@ -16,6 +16,7 @@ from autograder.grading.assignment import Assignment, GradingRun, write_inputs
 from autograder.grading.parts import round_workers
 from autograder.grading.verdicts import ExerciseResult, exercise_result, judge_outputs, read_outputs
 from autograder.judging.exercise import Exercise
+from autograder.locale import say
 from autograder.sandbox import children, errors, sandbox, submission_folders, warm_children
 from autograder.sandbox.confined import child, wire
 
@@ -183,34 +184,36 @@ def _read_cell_problems(out: Path) -> list[dict]:
 
 def _death_message(name: str, outcome: children.ChildResult) -> str:
     if outcome.timed_out:
-        return f"`{name}` was stopped at the time limit for the whole submission."
+        return say("`{name}` was stopped at the time limit for the whole submission.",
+                   name=name)
     if outcome.disk_exceeded:
-        return (f"Your code wrote more than its folder holds ({_disk_limit()}) while `{name}` "
-                f"ran, so `{name}` could not finish. The other exercises were graded "
-                "separately, in fresh folders.")
-    return (
-        f"The process ended while `{name}` ran (exit code {outcome.returncode}): os._exit, "
-        "a crash, or the memory limit. The other exercises were graded separately."
-    )
+        return say("Your code wrote more than its folder holds ({limit}) while `{name}` ran, "
+                   "so `{name}` could not finish. The other exercises were graded separately, "
+                   "in fresh folders.", limit=_disk_limit(), name=name)
+    return say("The process ended while `{name}` ran (exit code {code}): os._exit, a crash, or "
+               "the memory limit. The other exercises were graded separately.", name=name,
+               code=outcome.returncode)
 
 
 
 def _disk_limit() -> str:
     limit = submission_folders.DISK_LIMIT // 1024**2
-    return f"{limit} MiB and {submission_folders.INODE_LIMIT} files"
+    return say("{limit} MiB and {files} files", limit=limit,
+               files=submission_folders.INODE_LIMIT)
 
 
 
 def _cells_died_message(outcome: children.ChildResult) -> str:
     if outcome.timed_out:
-        return "The notebook's cells did not finish within the time limit (an endless loop?)."
+        return say("The notebook's cells did not finish within the time limit (an endless "
+                   "loop?).")
     if outcome.disk_exceeded:
-        return (f"Your notebook's cells wrote more than their folder holds ({_disk_limit()}) "
-                "before any exercise could be called. Write less to disk in the cells.")
-    return (
-        f"The notebook ended the process while its cells ran (exit code {outcome.returncode}),"
-        " before any exercise could be called. Remove os._exit / crashing code from the cells."
-    )
+        return say("Your notebook's cells wrote more than their folder holds ({limit}) before "
+                   "any exercise could be called. Write less to disk in the cells.",
+                   limit=_disk_limit())
+    return say("The notebook ended the process while its cells ran (exit code {code}), before "
+               "any exercise could be called. Remove os._exit / crashing code from the cells.",
+               code=outcome.returncode)
 
 
 

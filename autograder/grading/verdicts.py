@@ -105,12 +105,11 @@ def judge_outputs(
 ) -> ExerciseResult:
     """All-or-nothing per exercise; feedback shows the smallest failing case."""
     if report["missing"]:
-        defined = ", ".join(report["defined"]) or "none"
-        return exercise_result(exercise, False, (
-            f"No function named `{exercise.name}` was found after running the notebook. "
-            f"Keep the exercise's name and signature `{exercise.signature}`. "
-            f"Functions defined: {defined}."
-        ))
+        defined = ", ".join(report["defined"]) or say("none")
+        return exercise_result(exercise, False, say(
+            "No function named `{name}` was found after running the notebook. Keep the "
+            "exercise's name and signature `{signature}`. Functions defined: {defined}.",
+            name=exercise.name, signature=exercise.signature, defined=defined))
     records = report["cases"]
     ran = cases_run(records, len(cases))
     cases, refs = cases[:ran], refs[:ran]
@@ -118,16 +117,16 @@ def judge_outputs(
                 for i in range(len(cases))]
     framework = next((a for a in attempts if error_type(a) == "FrameworkUsed"), None)
     if framework is not None:
-        return exercise_result(exercise, False, (
-            f"`{exercise.name}` calls TensorFlow or JAX. This is a numpy exercise: the "
-            f"gradient rule must be your own code, so it scores 0. ({framework.error})"
-        ))
+        return exercise_result(exercise, False, say(
+            "`{name}` calls TensorFlow or JAX. This is a numpy exercise: the gradient rule must "
+            "be your own code, so it scores 0. ({error})", name=exercise.name,
+            error=framework.error))
     checked = len(cases)
     if report["timeout"]:
-        return exercise_result(exercise, False, (
-            f"`{exercise.name}` did not finish its {checked} cases within the time limit "
-            f"(finished {len(records)}). Look for an endless loop."
-        ))
+        return exercise_result(exercise, False, say(
+            "`{name}` did not finish its {checked} cases within the time limit (finished "
+            "{finished}). Look for an endless loop.", name=exercise.name, checked=checked,
+            finished=len(records)))
     failing = [(case, attempt, expected)
                for case, attempt, expected in zip(cases, attempts, refs, strict=True)
                if fails(exercise, attempt, expected)]

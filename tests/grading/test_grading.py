@@ -6,6 +6,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -100,7 +101,7 @@ def test_batch_is_graded_and_exits_zero(batch):
     "good", "forgets_keepdims", "infinite_loop", "exit_at_import", "os_exit_in_function",
     "keyboard_interrupt", "memory_grab", "print_flood", "patched_numpy", "syntax_error",
     "renamed_function", "returns_none", "returns_nan", "uses_tensorflow", "forges_files",
-    "invalid_json", "other_chapter",
+    "invalid_json", "other_chapter", "zh_good", "zh_forgets_keepdims", "zh_blank",
 ])
 def test_each_submission_costs_only_its_own_points(batch, stem):
     assert scores(batch, stem) == batch["expected"][stem], results(batch, stem)
@@ -125,6 +126,28 @@ def test_each_problem_gets_a_clear_message(batch, stem, message):
     text = json.dumps(results(batch, stem))
     assert message in text, text[:3000]
     assert message in (folder(batch["out"], stem) / "feedback.txt").read_text()
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def array_lines(text: str) -> list[str]:
+    """The printed arrays of a feedback text (the counterexample), whatever its language."""
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("[")]
+
+
+def test_a_chinese_submission_is_answered_in_chinese_with_the_same_counterexample(batch):
+    english = (folder(batch["out"], "forgets_keepdims") / "feedback.txt").read_text()
+    chinese = (folder(batch["out"], "zh_forgets_keepdims") / "feedback.txt").read_text()
+    assert not CJK.search(english)
+    assert CJK.search(chinese) and "unbroadcast" in chinese and "keepdims=True" in chinese
+    assert array_lines(chinese) == array_lines(english) != []
+    payload = results(batch, "zh_forgets_keepdims")
+    assert CJK.search(payload["output"]) and CJK.search(payload["tests"][0]["output"])
+    assert payload["tests"][0]["name"] == "unbroadcast (chapter 03)"  # stable identifiers
+    for stem in ("zh_good", "zh_blank"):
+        text = (folder(batch["out"], stem) / "feedback.txt").read_text()
+        assert CJK.search(text), text
 
 
 def test_syntax_error_is_pointed_at(batch):

@@ -7,7 +7,8 @@ failing example), moves the widget's slider and watches its text follow, then ty
 into the exercise cell, runs it and its check, and waits for the green PASSED report.
 Then a second notebook, made of chapter 02's own cells, shows the backward-pass stepper at
 step 0 and step 1, and `check.progress()` over the folder, where chapters 01-07 are the
-solution notebooks (all passed, from their saved outputs) and chapter 00 is unanswered.
+solution notebooks (all passed, from their saved outputs) and chapter 00 is unanswered. Last,
+chapter 00's Chinese learner copy runs, and its check reports must read in Chinese.
 
 Screenshots go to test-artifacts/browser/ (with JupyterLab's log). Needs Playwright for Python
 (pinned in requirements.txt) and a Chromium: the system's (/usr/bin/chromium, or the binary
@@ -104,6 +105,18 @@ def _cell_with(notebook: nbformat.NotebookNode, text: str) -> str:
                 if cell.cell_type == "code" and text in cell.source)
 
 
+def _write_chinese_copy(folder: Path) -> None:
+    """Chapter 00's Chinese learner copy, unexecuted, as the build makes it (check-sync keeps
+    course/zh-CN equal to it), in the folder zh-CN/ beside the English one."""
+    from autograder.authoring import translations
+
+    edition = next(e for e in translations.editions(ROOT) if e.source.name == NOTEBOOK)
+    notebook = learner_copy(translations.edition_notebook(ROOT, edition), NOTEBOOK)
+    notebook.metadata.pop("widgets", None)
+    (folder / "zh-CN").mkdir()
+    nbformat.write(notebook, folder / "zh-CN" / NOTEBOOK)
+
+
 def _write_views(folder: Path) -> None:
     """The stepper from chapter 02's own cells, and the progress view, in one small notebook;
     beside it chapters 01-07 as solved (saved outputs: all passed) for progress() to read."""
@@ -143,6 +156,7 @@ def lab(tmp_path):
     served = tmp_path / "served"
     served.mkdir()
     _write_learner_copy(served)
+    _write_chinese_copy(served)
     _write_views(served)
     _write_quiet_settings(tmp_path / "settings")
     port, token = _free_port(), secrets.token_hex(16)
@@ -351,6 +365,21 @@ def _progress_view(page, shots: Path) -> list[str]:
     return view.locator("tbody tr").all_inner_texts()
 
 
+def _read_a_chinese_chapter(page, base: str, token: str, shots: Path) -> None:
+    """The Chinese chapter 00: its prose and its check reports are Chinese, with the same
+    exercise and function names as the English ones."""
+    page.goto(f"{base}/lab/tree/zh-CN/{NOTEBOOK}?token={token}", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    _wait_for_idle_kernel(page)
+    heading = page.locator(".jp-RenderedMarkdown h1").first.inner_text()
+    assert heading.startswith("00") and re.search("[\u4e00-\u9fff]", heading), heading
+    texts = _run_all_and_read_reports(page, shots)
+    page.screenshot(path=str(shots / "10-chinese-reports.png"), full_page=True)
+    assert any(t.startswith(f"尚未作答 {EXERCISE}") for t in texts), texts
+    assert any(t.startswith("未通过 forgets_the_cotangent") for t in texts), texts
+    assert all(re.search("[\u4e00-\u9fff]", t) for t in texts), texts
+
+
 def test_chapter_00_runs_in_jupyterlab_in_chromium(browser_binary, lab):
     sync_playwright, chromium = browser_binary
     base, token = lab
@@ -386,6 +415,8 @@ def test_chapter_00_runs_in_jupyterlab_in_chromium(browser_binary, lab):
             assert chapters == {f"{n:02d}" for n in range(8)}, rows
             assert all("passed" in row for row in rows if not row.startswith("00")), rows
             assert any(row.startswith("00") and "not answered" in row for row in rows), rows
+
+            _read_a_chinese_chapter(page, base, token, shots)
         except Exception:
             page.screenshot(path=str(shots / "failure.png"), full_page=True)
             raise
