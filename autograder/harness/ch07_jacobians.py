@@ -6,6 +6,8 @@ the JAX references (autograder.exercises.ch07_jacobians imports this module), so
 sees exactly the function the reference saw. The invokes also check the method: the Jacobian
 exercises build the Jacobian themselves (no jax.jacrev, jax.jacfwd, jax.hessian: method.py watches
 them), and `hvp` builds no Hessian (the builders are watched; the jaxpr shows the sizes).
+No invoke runs code of the course's own `coursekit` (coursekit.jacobians, which the notebook
+imports for its measurements, composes the Jacobian builders and an HVP program).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 
 from . import method
 from .ch05_custom_derivatives_jax import double_precision
+from .course_helpers import refuse_course_helpers
 
 BATCH_NORM_EPS = 0.1
 Fn = Callable[..., Any]
@@ -103,6 +106,17 @@ JACOBIAN_METHOD = (
 _BUILDER_USED: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})
 
 
+# (fn, exercise) whose code was read for the course's helpers, per check: read once, not per case
+_OWN_CODE: dict[tuple[Fn, str], bool] = method.per_check({})
+
+
+def refuse_helpers_once(fn: Fn, exercise: str) -> None:
+    """refuse_course_helpers, read once per function and check (it raises every time)."""
+    if (fn, exercise) not in _OWN_CODE:
+        refuse_course_helpers(fn, exercise)
+        _OWN_CODE[fn, exercise] = True
+
+
 def invoke_jacobian_vjp(fn: Fn, name: str, x: np.ndarray) -> Any:
     """The learner's fn(f, x) for the vector test function `name`, built by hand from VJPs."""
     return _jacobian_by_hand(fn, name, x, ("jacobian_via_vjp", "jax.vjp", "cotangent"))
@@ -117,6 +131,7 @@ def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, s
     """The learner's Jacobian, refused when a builder made it. The builders are looked for in
     one trace per function, shape and dtype, with every call seen (a jitted part runs its
     Python), then in the run itself (code that cannot be traced runs eagerly)."""
+    refuse_helpers_once(fn, words[0])
     key = (fn, name, x.shape, str(x.dtype))
     if key not in _BUILDER_USED:
         _BUILDER_USED[key] = _builder_in_trace(fn, vector_function(name), x)
@@ -143,6 +158,7 @@ def _builder_in_trace(fn: Fn, f: Fn, x: np.ndarray) -> str:
 
 def invoke_batch(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
     """The learner's fn(f, *arrays) for the batch test function `name`."""
+    refuse_helpers_once(fn, "batch_jacobian")
     return _invoke("batch", fn, name, arrays)
 
 
@@ -203,6 +219,7 @@ _HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_chec
 def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
     """invoke_scalar, and the method: no Jacobian or Hessian builder, and no array with as
     many entries as the Hessian in the computation (traced once per function and shape)."""
+    refuse_helpers_once(fn, "hvp")
     found = _hessian_built(fn, name, x, v)
     with method.watching(fn, every_call=False) as usage:  # the trace above saw every call
         result = _invoke("scalar", fn, name, (x, v))

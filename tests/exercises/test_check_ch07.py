@@ -15,6 +15,7 @@ from autograder import check
 from autograder.exercises import ch07_jacobians as ch
 from autograder.harness import ch07_jacobians as harness
 from autograder.judging.cases import NOTEBOOK, draw_cases
+from coursekit.jacobians import measure_modes, measure_second_order
 
 from ..submissions import ROOT
 
@@ -155,6 +156,47 @@ def test_the_nearest_demo_copied_fails_with_a_hint(checker, fn):
     report = checker(fn)
     assert report.status == "failed", str(report)
     assert report.failure.hint, str(report)
+
+
+# The notebook imports coursekit.jacobians for its measurements; its programs are jax.jacfwd,
+# jax.jacrev and forward-over-reverse HVPs. An answer that runs the course's code is refused
+# before it runs (the measurements themselves take seconds), whatever it returns.
+
+
+def jacobian_beside_the_course_measurement(f, x):
+    measure_modes([x.size], n_out=2, hidden=4, repeats=1)
+    return jacobian_vmap_vjp(f, x)
+
+
+def jvp_jacobian_beside_the_course_measurement(f, x):
+    measure_modes([x.size], n_out=2, hidden=4, repeats=1)
+    return jacobian_vmap_jvp(f, x)
+
+
+def batch_jacobian_beside_the_course_measurement(f, x):
+    measure_modes([x.shape[1]], n_out=2, hidden=4, repeats=1)
+    return batch_jacobian_einsum(f, x)
+
+
+def hvp_beside_the_course_measurement(f, x, v):
+    measure_second_order([x.size], repeats=1)
+    return hvp_forward_over_reverse(f, x, v)
+
+
+COURSE_CODE = [
+    (check.jacobian_via_vjp, jacobian_beside_the_course_measurement, "jacobian_via_vjp"),
+    (check.jacobian_via_jvp, jvp_jacobian_beside_the_course_measurement, "jacobian_via_jvp"),
+    (check.batch_jacobian, batch_jacobian_beside_the_course_measurement, "batch_jacobian"),
+    (check.hvp, hvp_beside_the_course_measurement, "hvp"),
+]
+
+
+@pytest.mark.parametrize(("checker", "fn", "exercise"), COURSE_CODE,
+                         ids=[name for _, _, name in COURSE_CODE])
+def test_an_answer_running_the_course_helpers_is_refused(checker, fn, exercise):
+    report = checker(fn)
+    assert report.status == "failed", str(report)
+    assert f"Your {exercise} calls the course's own helper measure_" in str(report), str(report)
 
 
 HVP_ANSWER = ("jvp(jax.grad", "jvp(grad", "JVP of the gradient", "jvp` of `jax.grad")
