@@ -66,11 +66,21 @@ def _bwd_general(residuals, g):
     return vjp_a(u)
 
 
+def _bwd_partials_by_jax(residuals, g):
+    """The implicit formula with both partial derivatives of the map taken by JAX."""
+    a, x = residuals
+    _, vjp = jax.vjp(fixed_point_map, a, x)
+    df_da, df_dx = vjp(jnp.ones_like(x))  # the map is elementwise: its diagonal partials
+    return (g * df_da / (1 - df_dx),)
+
+
 fixed_point_formula = _fixed_point(_fwd, _bwd_formula)
 fixed_point_general = _fixed_point(_fwd, _bwd_general)
+fixed_point_partials_by_jax = _fixed_point(_fwd, _bwd_partials_by_jax)
 
 
-@pytest.mark.parametrize("fn", [fixed_point_formula, fixed_point_general])
+@pytest.mark.parametrize("fn", [fixed_point_formula, fixed_point_general,
+                                fixed_point_partials_by_jax])
 def test_right_fixed_point_passes(fn):
     report = check.fixed_point(fn)
     assert report.passed, str(report)
@@ -106,7 +116,19 @@ def _vjp_of_the_unrolled_solver(a, g):  # a helper of the learner's own, one cal
                    a)[1](g)
 
 
+def _bwd_through_the_loop(residuals, g):
+    """Reverse mode through the given solver: the derivative of the loop, not of x*."""
+    a, _ = residuals
+    return jax.vjp(solve, a)[1](g)
+
+
+def _bwd_grad_of_the_loop(residuals, g):
+    a, _ = residuals
+    return (g * jax.grad(lambda a: solve(a).sum())(a),)
+
+
 REFUSED = "uses the course's finished solvers"
+UNROLLED = "Your derivative is that of the solver's loop"
 
 FIXED_POINT_BUGS = [
     (_fixed_point(_fwd, _bwd_by_the_reference_solver), REFUSED),
@@ -115,6 +137,9 @@ FIXED_POINT_BUGS = [
     (_fixed_point(_fwd_stashing, _bwd_stashed), "residuals close over tracers"),
     (_fixed_point(_fwd, lambda r, g: _bwd_formula(r, g)[0]), "bwd returned the wrong structure"),
     (while_loop_unrolled, "cannot differentiate through lax.while_loop"),
+    (_fixed_point(_fwd, _bwd_through_the_loop), UNROLLED),
+    (_fixed_point(_fwd, _bwd_grad_of_the_loop), UNROLLED),
+    (solve, UNROLLED),  # no custom_vjp at all: JAX differentiates the fori_loop itself
 ]
 
 
