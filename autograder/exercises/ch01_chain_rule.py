@@ -584,8 +584,8 @@ JACOBIAN_BY_ROWS = Exercise(
         "error": (
             "The traceback names the line of your code that raised. A TypeError from JAX's "
             "dot_general or matmul means two operands' shapes do not fit: each row is one VJP, "
-            "whose cotangent is a one-hot vector of y's shape (m,), not x's; stack the m rows "
-            "into an (m, n) array. Print the shapes on that line."
+            "whose cotangent has y's shape (m,), not x's, and whose result has x's shape (n,); "
+            "stack the m rows into an (m, n) array. Print the shapes on that line."
         ),
         "exception": (
             "A shape error. TensorFlow's `In[0] and In[1] has different ndims: [n] vs. [n,m] "
@@ -594,19 +594,21 @@ JACOBIAN_BY_ROWS = Exercise(
             "of rank 2 or more, unlike numpy's and JAX's. Write "
             "`tf.linalg.matvec(W, x, transpose_a=True) + b`, or make x a (1, n) row with "
             "`x[None, :]` and take row 0 of the product. Any other shape error: print the "
-            "shapes on the line that raised; each row is one VJP whose cotangent is a one-hot "
-            "vector of y's shape (m,)."
+            "shapes on the line that raised; each row is one VJP, whose cotangent has y's shape "
+            "(m,)."
         ),
         "shape": (
             "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + x.shape "
-            "(the order tape.jacobian and jax.jacrev use): one row per entry of y, row i being "
-            "the VJP with the one-hot cotangent e_i."
+            "(the order tape.jacobian and jax.jacrev use): one row per entry of y, row i "
+            "holding the derivatives of y_i alone with respect to every entry of x. One VJP "
+            "gives one array of x's shape (n,): stack m of them along a new first axis."
         ),
         "value": (
-            "Right shape, wrong values. Row i must be the VJP of y = tanh(x @ W + b) with the "
-            "one-hot cotangent e_i (tf.one_hot(i, m) or jnp.eye(m)[i])."
+            "Right shape, wrong values. Row i is the gradient of the single entry y_i of "
+            "y = tanh(x @ W + b). One VJP with cotangent g gives g^T J: the rows of J added "
+            "up, row i weighted by g_i. Which g leaves row i alone in that sum?"
         ),
-        "dtype": "Keep float32: build one-hot cotangents with y's dtype (dtype=y.dtype).",
+        "dtype": "Keep float32: build the cotangents in y's dtype (dtype=y.dtype).",
     },
     invoke=ROWS_INVOKE,
     frameworks=("jax", "tensorflow"),

@@ -374,6 +374,33 @@ def test_wrong_jacobians_fail_with_their_hint(fn, hint):
     assert hint in str(report), str(report)
 
 
+def rows_with_doubled_cotangents(x, W, b):
+    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), x)
+    return jnp.stack([pullback(2 * e)[0] for e in jnp.eye(y.shape[0], dtype=y.dtype)])
+
+
+def rows_flattened(x, W, b):
+    return jnp.ravel(rows_jax(x, W, b))
+
+
+THE_COTANGENT = ("one-hot", "one_hot", "eye(", "e_i")  # what the learner is to work out
+
+
+@pytest.mark.parametrize(("fn", "kind", "idea"), [
+    (rows_with_doubled_cotangents, "value", "Which g leaves row i alone in that sum?"),
+    (rows_flattened, "shape", "One VJP gives one array of x's shape (n,)"),
+])
+def test_rows_hints_point_at_the_idea_not_at_the_cotangent(fn, kind, idea):
+    """The hints say what one VJP computes and what a row of the Jacobian is; which
+    cotangent gives row i is the exercise, so no hint a wrong answer gets names it."""
+    report = check.jacobian_by_rows(fn)
+    assert report.status == "failed", str(report)
+    assert idea in report.failure.hint, str(report)
+    for kind_hint in JACOBIAN_BY_ROWS.hints_by_kind.values():
+        assert not [word for word in THE_COTANGENT if word in kind_hint], kind_hint
+    assert not [word for word in THE_COTANGENT if word in report.failure.hint], str(report)
+
+
 @pytest.mark.parametrize("index", range(4))
 def test_jacobian_references_agree_with_compute_gradient(index):
     case = JACOBIAN_BY_ROWS.edge_cases()[index]
