@@ -42,7 +42,7 @@ def double_precision() -> Iterator[None]:
         jax.config.update("jax_enable_x64", before)
 
 
-_NOT_LINEAR = (
+_NOT_LINEAR = english(
     "your JVP rule is not linear in the tangent. JAX transposes the tangent part to get "
     "reverse mode, so it must be (something of the primals) * tangent: no t * t, sin(t), "
     "abs(t) or where() on the tangent."

@@ -30,7 +30,7 @@ from autograder.judging.exercise import Evidence, Exercise, Outputs, Raised
 from autograder.judging.fingerprint import fingerprint
 from autograder.judging.references import reference_outputs
 from autograder.judging.report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
-from autograder.locale import say
+from autograder.locale import localize, say
 
 PRINTED_LIMIT = 2000
 # Other failing cases a known mistake must also reproduce before its hint is shown: on one
@@ -150,7 +150,8 @@ def raised_message(type_name: str, error: BaseException | str | None) -> str:
     text = str(error) if error is not None else ""
     if not text:
         return say("raised {type_name}", type_name=type_name)
-    return say("raised {type_name}: {error}", type_name=type_name, error=text)
+    # The harness's own message (English, from the child) is translated; a framework's stays.
+    return say("raised {type_name}: {error}", type_name=type_name, error=localize(text))
 
 
 def failure_message(exercise: Exercise, attempt: Attempt, expected: Outputs) -> str | None:

@@ -53,5 +53,5 @@ class Prediction:
     def answer_text(self, value: Any = None) -> str:
         value = self.answer if value is None else value
         if self.choices and value in self.choices:
-            return f"{value!r} ({say(self.choices[value])})"
+            return say("{value} ({choice})", value=repr(value), choice=say(self.choices[value]))
         return repr(value)

@@ -141,7 +141,7 @@ def _show(value: Any) -> str:
 def _case_sections(failure: Failure) -> list[tuple[str, str]]:
     title = say("Smallest failing case") if failure.shrunk else say("Failing case")
     if failure.case.label:
-        title += f" ({localize(failure.case.label)})"
+        title += say(" ({label})", label=localize(failure.case.label))
     parts = [(title, failure.case.describe())]
     parts += [(say("input {name}", name=name), _show(value))
               for name, value in failure.case.arrays().items()]

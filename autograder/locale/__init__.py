@@ -89,12 +89,20 @@ def say(template: str, /, **values: Any) -> str:
     return text.format(**values) if values else text
 
 
+# Fields that hold a framework's or Python's own words: kept verbatim (learners search them).
+VERBATIM_FIELDS = {"said", "first", "error", "message", "traceback", "type_name", "type"}
+# A template matched against finished text needs this much of its own words: "got {name}"
+# would match any text starting with "got" (a TensorFlow message, say).
+MIN_LITERAL = 16
+
+
 @cache
 def _patterns(language: str) -> list[tuple[re.Pattern[str], str]]:
-    """A regular expression for each template with fields: its fields match any text."""
+    """A regular expression for each template with fields (and enough words of its own to be
+    recognised): its fields match any text."""
     found = []
     for english, translation in table(language).items():
-        if not FIELD.search(english):
+        if not FIELD.search(english) or len(FIELD.sub("", english)) < MIN_LITERAL:
             continue
         parts, position, names = [], 0, set()
         for field in FIELD.finditer(english):
@@ -126,7 +134,9 @@ def localize(text: str) -> str:
     for pattern, translation in _patterns(language):
         match = pattern.fullmatch(text)
         if match:
-            return translation.format(**{k: localize(v) for k, v in match.groupdict().items()})
+            return translation.format(**{
+                name: value if name in VERBATIM_FIELDS else localize(value)
+                for name, value in match.groupdict().items()})
     if "\n" in text:
         return "\n".join(localize(line) for line in text.split("\n"))
     return text

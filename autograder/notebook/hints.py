@@ -50,8 +50,8 @@ class Hint:
         return say("Hint {number} of {count}.", number=self.number, count=len(self.hints))
 
     def __str__(self) -> str:
-        return (say("Hint for {exercise}", exercise=self.exercise)
-                + f": {self.text()}\n{self.footer()}").rstrip()
+        title = say("Hint for {exercise}", exercise=self.exercise)
+        return (say("{title}:", title=title) + f" {self.text()}\n{self.footer()}").rstrip()
 
     def __repr__(self) -> str:
         return str(self)

@@ -74,9 +74,11 @@ def reveal(name: str, observed: Any) -> Shown:
         )
     answer = prediction.answer_text(observed)
     if name not in _GUESSES:
-        return Shown(say("The run shows {answer}.", answer=answer) + " " + say(prediction.why))
+        return Shown(say("The run shows {answer}. {why}", answer=answer,
+                         why=say(prediction.why)))
     guess = _GUESSES[name]
-    verdict = (say("Right.") if prediction.agrees(guess)
-               else say("Not quite: you guessed {guess}.", guess=repr(guess)))
-    return Shown(f"{verdict} " + say("The run shows {answer}.", answer=answer) + " "
-                 + say(prediction.why))
+    if prediction.agrees(guess):
+        return Shown(say("Right. The run shows {answer}. {why}", answer=answer,
+                         why=say(prediction.why)))
+    return Shown(say("Not quite: you guessed {guess}. The run shows {answer}. {why}",
+                     guess=repr(guess), answer=answer, why=say(prediction.why)))

@@ -22,11 +22,32 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED
-from autograder.locale import say
+from autograder.locale import CHINESE, LANGUAGES, say, speaking
 
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 HEADLINES = (("PASSED ", PASSED), ("FAILED ", FAILED), ("CANNOT CHECK ", FAILED),
              ("NOT ANSWERED YET ", NOT_ANSWERED))
+# The report's headline templates, whose first word the Chinese edition's saved checks show.
+HEADLINE_TEMPLATES = {
+    PASSED: "PASSED {function}: matches {references} on all {count} cases.",
+    FAILED: "FAILED {function}: {message}",
+    NOT_ANSWERED: "NOT ANSWERED YET {where}: replace the `raise NotImplementedError(...)` "
+                  "line with your code, then run this cell again.",
+}
+
+
+def headlines() -> tuple[tuple[str, str], ...]:
+    """Each headline's first word in every language, with the status it means."""
+    translated = []
+    for status, template in HEADLINE_TEMPLATES.items():
+        for language in LANGUAGES:
+            with speaking(language):
+                first = say(template).split("{", 1)[0]
+            if first.strip():
+                translated.append((first, status))
+    with speaking(CHINESE):
+        cannot = say("CANNOT CHECK {function}: {note}").split("{", 1)[0]
+    return (*HEADLINES, *dict.fromkeys(translated), (cannot, FAILED))
 COLOURS = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ANSWERED: "#9a6700"}
 
 
@@ -51,7 +72,7 @@ def status_of_outputs(outputs: list[NotebookNode]) -> str:
         if output.get("output_type") == "error":
             return FAILED
         text = output.get("data", {}).get("text/plain", "") or output.get("text", "")
-        for prefix, status in HEADLINES:
+        for prefix, status in headlines():
             if text.lstrip("'\"").startswith(prefix):
                 return status
     return NOT_ANSWERED
