@@ -32,26 +32,25 @@ def _fixed_point_program(fn: Fn, a: Any, g: Any) -> tuple[Any, ...]:
 
 
 # bessel_i0e calls back into Python (jax.pure_callback), and this JAX never caches a program
-# with a host callback on disk, so each of its programs is compiled for every submission:
-# about 0.3 s each, one per shape and dtype. Its first program (jit and jvp) runs on the
-# case's own shape, which is what tests the callback's handling of shapes. The derivatives
-# are elementwise (jax.vmap over the flattened x), so they run on x flattened and padded to
-# a bucket: one compiled program per dtype instead of one per shape, the same values (XLA's
-# code for another length may round the last bit differently).
+# with a host callback on disk, so each of its programs is compiled for every submission, one
+# per shape and dtype. Only the value, jax.jit(fn)(x), runs on the case's own shape (a small
+# program: the callback alone), which is what tests the callback's handling of shapes. The
+# derivatives (JVP, vmap of grad, and of grad of grad) are elementwise, so they run in one
+# program on x flattened and padded to a bucket: one compiled program per dtype instead of one
+# per shape, the same values (XLA's code for another length may round the last bit
+# differently).
 DERIVATIVE_BUCKET = 16
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _bessel_i0e_program(fn: Fn, x: Any, t: Any) -> tuple[Any, ...]:
-    return (
-        stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
-        *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
-    )
+def _bessel_i0e_program(fn: Fn, x: Any) -> Any:
+    return stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x))
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _bessel_i0e_derivatives(fn: Fn, flat: Any) -> tuple[Any, Any]:
+def _bessel_i0e_derivatives(fn: Fn, flat: Any, flat_t: Any) -> tuple[Any, ...]:
     return (
+        *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (flat,), (flat_t,))),
         stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: jax.vmap(jax.grad(fn))(flat)),
         stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
               lambda: jax.vmap(jax.grad(jax.grad(fn)))(flat)),
@@ -157,11 +156,10 @@ def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
 def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
-        values = stage("running the compiled jit/jvp program",
-                       lambda: _bessel_i0e_program(fn, x, t))
-        derivatives = stage("running the compiled grad program",
-                            lambda: _bessel_i0e_derivatives(fn, bucketed(x)))
-        return numpy_arrays((*values, *(d[: x.size].reshape(x.shape) for d in derivatives)))
+        value = stage("running the compiled jit program", lambda: _bessel_i0e_program(fn, x))
+        derivatives = stage("running the compiled jvp and grad program",
+                            lambda: _bessel_i0e_derivatives(fn, bucketed(x), bucketed(t)))
+        return numpy_arrays((value, *(d[: x.size].reshape(x.shape) for d in derivatives)))
 
 
 # ---------------------------------------------------------------- checkpointing: a method check
@@ -268,14 +266,28 @@ def budget_verdict(fn: Fn, w: Any, x: Any, g: Any) -> str | None:
     return verdicts[key]
 
 
+def _remat_vjp(fn: Fn, w: Any, x: Any, g: Any) -> tuple[Any, Any, Any]:
+    value, pullback = stage("jax.vjp(fn, w, x)", lambda: jax.vjp(fn, w, x))
+    g_w, g_x = stage("the pullback of jax.vjp(fn, w, x)", lambda: pullback(g))
+    return value, g_w, g_x
+
+
+# The same, compiled once per function, shape and dtype: run op by op, the net's six layers and
+# their checkpoints were traced and dispatched again for every case (about 10 ms each, most of
+# a submission's remat_net).
+_remat_program = functools.partial(jax.jit, static_argnums=0)(_remat_vjp)
+
+
 def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
     from .method import MethodNotFollowed
 
     with double_precision():
         w, x = jnp.asarray(w), jnp.asarray(x)
         g = jnp.asarray(g, x.dtype)  # the loss's cotangent, a float, in the net's dtype
-        value, pullback = stage("jax.vjp(fn, w, x)", lambda: jax.vjp(fn, w, x))
-        g_w, g_x = stage("the pullback of jax.vjp(fn, w, x)", lambda: pullback(g))
+        try:
+            value, g_w, g_x = _remat_program(fn, w, x, g)
+        except Exception:  # not traceable under jit (Python on values): run it as written
+            value, g_w, g_x = _remat_vjp(fn, w, x, g)
         values = numpy_arrays((value, value, g_w, g_x))
         broken = stage("counting what the backward pass saves and recomputes",
                        lambda: budget_verdict(fn, w, x, g))
