@@ -283,9 +283,9 @@ MATMUL_VJP = Exercise(
         Mistake(
             "batch_not_summed",
             "The cotangent of an operand whose batch axes were broadcast still has the batch "
-            "axes: a framework would stop here with \"the gradient of input 'b' has shape "
-            "... which does not match the shape of the input\". Reduce each cotangent to its "
-            "operand's shape with your unbroadcast.",
+            "axes: TensorFlow.js would stop here with \"Error in gradient for op BatchMatMul. "
+            "The gradient of input 'b' has shape …, which does not match the shape of the "
+            "input …\". Reduce each cotangent to its operand's shape with your unbroadcast.",
             _batch_not_summed,
         ),
         Mistake(
@@ -316,9 +316,10 @@ MATMUL_VJP = Exercise(
     ),
     hints_by_kind={
         "error": (
-            "The traceback names the line of your code that raised. grad_a = g @ swap(b) and "
-            "grad_b = swap(a) @ g (swap the last two axes only), each then unbroadcast to its "
-            "input's shape; print the shapes of the product that failed."
+            "The traceback names the line of your code that raised. grad_a = g @ "
+            "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two axes "
+            "only), each then unbroadcast to its input's shape; print the shapes of the product "
+            "that failed."
         ),
         "exception": (
             "A matmul shape error inside the rule usually means one of two things: "
