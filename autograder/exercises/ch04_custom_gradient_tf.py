@@ -182,8 +182,9 @@ LOGADDEXP = Exercise(
         Mistake(
             "naive_gradient",
             "NaN at the edges: exp(a) / (exp(a) + exp(b)) is inf / inf (or 0 / 0) once |a| or "
-            "|b| is large (float32 overflows past 88). Write the gradient without exp of a "
-            "large number: sigmoid(a - b) = 1 / (1 + exp(b - a)), e.g. tf.sigmoid(a - b).",
+            "|b| is large (exp overflows float32 for arguments above about 88.7). Write the "
+            "gradient without exp of a large number: sigmoid(a - b) = 1 / (1 + exp(b - a)), "
+            "e.g. tf.sigmoid(a - b).",
             _naive_gradient,
         ),
         Mistake(
@@ -280,7 +281,7 @@ def _copied_log(x: Any) -> Any:
 
 
 def _single_where(x: Any) -> Any:
-    """The branch not taken still computes 0 * log(0), whose VJP gives 0 * inf = NaN."""
+    """The branch not taken still computes 0 * log(0), whose VJP gives 0 * -inf = NaN."""
     tf = _tf()
     return tf.where(x > 0, x * tf.math.log(x), tf.zeros_like(x))
 
@@ -323,8 +324,8 @@ XLOGX = Exercise(
             "single_where",
             "NaN at x = 0 from the branch not taken: tf.where(x > 0, x * tf.math.log(x), 0) "
             "still computes x * log(x) at 0, and the product's VJP multiplies the zero "
-            "cotangent tf.where sends it by log(0) = -inf: 0 * inf = NaN. Give the log a safe "
-            "input where its result is not used.",
+            "cotangent tf.where sends it by log(0) = -inf: 0 * -inf = NaN. Give the log a "
+            "safe input where its result is not used.",
             _single_where,
         ),
         Mistake(
@@ -648,8 +649,9 @@ QUANTIZE_STE = Exercise(
         ),
         Mistake(
             "open_window",
-            "Your window leaves out x = 0 or x = 1 exactly; the clip's gradient there is 1 "
-            "(tf.clip_by_value passes it at its bounds), so include the edges: 0 <= x <= 1.",
+            "Your gradient is 0 at x = 0 or x = 1 exactly, where it should be g: the range of "
+            "x where the gradient passes must include its edges, since the clip's gradient "
+            "there is 1 (tf.clip_by_value passes it at its bounds). Pass g where 0 <= x <= 1.",
             _open_window,
         ),
         Mistake(
@@ -662,7 +664,8 @@ QUANTIZE_STE = Exercise(
         Mistake(
             "ignores_cotangent",
             "Your gradient does not depend on the incoming cotangent g (it equals what a "
-            "cotangent of ones gives). Multiply the window by `g`.",
+            "cotangent of ones gives). Multiply by `g`: the gradient is g where 0 <= x <= 1 "
+            "and 0 elsewhere.",
             _quantize_ignores_cotangent,
         ),
     ),
