@@ -607,9 +607,9 @@ ARGMAX_STE = Exercise(
         Mistake(
             "identity_surrogate",
             "The cotangent came back unchanged: your surrogate is the logits themselves, as "
-            "in the floor demo (x + stop_gradient(floor(x) - x)). Its row sums are not 0: "
-            "adding one number to a whole row of logits changes no argmax, so no cotangent "
-            "should push along that direction. Here " + CENTRED_HINT,
+            "in the floor demo (x + stop_gradient(floor(x) - x)). The cotangent it returns has "
+            "row sums that are not 0: adding one number to a whole row of logits changes no "
+            "argmax, so no cotangent should push along that direction. Here " + CENTRED_HINT,
             _ste_mistake(lambda v, hard, jax: v + jax.lax.stop_gradient(hard - v)),
         ),
         Mistake(
