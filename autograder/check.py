@@ -90,12 +90,16 @@ def reveal(name: str, observed: Any) -> Shown:
     return show(name, observed)
 
 
-def language(code: str | None = None) -> str:
+def language(code: str | None = None) -> str | None:
     """The language of every report, hint and message from now on: "en" or "zh-CN" (the
-    Chinese edition's first cell sets it). Without an argument, the one in use."""
+    Chinese edition's first cell sets it; nothing is shown). Without an argument, the one in
+    use."""
     from autograder import locale
 
-    return locale.current() if code is None else locale.set_language(code)
+    if code is None:
+        return locale.current()
+    locale.set_language(code)
+    return None
 
 
 def __getattr__(name: str) -> Callable[[Any], Report]:
@@ -106,4 +110,4 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
 
 
 def __dir__() -> list[str]:
-    return sorted([*EXERCISES, "hint", "predict", "progress", "reset", "reveal"])
+    return sorted([*EXERCISES, "hint", "language", "predict", "progress", "reset", "reveal"])

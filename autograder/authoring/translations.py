@@ -129,10 +129,15 @@ def stub_missing(notebook: NotebookNode, path: Path) -> int:
 
 
 def with_language_line(source: str, language: str) -> str:
-    """The chapter's check import, followed by the line that sets the reports' language."""
+    """The chapter's check import, then (after a blank line, closing the import block) the line
+    that sets the reports' language; unchanged when the cell has no check import."""
     line = LANGUAGE_LINE.format(language=language)
-    return "\n".join(f"{row}\n{line}" if row.strip() == CHECK_IMPORT else row
-                     for row in source.splitlines())
+    rows = source.splitlines()
+    if CHECK_IMPORT not in (row.strip() for row in rows):
+        return source
+    at = [row.strip() for row in rows].index(CHECK_IMPORT)
+    rest = rows[at + 1:]
+    return "\n".join([*rows[:at + 1], "", line, *([""] if rest else []), *rest])
 
 
 def translated(notebook: NotebookNode, sections: dict[str, Section], language: str,
@@ -205,10 +210,9 @@ def edition_notebook(root: Path, edition: Edition) -> NotebookNode:
 def code_differences(english: NotebookNode, edition: NotebookNode) -> list[str]:
     """Code cells of two editions that differ beyond the language line (should be none)."""
     language = edition.metadata.get("course", {}).get("language", CHINESE)
-    line = LANGUAGE_LINE.format(language=language)
-    ours = [c.source for c in english.cells if c.cell_type == "code"]
-    theirs = ["\n".join(r for r in c.source.splitlines() if r.strip() != line)
-              for c in edition.cells if c.cell_type == "code"]
+    ours = [with_language_line(c.source, language) for c in english.cells
+            if c.cell_type == "code"]
+    theirs = [c.source for c in edition.cells if c.cell_type == "code"]
     if len(ours) != len(theirs):
         return [f"{len(ours)} code cells in English, {len(theirs)} in the edition"]
     return [f"code cell {i} differs" for i, (a, b) in enumerate(zip(ours, theirs, strict=True))

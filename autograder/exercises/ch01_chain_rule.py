@@ -550,15 +550,16 @@ JACOBIAN_BY_ROWS = Exercise(
         Mistake(
             "ones_cotangent",
             "Every row of your Jacobian is the same: each is the gradient of reduce_sum(y), "
-            "what a cotangent of ones (or no output_gradients at all) gives. Row i needs the "
-            "one-hot cotangent e_i: 1 at entry i of y, 0 elsewhere.",
+            "what a cotangent of ones (or no output_gradients at all) gives. Row i is the "
+            "gradient of y_i alone: which cotangent weights y_i by 1 and every other entry of "
+            "y by 0?",
             _as_f32(_ones_cotangent_rows),
         ),
         Mistake(
             "transposed",
-            "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the VJP with the "
-            "one-hot cotangent e_i and has x's shape; stack the rows along axis 0 "
-            "(the order tape.jacobian and jax.jacrev use: y's axes first).",
+            "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the gradient of y_i "
+            "and has x's shape; stack the rows along axis 0 (the order tape.jacobian and "
+            "jax.jacrev use: y's axes first).",
             _as_f32(_transposed_jacobian),
         ),
         Mistake(

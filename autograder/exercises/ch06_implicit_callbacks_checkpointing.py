@@ -183,9 +183,10 @@ FIXED_POINT = Exercise(
             "unrolled_loop",
             "Your derivative is that of the solver's loop (reverse mode through solve's 300 "
             "iterations), not that of the solution x*: the two differ where the loop "
-            "converges slowly (large a), and the loop's keeps every iteration's residuals. "
-            "Differentiate the equation x = f(a, x) at the solution instead: bwd needs only "
-            "the residuals a and x, and the partial derivatives of f(a, x) = a / (1 + x) there.",
+            "converges slowly (large a), and the loop's derivative keeps every iteration's "
+            "residuals. Differentiate the equation x = f(a, x) at the solution instead: bwd needs "
+            "only the residuals a and x, and the partial derivatives of f(a, x) = a / (1 + x) "
+            "there.",
             _fixed_point_mistake(_unrolled),
         ),
     ),

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from . import method
+from . import english, method
 
 TF_NODE_DETAILS = re.compile(r"\{\{.*?\}\}\s*")  # TF's "{{function_node ...}}" noise
 
@@ -68,12 +68,12 @@ def invoke_qa(fn: Callable[..., Any], *args: Any) -> Any:
     with method.watching(fn) as usage:
         result = invoke_to_numpy(fn, *args)
     if usage.builders:
-        found = f"it used {usage.builders[0]}"
-        raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
+        found = english("it used {builder}", builder=usage.builders[0])
+        raise method.MethodNotFollowed(english(QA_METHOD, found=found), result)
     if usage.cotangent_vjps < 1 or usage.gradients < 2:
-        found = (f"it made {usage.gradients} gradient call(s), {usage.cotangent_vjps} of them "
-                 "with a cotangent")
-        raise method.MethodNotFollowed(QA_METHOD.format(found=found), result)
+        found = english("it made {gradients} gradient call(s), {vjps} of them with a "
+                        "cotangent", gradients=usage.gradients, vjps=usage.cotangent_vjps)
+        raise method.MethodNotFollowed(english(QA_METHOD, found=found), result)
     return result
 
 
@@ -84,9 +84,10 @@ def invoke_rows(fn: Callable[..., Any], x: Any, w: Any, b: Any) -> Any:
         result = invoke_to_numpy(fn, x, w, b)
     rows = np.shape(w)[-1]
     if usage.builders:
-        found = f"it used {usage.builders[0]}"
-        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
+        found = english("it used {builder}", builder=usage.builders[0])
+        raise method.MethodNotFollowed(english(ROWS_METHOD, found=found), result)
     if usage.gradients < rows:
-        found = f"it made {usage.gradients} VJP call(s) for the {rows} rows of this case"
-        raise method.MethodNotFollowed(ROWS_METHOD.format(found=found), result)
+        found = english("it made {gradients} VJP call(s) for the {rows} rows of this case",
+                        gradients=usage.gradients, rows=rows)
+        raise method.MethodNotFollowed(english(ROWS_METHOD, found=found), result)
     return result

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import english
 from .ch05_custom_derivatives_jax import (
     Fn,
     double_precision,
@@ -138,11 +139,11 @@ def refuse_reference_solver(fn: Fn) -> None:
     """Refuse a fixed_point that calls the demonstrations' finished solvers: with them, bwd is
     one jax.vjp call and nothing is derived."""
     if _uses_reference_solver(fn):
-        raise ValueError(
+        raise ValueError(english(
             "Your fixed_point uses the course's finished solvers (coursekit.custom_derivatives: "
             "fixed_point_implicit or fixed_point_unrolled, which the demonstrations after the "
             "exercise compare): the check needs your own rule. Write fixed_point_bwd from the "
-            "partial derivatives of f(a, x) = a / (1 + x) at the solution.")
+            "partial derivatives of f(a, x) = a / (1 + x) at the solution."))
 
 
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
@@ -228,24 +229,27 @@ def budget_broken(fn: Fn, w: Any, x: Any, g: Any) -> str | None:
     """Why fn's backward pass breaks the exercise's memory budget, or None."""
     saved = saved_residual_count(fn, w, x)
     if saved > MAX_RESIDUALS:
-        return (f"jax.vjp's pullback of your function keeps {saved} arrays "
-                f"(print_saved_residuals lists them); this exercise asks for at most "
-                f"{MAX_RESIDUALS}. Each jax.checkpoint saves the input of its piece: one "
-                "around each layer still saves every layer's input.")
+        return english("jax.vjp's pullback of your function keeps {saved} arrays "
+                       "(print_saved_residuals lists them); this exercise asks for at most "
+                       "{most}. Each jax.checkpoint saves the input of its piece: one around "
+                       "each layer still saves every layer's input.", saved=saved,
+                       most=MAX_RESIDUALS)
     pieces = checkpointed_pieces(jax.make_jaxpr(fn)(w, x).jaxpr)
     if pieces and max(pieces) > MAX_PIECE:
-        return (f"a checkpointed piece of your net spans {max(pieces)} layers; this exercise "
-                f"allows at most {MAX_PIECE}. The pullback saves little, but in the backward "
-                "pass the piece runs again and saves the residuals of all its layers until "
-                "its own backward pass is done: with one checkpoint around the whole net, "
-                "that is as much, at that moment, as no checkpoint at all. Cut the net into "
-                "pieces, so that both counts stay small.")
+        return english("a checkpointed piece of your net spans {layers} layers; this exercise "
+                       "allows at most {most}. The pullback saves little, but in the backward "
+                       "pass the piece runs again and saves the residuals of all its layers "
+                       "until its own backward pass is done: with one checkpoint around the "
+                       "whole net, that is as much, at that moment, as no checkpoint at all. "
+                       "Cut the net into pieces, so that both counts stay small.",
+                       layers=max(pieces), most=MAX_PIECE)
     runs = layer_count(_forward_and_backward(fn, w, x, g))
     if runs > MAX_LAYER_RUNS:
-        return (f"the forward and backward passes of your function run {runs} layers; this "
-                f"exercise allows {MAX_LAYER_RUNS}, each of the {DEPTH} layers once forward "
-                "and recomputed at most once. A checkpoint inside a checkpointed piece "
-                "recomputes its layers a second time.")
+        return english("the forward and backward passes of your function run {runs} layers; "
+                       "this exercise allows {most}, each of the {depth} layers once forward "
+                       "and recomputed at most once. A checkpoint inside a checkpointed piece "
+                       "recomputes its layers a second time.", runs=runs, most=MAX_LAYER_RUNS,
+                       depth=DEPTH)
     return None
 
 
@@ -292,5 +296,5 @@ def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
         broken = stage("counting what the backward pass saves and recomputes",
                        lambda: budget_verdict(fn, w, x, g))
     if broken is not None:
-        raise MethodNotFollowed(f"Right values, but {broken}", values)
+        raise MethodNotFollowed(english("Right values, but {broken}", broken=broken), values)
     return values

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import method
+from . import english, method
 from .ch05_custom_derivatives_jax import double_precision
 from .course_helpers import refuse_course_helpers
 
@@ -101,7 +101,7 @@ _JITTED: dict[tuple[Fn, str, str], Fn] = {}
 JACOBIAN_METHOD = (
     "{exercise} must build the Jacobian itself from {primitive}, one one-hot {vector} at a time "
     "(a loop, or jax.vmap over them), but it used {builder}, which builds the whole Jacobian "
-    "for you: that is what the check compares you with."
+    "for you."
 )
 _BUILDER_USED: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})
 
@@ -119,12 +119,12 @@ def refuse_helpers_once(fn: Fn, exercise: str) -> None:
 
 def invoke_jacobian_vjp(fn: Fn, name: str, x: np.ndarray) -> Any:
     """The learner's fn(f, x) for the vector test function `name`, built by hand from VJPs."""
-    return _jacobian_by_hand(fn, name, x, ("jacobian_via_vjp", "jax.vjp", "cotangent"))
+    return _jacobian_by_hand(fn, name, x, ("jacobian_via_vjp", "jax.vjp", english("cotangent")))
 
 
 def invoke_jacobian_jvp(fn: Fn, name: str, x: np.ndarray) -> Any:
     """The learner's fn(f, x) for the vector test function `name`, built by hand from JVPs."""
-    return _jacobian_by_hand(fn, name, x, ("jacobian_via_jvp", "jax.jvp", "tangent"))
+    return _jacobian_by_hand(fn, name, x, ("jacobian_via_jvp", "jax.jvp", english("tangent")))
 
 
 def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, str]) -> Any:
@@ -140,8 +140,9 @@ def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, s
     builder = usage.builders[0] if usage.builders else _BUILDER_USED[key]
     if builder:
         exercise, primitive, vector = words
-        raise method.MethodNotFollowed(JACOBIAN_METHOD.format(
-            exercise=exercise, primitive=primitive, vector=vector, builder=builder), result)
+        raise method.MethodNotFollowed(english(
+            JACOBIAN_METHOD, exercise=exercise, primitive=primitive, vector=vector,
+            builder=builder), result)
     return result
 
 
@@ -223,9 +224,9 @@ def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
     found = _hessian_built(fn, name, x, v)
     with method.watching(fn, every_call=False) as usage:  # the trace above saw every call
         result = _invoke("scalar", fn, name, (x, v))
-    found = f"it used {usage.builders[0]}" if usage.builders else found
+    found = english("it used {builder}", builder=usage.builders[0]) if usage.builders else found
     if found:
-        raise method.MethodNotFollowed(HVP_METHOD.format(found=found), result)
+        raise method.MethodNotFollowed(english(HVP_METHOD, found=found), result)
     return result
 
 
@@ -249,7 +250,7 @@ def _largest_array(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
     except Exception:  # not traceable: the builders are still watched in the eager run
         return ""
     if usage.builders:
-        return f"it used {usage.builders[0]}"
+        return english("it used {builder}", builder=usage.builders[0])
     if x.size < 2:  # with one entry, the Hessian is no larger than x
         return ""
     shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
@@ -257,8 +258,9 @@ def _largest_array(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
     big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= x.size ** 2]
     if not big:
         return ""
-    return (f"an array of shape {big[0]} appears in it, as many entries as the Hessian of "
-            f"an x of shape {x.shape} ({x.size} x {x.size})")
+    return english("an array of shape {shape} appears in it, as many entries as the Hessian "
+                   "of an x of shape {x_shape} ({size} x {size})", shape=big[0],
+                   x_shape=x.shape, size=x.size)
 
 
 def _shapes(jaxpr: Any) -> Any:

@@ -97,12 +97,12 @@ MIN_LITERAL = 16
 
 
 @cache
-def _patterns(language: str) -> list[tuple[re.Pattern[str], str]]:
-    """A regular expression for each template with fields (and enough words of its own to be
-    recognised): its fields match any text."""
+def _patterns(language: str, least: int) -> list[tuple[re.Pattern[str], str]]:
+    """A regular expression for each template with fields and at least `least` characters of
+    its own words: its fields match any text."""
     found = []
     for english, translation in table(language).items():
-        if not FIELD.search(english) or len(FIELD.sub("", english)) < MIN_LITERAL:
+        if not FIELD.search(english) or len(FIELD.sub("", english)) < least:
             continue
         parts, position, names = [], 0, set()
         for field in FIELD.finditer(english):
@@ -125,20 +125,26 @@ def _plain_fields(translation: str) -> str:
 def localize(text: str) -> str:
     """English text made elsewhere, in the current language: the whole text, else the first
     template it matches, else line by line; what the catalogue does not know stays English."""
+    return _localized(text, MIN_LITERAL)
+
+
+def _localized(text: str, least: int) -> str:
+    """localize; inside a matched template (a field's text) short templates count too, as
+    the context already says what the text is."""
     language = current()
     if language == ENGLISH or not text:
         return text
     known = table(language)
     if text in known:
         return known[text]
-    for pattern, translation in _patterns(language):
+    for pattern, translation in _patterns(language, least):
         match = pattern.fullmatch(text)
         if match:
             return translation.format(**{
-                name: value if name in VERBATIM_FIELDS else localize(value)
+                name: value if name in VERBATIM_FIELDS else _localized(value, 1)
                 for name, value in match.groupdict().items()})
     if "\n" in text:
-        return "\n".join(localize(line) for line in text.split("\n"))
+        return "\n".join(_localized(line, least) for line in text.split("\n"))
     return text
 
 

@@ -79,6 +79,6 @@ def test_the_generated_chinese_notebook_keeps_its_badges_apart_and_its_language_
 
 
 def test_the_glossary_lists_the_terms_the_chapters_use():
-    glossary = (ROOT / "translations" / "zh-CN" / "glossary.md").read_text(encoding="utf-8")
+    glossary = (ROOT / "course" / "zh-CN" / "glossary.md").read_text(encoding="utf-8")
     for term in ("余切向量", "cotangent", "向量-雅可比积", "VJP", "反广播", "直通估计器"):
         assert term in glossary
