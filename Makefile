@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: install lab test lint course bench clean
+.PHONY: install lab test lint course bench bundle clean
 
 $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,8 +44,13 @@ course: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m benchmarks.bench
 
+# The zip of every notebook (both editions) and what installs them, for learners who cannot
+# clone (README.zh-CN.md): dist/autodiff-course.zip.
+bundle:
+	python3 -m autograder bundle
+
 clean:
-	rm -rf $(VENV) bench-out test-artifacts
+	rm -rf $(VENV) bench-out test-artifacts dist
 
 # The supported-versions matrix (README "Supported versions"): besides the pinned Python 3.11
 # set in .venv, a second environment with Python 3.12 and the newest releases of jax, jaxlib,
