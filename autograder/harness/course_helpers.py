@@ -76,6 +76,15 @@ def from_course(value: Any, modules: Iterable[str] = (COURSE_PACKAGE,)) -> bool:
         module == p or module.startswith(p + ".") for p in prefixes)
 
 
+FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras")
+
+
+def frameworks_used(fn: Callable[..., Any]) -> list[str]:
+    """The names by which `fn` (or a function of the learner's it calls) reaches TensorFlow or
+    JAX: a numpy exercise's answer must not, as the grader's child refuses any use of them."""
+    return helpers_used(fn, lambda value: from_course(value, FRAMEWORKS))
+
+
 def refuse_course_helpers(fn: Callable[..., Any], exercise: str) -> None:
     """Refuse an answer that is, or calls, code of the course's own `coursekit` package."""
     used = helpers_used(fn, from_course)

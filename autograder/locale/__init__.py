@@ -33,6 +33,8 @@ FIELD = re.compile(r"\{(\w+)(?:![rsa])?(?::[^{}]*)?\}")
 CJK_TEXT = re.compile(r"[\u4e00-\u9fff]")  # what Chinese text has and English text lacks
 
 _language: contextvars.ContextVar[str] = contextvars.ContextVar("course_language")
+# What set_language chose, for a kernel whose cells might each run in a fresh context.
+_chosen: list[str] = []
 
 
 def normalized(language: str | None) -> str:
@@ -44,7 +46,8 @@ def normalized(language: str | None) -> str:
 
 def current() -> str:
     """The language messages are said in: set here, else $COURSE_LANGUAGE, else English."""
-    return _language.get(None) or normalized(os.environ.get("COURSE_LANGUAGE"))
+    return (_language.get(None) or (_chosen[-1] if _chosen else None)
+            or normalized(os.environ.get("COURSE_LANGUAGE")))
 
 
 def set_language(language: str) -> str:
@@ -53,6 +56,7 @@ def set_language(language: str) -> str:
     if language and code == ENGLISH and not language.lower().startswith("en"):
         raise ValueError(f"Unknown language {language!r}: use one of {', '.join(LANGUAGES)}.")
     _language.set(code)
+    _chosen[:] = [code]
     return code
 
 
