@@ -151,16 +151,21 @@ def with_badges(source: str, line: str) -> str:
     return f"{heading}\n\n{line}\n{body}"
 
 
-def solutions_cell(root: Path, name: str) -> str:
-    """The last cell of every chapter: where this chapter's worked solutions are."""
+def _links(root: Path, notebook: str) -> tuple[str, str]:
+    """The notebook's page on GitHub and its Colab address, from the repository setting."""
     config = settings(root)
     repository, branch = config["repository"].rstrip("/"), config["branch"]
+    return (f"{repository}/blob/{branch}/{notebook}", colab_url(repository, branch, notebook))
+
+
+def solutions_cell(root: Path, name: str) -> str:
+    """The last cell of every chapter: where this chapter's worked solutions are."""
     notebook = f"solutions/{name}"
+    github, colab = _links(root, notebook)
     return (
         "## Worked solutions\n\n"
         f"Every exercise of this chapter, answered and checked, is in [{notebook}](../{notebook}) "
-        f"([on GitHub]({repository}/blob/{branch}/{notebook}), "
-        f"[open in Colab]({colab_url(repository, branch, notebook)})). Try an exercise first; "
+        f"([on GitHub]({github}), [open in Colab]({colab})). Try an exercise first; "
         'when stuck, `check.hint("<exercise>")` names a mistake learners often make, and '
         f"`python -m autograder reset course/{name} <exercise>` puts one exercise cell back "
         "as it was. `check.progress()` shows what you have passed across the course."
@@ -169,14 +174,12 @@ def solutions_cell(root: Path, name: str) -> str:
 
 def solutions_cell_zh(root: Path, name: str) -> str:
     """The Chinese edition's last cell: where its worked solutions are."""
-    config = settings(root)
-    repository, branch = config["repository"].rstrip("/"), config["branch"]
     notebook = f"solutions/zh-CN/{name}"
+    github, colab = _links(root, notebook)
     return (
         "## 参考答案\n\n"
         f"本章每个练习的解答（都已通过检查）在 [{notebook}](../../{notebook}) "
-        f"（[GitHub 上查看]({repository}/blob/{branch}/{notebook})，"
-        f"[在 Colab 中打开]({colab_url(repository, branch, notebook)})）。请先自己做；"
+        f"（[GitHub 上查看]({github})，[在 Colab 中打开]({colab})）。请先自己做；"
         '卡住时，`check.hint("<练习名>")` 会指出学习者常犯的一个错误，'
         f"`python -m autograder reset course/zh-CN/{name} <练习名>` 可以把一个练习单元格恢复原样。"
         "`check.progress()` 显示你在整个课程中已通过的练习。"

@@ -108,13 +108,7 @@ def pairs(solutions: Path, course: Path) -> list[Pair]:
 
 def build(pair: Pair) -> None:
     """Execute the solution (storing its outputs), then generate and execute the learner copy."""
-    solution = nbformat.read(pair.solution, as_version=4)
-    execute(solution, pair.solution.parent)
-    nbformat.write(solution, pair.solution)
-    learner = learner_copy(solution, pair.solution.name)
-    pair.learner.parent.mkdir(parents=True, exist_ok=True)
-    execute(learner, pair.learner.parent)
-    nbformat.write(learner, pair.learner)
+    _execute_both(nbformat.read(pair.solution, as_version=4), pair.solution, pair.learner)
 
 
 def build_edition(root: Path, edition: object) -> None:
@@ -122,14 +116,17 @@ def build_edition(root: Path, edition: object) -> None:
     executed, then its learner copy generated and executed, like the English pair."""
     from autograder.authoring.translations import edition_notebook
 
-    solution = edition_notebook(root, edition)
-    edition.solution.parent.mkdir(parents=True, exist_ok=True)
-    execute(solution, edition.solution.parent)
-    nbformat.write(solution, edition.solution)
-    learner = learner_copy(solution, edition.solution.name)
-    edition.learner.parent.mkdir(parents=True, exist_ok=True)
-    execute(learner, edition.learner.parent)
-    nbformat.write(learner, edition.learner)
+    _execute_both(edition_notebook(root, edition), edition.solution, edition.learner)
+
+
+def _execute_both(solution: NotebookNode, solution_path: Path, learner_path: Path) -> None:
+    """Execute `solution` and write it; then its learner copy, executed, beside it in course/."""
+    for notebook, path in ((solution, solution_path), (None, learner_path)):
+        if notebook is None:
+            notebook = learner_copy(solution, solution_path.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        execute(notebook, path.parent)
+        nbformat.write(notebook, path)
 
 
 def edition_sync_problems(root: Path, edition: object) -> list[str]:
