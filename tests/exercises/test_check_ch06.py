@@ -74,13 +74,30 @@ def _bwd_partials_by_jax(residuals, g):
     return (g * df_da / (1 - df_dx),)
 
 
+def _bwd_reordered(residuals, g):
+    """The implicit formula multiplied out, jnp's functions, a float exponent:
+    (df/da) / (1 - df/dx) = (1 + x) / ((1 + x)**2 + a)."""
+    a, x = residuals
+    one_plus_x = jnp.add(x, 1.0)
+    return (jnp.multiply(g, one_plus_x) / jnp.add(jnp.power(one_plus_x, 2.0), a),)
+
+
+def _bwd_from_the_quadratic(residuals, g):
+    """x**2 + x = a differentiated implicitly: (2x + 1) dx = da."""
+    _, x = residuals
+    return (g / (2 * x + 1),)
+
+
 fixed_point_formula = _fixed_point(_fwd, _bwd_formula)
 fixed_point_general = _fixed_point(_fwd, _bwd_general)
 fixed_point_partials_by_jax = _fixed_point(_fwd, _bwd_partials_by_jax)
+fixed_point_reordered = _fixed_point(_fwd, _bwd_reordered)
+fixed_point_from_the_quadratic = _fixed_point(_fwd, _bwd_from_the_quadratic)
 
 
 @pytest.mark.parametrize("fn", [fixed_point_formula, fixed_point_general,
-                                fixed_point_partials_by_jax])
+                                fixed_point_partials_by_jax, fixed_point_reordered,
+                                fixed_point_from_the_quadratic])
 def test_right_fixed_point_passes(fn):
     report = check.fixed_point(fn)
     assert report.passed, str(report)
@@ -127,8 +144,26 @@ def _bwd_grad_of_the_loop(residuals, g):
     return (g * jax.grad(lambda a: solve(a).sum())(a),)
 
 
+def _bwd_closed_form(residuals, g):
+    """The derivative the chapter prints after the exercise, 1 / sqrt(1 + 4a)."""
+    a, _ = residuals
+    return (g / jnp.sqrt(1 + 4 * a),)
+
+
+def _bwd_closed_form_as_a_power(residuals, g):
+    a, _ = residuals
+    return (g * (1 + 4 * a) ** -0.5,)
+
+
+def _bwd_vjp_of_the_closed_form(residuals, g):
+    a, _ = residuals
+    return jax.vjp(lambda a: 2 * a / (1 + jnp.sqrt(1 + 4 * a)), a)[1](g)
+
+
 REFUSED = "uses the course's finished solvers"
 UNROLLED = "Your derivative is that of the solver's loop"
+CLOSED_FORM = "Right values, but jax.vjp of your fixed_point computes {}: that comes from the " \
+    "closed form"
 
 FIXED_POINT_BUGS = [
     (_fixed_point(_fwd, _bwd_by_the_reference_solver), REFUSED),
@@ -140,6 +175,9 @@ FIXED_POINT_BUGS = [
     (_fixed_point(_fwd, _bwd_through_the_loop), UNROLLED),
     (_fixed_point(_fwd, _bwd_grad_of_the_loop), UNROLLED),
     (solve, UNROLLED),  # no custom_vjp at all: JAX differentiates the fori_loop itself
+    (_fixed_point(_fwd, _bwd_closed_form), CLOSED_FORM.format("sqrt")),
+    (_fixed_point(_fwd, _bwd_closed_form_as_a_power), CLOSED_FORM.format("v ** -0.5")),
+    (_fixed_point(_fwd, _bwd_vjp_of_the_closed_form), CLOSED_FORM.format("sqrt")),
 ]
 
 
@@ -149,6 +187,17 @@ def test_wrong_fixed_point_fails_with_its_hint(fn, hint):
     report = check.fixed_point(fn)
     assert not report.passed
     assert hint in str(report), str(report)
+
+
+def test_a_fixed_point_given_the_closed_form_later_is_judged_again():
+    """The method's verdict is kept per function, shape and dtype, and per rules: defvjp run
+    again on the same custom_vjp (a notebook cell run on its own) is judged again."""
+    fn = _fixed_point(_fwd, _bwd_formula)
+    assert check.fixed_point(fn).passed
+    fn.defvjp(_fwd, _bwd_closed_form)
+    report = check.fixed_point(fn)
+    assert not report.passed
+    assert CLOSED_FORM.format("sqrt") in str(report), str(report)
 
 
 # ---------------------------------------------------------------- bessel_i0e
@@ -227,7 +276,25 @@ def sinc_demo_copied():
     return bessel_i0e
 
 
+@jax.custom_jvp
+def bessel_by_jax(x):
+    """The right rule on a value JAX computes itself: no callback, nothing made
+    differentiable."""
+    return jax.scipy.special.i0e(x)
+
+
+@bessel_by_jax.defjvp
+def _bessel_by_jax_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    y = bessel_by_jax(x)
+    return y, _right(x, y, t)
+
+
+NO_CALLBACK = "Right values, but your bessel_i0e never calls jax.pure_callback"
+
 BESSEL_BUGS = [
+    (jax.scipy.special.i0e, NO_CALLBACK),
+    (bessel_by_jax, NO_CALLBACK),
     (_bessel(callback_derivative), "write the rule itself in jax.numpy"),
     (plain_callback, "Give the function a jax.custom_jvp rule"),
     (_bessel(_right, vmap_method=None), "needs a vmap_method"),
