@@ -23,12 +23,12 @@ from autograder.harness import (
     plain_call,
     raised_in,
 )
-from autograder.harness.course_helpers import frameworks_used
 from autograder.judging import references
 from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from autograder.judging.compare import compare_outputs
 from autograder.judging.exercise import Evidence, Exercise, Outputs, Raised
 from autograder.judging.fingerprint import fingerprint
+from autograder.judging.numpy_only import framework_refused, frameworks_used
 from autograder.judging.references import reference_outputs
 from autograder.judging.report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
 from autograder.locale import localize, say
@@ -144,17 +144,6 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
     if failure is None:
         return report
     return replace(report, status=FAILED, failure=failure)
-
-
-def _framework_refused(exercise: Exercise, function: str, used: list[str]) -> Report:
-    """A numpy exercise answered with TensorFlow or JAX: failed, as the grader fails it (its
-    child lets a numpy exercise import a framework, and raises FrameworkUsed at any use)."""
-    message = say("`{name}` calls TensorFlow or JAX. This is a numpy exercise: the gradient "
-                  "rule must be your own code, so it scores 0. ({error})", name=exercise.name,
-                  error=say("it uses {names}", names=", ".join(sorted(set(used)))))
-    case = exercise.edge_cases()[0] if exercise.edge_cases() else None
-    failure = Failure(case=case, message=message, input_independent=True, method=True)
-    return verdict(exercise, function, 0, failure)
 
 
 def raised_message(type_name: str, error: BaseException | str | None) -> str:
@@ -299,7 +288,7 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
         base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
         return replace(base, status=ERROR, note=note)
     if not exercise.frameworks and (used := frameworks_used(fn)):
-        return _framework_refused(exercise, name, used)
+        return framework_refused(exercise, name, used)
     new_check()  # the same code gets the same verdict, first check or tenth, as in the grader
     source = fingerprint(fn)
     known = _LAST.get((exercise.name, profile))

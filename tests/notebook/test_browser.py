@@ -368,8 +368,10 @@ def _progress_view(page, shots: Path) -> list[str]:
 def _read_a_chinese_chapter(page, base: str, token: str, shots: Path) -> None:
     """The Chinese chapter 00: its prose and its check reports are Chinese, with the same
     exercise and function names as the English ones."""
-    page.goto(f"{base}/lab/tree/zh-CN/{NOTEBOOK}?token={token}", timeout=60_000)
-    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+    # `reset`: a fresh workspace, so the English notebooks opened before are not in the page
+    # (their hidden cells and reports would be found too).
+    page.goto(f"{base}/lab/tree/zh-CN/{NOTEBOOK}?reset&token={token}", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell >> visible=true", timeout=60_000)
     _wait_for_idle_kernel(page)
     heading = page.locator(".jp-RenderedMarkdown h1").first.inner_text()
     assert heading.startswith("00") and re.search("[\u4e00-\u9fff]", heading), heading
