@@ -136,8 +136,8 @@ def build_zip(*, assignment: str, out: Path, timeout: float = 120.0,
                     run_script(assignment=assignment, timeout=timeout, seed=seed))
         for name in SOURCES:
             archive.write(ROOT / name, name)
-        for package in PACKAGES:
-            for path in sorted((ROOT / package).rglob("*.py")):
+        for package in PACKAGES:  # the code, and the Chinese message catalogue
+            for path in sorted([*(ROOT / package).rglob("*.py"), *(ROOT / package).rglob("*.po")]):
                 archive.write(path, str(path.relative_to(ROOT)))
     print(f"wrote {out}: upload it as the autograder of the chapter {assignment} assignment "
           f"(base image Ubuntu 22.04); hidden cases' seed {seed} (--seed {seed} rebuilds it)")

@@ -96,7 +96,8 @@ def test_the_zip_has_the_scripts_the_grader_and_the_seed(tmp_path):
         names = set(archive.namelist())
         assert {"setup.sh", "run_autograder", "requirements-grader.txt",
                 "autograder/sandbox/confined/child.py",
-                "autograder/exercises/ch03_unbroadcasting.py"} <= names
+                "autograder/exercises/ch03_unbroadcasting.py",
+                "autograder/locale/zh-CN/core.po", "autograder/locale/zh-CN/ch03.po"} <= names
         assert archive.getinfo("run_autograder").external_attr >> 16 & 0o111
         script = archive.read("run_autograder").decode()
         setup = archive.read("setup.sh").decode()
