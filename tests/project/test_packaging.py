@@ -79,9 +79,13 @@ def test_a_check_runs_from_the_wheel(installed, outside):
         {textwrap.indent(GOOD_UNBROADCAST, " " * 8).strip()}
         right = check.unbroadcast(unbroadcast)
         wrong = check.unbroadcast(lambda g, shape: g)
+        check.language("zh-CN")  # the Chinese catalogue is package data of the wheel
+        chinese = str(check.unbroadcast(lambda g, shape: g))
         print(json.dumps({{"right": right.passed, "wrong": wrong.passed,
-                          "text": str(wrong), "file": autograder.__file__}}))
+                          "text": str(wrong), "file": autograder.__file__,
+                          "chinese": chinese}}))
     """, outside)
+    assert verdicts["chinese"].startswith("未通过 ")
     assert Path(verdicts["file"]).is_relative_to(installed.site)
     assert verdicts["right"] is True
     assert verdicts["wrong"] is False and "Smallest failing case" in verdicts["text"]
