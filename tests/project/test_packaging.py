@@ -79,10 +79,11 @@ def test_a_check_runs_from_the_wheel(installed, outside):
         {textwrap.indent(GOOD_UNBROADCAST, " " * 8).strip()}
         right = check.unbroadcast(unbroadcast)
         wrong = check.unbroadcast(lambda g, shape: g)
+        text = str(wrong)  # a report is worded when shown, in the language then in use
         check.language("zh-CN")  # the Chinese catalogue is package data of the wheel
         chinese = str(check.unbroadcast(lambda g, shape: g))
         print(json.dumps({{"right": right.passed, "wrong": wrong.passed,
-                          "text": str(wrong), "file": autograder.__file__,
+                          "text": text, "file": autograder.__file__,
                           "chinese": chinese}}))
     """, outside)
     assert verdicts["chinese"].startswith("未通过 ")
