@@ -223,144 +223,237 @@ LOGADDEXP = Exercise(
 )
 
 
-# ---------------------------------------------------------------- xlogx
+# ---------------------------------------------------------------- safe_normalize
+
+# safe_normalize's shapes (..., k): a vector, one row, rows of one entry (k = 1), a batch of
+# rows, a batch of batches; grading adds a larger matrix and a longer 3-d batch.
+NORMALIZE_SHAPES: tuple[Shape, ...] = ((3,), (1, 4), (4, 1), (3, 4), (2, 2, 3))
+NORMALIZE_GRADING: tuple[Shape, ...] = ((6, 5), (2, 3, 4))
+
+
+def _entries(dtype: np.dtype) -> st.SearchStrategy[float]:
+    """0, or a magnitude of 0.5 to 10 of either sign: never so small that its square
+    underflows, so every framework agrees on which rows are all zeros."""
+    size = st.floats(0.5, 10, width=dtype.itemsize * 8)
+    return st.one_of(st.just(0.0), size, size.map(lambda s: -s))
 
 
 @st.composite
-def _xlogx_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(dtypes()), draw(_shapes(profile))
-    x = _arrays(draw, dtype, shape)
-    zeros = draw(hnp.arrays(np.bool_, shape, fill=st.nothing()))  # exact zeros: the trap
-    x = np.asarray(np.where(zeros, 0, x), dtype=dtype)
-    return Case((("x", x), ("g", _cotangent(draw, dtype, shape))))
+def _normalize_case(draw: st.DrawFn, profile: Profile) -> Case:
+    dtype = draw(dtypes())
+    shape = draw(shape_menu(profile, NORMALIZE_SHAPES, NORMALIZE_GRADING))
+    v = draw(hnp.arrays(dtype, shape, elements=_entries(dtype), fill=st.nothing()))
+    zero_rows = draw(hnp.arrays(np.bool_, shape[:-1], fill=st.nothing()))  # the trap
+    scale = draw(st.sampled_from([1.0, 1.0, 1e-3, 1e3]))
+    v = np.asarray(np.where(zero_rows[..., None], 0, v) * scale, dtype=dtype)
+    return Case((("v", v), ("g", _cotangent(draw, dtype, shape))))
 
 
-def _xlogx_edges() -> list[Case]:
+# Rows whose squares float32 still represents (1e-12 .. 1e12): all zeros, one nonzero entry,
+# tiny and huge norms, a 3-4-5 row.
+NORMALIZE_ROWS = np.array([
+    [0.0, 0.0, 0.0], [3.0, 4.0, 0.0], [0.0, -2.0, 0.0], [0.0, 0.0, 7.0], [1e-12, 0.0, 0.0],
+    [-5e-13, 1e-12, 2e-12], [1e12, 0.0, 0.0], [-1e12, 2e12, 2e12], [0.0, 0.0, 0.0],
+])
+
+
+def _normalize_edges() -> list[Case]:
     rng = np.random.default_rng(41)
-    x = np.array([0.0, 0.0, 1.0, 2.5, -1.0, 100.0, -100.0, 1000.0, -1000.0, 1e-3])
+    column = np.array([[0.0], [2.0], [-3.0], [1e-12], [0.0]])
+    batch = np.stack([NORMALIZE_ROWS[:3], NORMALIZE_ROWS[6:]])
+    arrays = [(NORMALIZE_ROWS, "zero rows, one nonzero entry, norms 1e-12 to 1e12 ({dtype})"),
+              (column, "rows of one entry, k = 1 ({dtype})"),
+              (batch, "a batch of 3 rows each, zero rows in both ({dtype})"),
+              (np.zeros(4), "one vector, all zeros ({dtype})")]
     return [
-        Case((("x", x.astype(dt)), ("g", _random(rng, x.shape, dt))),
-             label=english("zeros, negatives, +-100, +-1000 ({dtype})", dtype=np.dtype(dt).name))
-        for dt in (np.float32, np.float64)
-    ] + [Case((("x", np.zeros((), np.float32)), ("g", np.full((), 1.5, np.float32))),
-              label="x = 0 alone")]
+        Case((("v", v.astype(dt)), ("g", _random(rng, v.shape, dt))),
+             label=english(label, dtype=np.dtype(dt).name))
+        for v, label in arrays for dt in (np.float32, np.float64)
+    ]
 
 
-def _xlogx_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, g = (tf.constant(v) for v in case.values())
+def _normalize_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    v, g = (tf.constant(a) for a in case.values())
     with tf.GradientTape() as tape:
-        tape.watch(x)
-        positive = x > 0
-        safe = tf.where(positive, x, tf.ones_like(x))  # the double where
-        y = tf.where(positive, x * tf.math.log(safe), tf.zeros_like(x))
-    return _outputs(y, tape.gradient(y, x, output_gradients=g))
+        tape.watch(v)
+        squares = tf.reduce_sum(v * v, axis=-1, keepdims=True)
+        nonzero = squares > 0
+        norm = tf.sqrt(tf.where(nonzero, squares, tf.ones_like(squares)))  # the double where
+        y = tf.where(nonzero, v / norm, tf.zeros_like(v))
+    return _outputs(y, tape.gradient(y, v, output_gradients=g))
 
 
-def _xlogx_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+def _normalize_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
 
-    def f(x):
-        positive = x > 0
-        return jnp.where(positive, x * jnp.log(jnp.where(positive, x, 1)), 0)
+    def f(v):  # a safe input to the norm itself: rows of ones where a row is all zeros
+        nonzero = jnp.any(v != 0, axis=-1, keepdims=True)
+        norm = jnp.linalg.norm(jnp.where(nonzero, v, 1), axis=-1, keepdims=True)
+        return jnp.where(nonzero, v / norm, 0)
 
-    y, vjp = jax.vjp(f, arrays["x"])
+    y, vjp = jax.vjp(f, arrays["v"])
     return (y, *vjp(arrays["g"]))
 
 
-def _safe_xlogx(tf: Any, x: Any) -> Any:
-    safe = tf.where(x > 0, x, tf.ones_like(x))
-    return tf.where(x > 0, x * tf.math.log(safe), tf.zeros_like(x))
+def _row_norm(tf: Any, v: Any) -> Any:
+    return tf.norm(v, axis=-1, keepdims=True)
 
 
-def _copied_log(x: Any) -> Any:
-    """The chapter's log demo, copied: log(x) where x > 0, not x * log(x)."""
+def _safe_norm(tf: Any, v: Any) -> tuple[Any, Any]:
+    """(rows that are not all zeros, each row's norm with 1 for an all-zero row)."""
+    squares = tf.reduce_sum(v * v, axis=-1, keepdims=True)
+    return squares > 0, tf.sqrt(tf.where(squares > 0, squares, tf.ones_like(squares)))
+
+
+def _copied_log(v: Any) -> Any:
+    """The chapter's log demo, copied: log(v) where v > 0, nothing normalized."""
     tf = _tf()
-    positive = x > 0
-    return tf.where(positive, tf.math.log(tf.where(positive, x, tf.ones_like(x))),
-                    tf.zeros_like(x))
+    positive = v > 0
+    return tf.where(positive, tf.math.log(tf.where(positive, v, tf.ones_like(v))),
+                    tf.zeros_like(v))
 
 
-def _single_where(x: Any) -> Any:
-    """The branch not taken still computes 0 * log(0), whose VJP gives 0 * -inf = NaN."""
+def _where_on_output_only(v: Any) -> Any:
+    """The branch not taken still computes v / 0 at a zero row: its VJP gives 0 / 0 = NaN."""
     tf = _tf()
-    return tf.where(x > 0, x * tf.math.log(x), tf.zeros_like(x))
+    norm = _row_norm(tf, v)
+    return tf.where(norm > 0, v / norm, tf.zeros_like(v))
 
 
-def _xlogx_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
-    return learner_function("xlogx", "x", _custom(_safe_xlogx, gradient))
+def _plain_division(v: Any) -> Any:
+    tf = _tf()
+    return v / _row_norm(tf, v)
 
 
-def _safe(tf: Any, x: Any) -> Any:
-    return tf.where(x > 0, x, tf.ones_like(x))
+def _library_epsilon(v: Any) -> Any:
+    return _tf().math.l2_normalize(v, axis=-1)
 
 
-_xlogx_unmasked = _xlogx_mistake(lambda tf, g, x: g * (tf.math.log(_safe(tf, x)) + 1))
-_xlogx_no_one = _xlogx_mistake(
-    lambda tf, g, x: tf.where(x > 0, g * tf.math.log(_safe(tf, x)), tf.zeros_like(g)))
-_xlogx_ignores_cotangent = _xlogx_mistake(
-    lambda tf, g, x: tf.where(x > 0, tf.math.log(_safe(tf, x)) + 1, tf.zeros_like(g)))
+def _no_output_where(v: Any) -> Any:
+    """The safe norm alone: 0 / 1 = 0 at a zero row, whose gradient is then g / 1 = g."""
+    _, norm = _safe_norm(_tf(), v)
+    return v / norm
 
 
-XLOGX = Exercise(
-    name="xlogx",
-    returns="tensor: x * log(x) where x > 0, else 0",
-    outputs=("y", "grad_x"),
-    strategy=_xlogx_case,
-    edge_cases=_xlogx_edges,
-    tf_reference=_xlogx_tf,
-    jax_reference=_xlogx_jax,
-    references_text="jax.vjp and tf.GradientTape of the double-where x * log(x)",
+def _whole_norm(v: Any) -> Any:
+    tf = _tf()
+    squares = tf.reduce_sum(v * v)
+    return tf.where(squares > 0, v / tf.sqrt(tf.where(squares > 0, squares, 1)),
+                    tf.zeros_like(v))
+
+
+def _normalize_mistake(gradient: Callable[..., Any]) -> Callable[..., Any]:
+    """A custom gradient around the right value: `gradient(tf, g, y, norm)` where a row
+    is not all zeros, 0 where it is."""
+
+    def value(tf: Any, v: Any) -> Any:
+        nonzero, norm = _safe_norm(tf, v)
+        return tf.where(nonzero, v / norm, tf.zeros_like(v))
+
+    def masked(tf: Any, g: Any, v: Any) -> Any:
+        nonzero, norm = _safe_norm(tf, v)
+        return tf.where(nonzero, gradient(tf, g, value(tf, v), norm), tf.zeros_like(g))
+
+    return learner_function("safe_normalize", "v", _custom(value, masked))
+
+
+def _along(tf: Any, g: Any, y: Any) -> Any:
+    return y * tf.reduce_sum(y * g, axis=-1, keepdims=True)
+
+
+_no_projection = _normalize_mistake(lambda tf, g, y, norm: g / norm)
+_normalize_ignores_cotangent = _normalize_mistake(
+    lambda tf, g, y, norm: (tf.ones_like(g) - _along(tf, tf.ones_like(g), y)) / norm)
+
+
+SAFE_NORMALIZE = Exercise(
+    name="safe_normalize",
+    returns="tensor: each row of v divided by its norm, 0 for an all-zero row",
+    outputs=("y", "grad_v"),
+    strategy=_normalize_case,
+    edge_cases=_normalize_edges,
+    tf_reference=_normalize_tf,
+    jax_reference=_normalize_jax,
+    references_text="jax.vjp and tf.GradientTape of the double-where v / norm(v)",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
             "copied_log",
-            "Your output is log(x) where x > 0: the log example above, copied. This function "
-            "is x * log(x) (the term of an entropy, taken as 0 where x <= 0); apply the same "
-            "idea to it: the product's VJP also meets log(0) at x = 0.",
-            _copied_log,
+            "Your output is log(v) where v > 0: the log example above, copied. This function "
+            "divides each row of v by its Euclidean norm (0 for a row of zeros); apply the "
+            "same idea to it: the division meets 0 / 0 at a row of zeros.",
+            learner_function("safe_normalize", "v", _copied_log),
         ),
         Mistake(
-            "single_where",
-            "NaN at x = 0 from the branch not taken: tf.where(x > 0, x * tf.math.log(x), 0) "
-            "still computes x * log(x) at 0, and the product's VJP multiplies the zero "
-            "cotangent tf.where sends it by log(0) = -inf: 0 * -inf = NaN. Give the log a "
-            "safe input where its result is not used.",
-            _single_where,
+            "where_on_output_only",
+            "NaN at the rows of zeros from the branch not taken: tf.where(n > 0, v / n, 0) "
+            "still computes v / n there, and the division's VJP divides the zero cotangent "
+            "tf.where sends it by n = 0: 0 / 0 = NaN. Give the division a safe norm (1 "
+            "where a row is all zeros), and keep the where on the output.",
+            learner_function("safe_normalize", "v", _where_on_output_only),
         ),
         Mistake(
-            "unmasked_gradient",
-            "Where x <= 0 the output is the constant 0, so the gradient there is 0; yours is "
-            "the derivative of x * log(x) evaluated at the safe value. Mask it with tf.where.",
-            _xlogx_unmasked,
+            "plain_division",
+            "NaN in the output at the rows of zeros: v / tf.norm(v) is 0 / 0 there. Such a "
+            "row's output is 0: select it with tf.where, and divide by a safe norm (1 where "
+            "a row is all zeros) so that the gradient is finite too.",
+            learner_function("safe_normalize", "v", _plain_division),
         ),
         Mistake(
-            "product_rule",
-            "Your gradient for x > 0 misses a term of the product rule: d/dx (x * log(x)) has "
-            "one term from each factor.",
-            _xlogx_no_one,
+            "library_epsilon",
+            "tf.math.l2_normalize keeps the norm away from 0 with an epsilon (1e-12 on the "
+            "sum of squares): that changes the output of every row whose norm is below 1e-6, "
+            "and at a row of zeros the gradient is g / 1e-6, not 0. Use a safe value only "
+            "where the output is masked, never an epsilon.",
+            learner_function("safe_normalize", "v", _library_epsilon),
+        ),
+        Mistake(
+            "no_output_where",
+            "Your output is right, but at a row of zeros your gradient is g, not 0: dividing "
+            "by a safe norm of 1 there makes that row the identity, whose gradient is g. "
+            "Keep the where on the output, which sends a zero cotangent to those rows.",
+            learner_function("safe_normalize", "v", _no_output_where),
+        ),
+        Mistake(
+            "whole_norm",
+            "You divided by the norm of the whole tensor: normalize each row on its own, by "
+            "the norm over the last axis (keepdims=True, so that it broadcasts over the row).",
+            learner_function("safe_normalize", "v", _whole_norm),
+        ),
+        Mistake(
+            "no_projection",
+            "Your gradient is g / n: it misses the term from the norm, which depends on v "
+            "too. The VJP of v / n removes from g its component along the output y before "
+            "dividing by n: (g - y * sum(y * g)) / n, the sum over the row.",
+            _no_projection,
         ),
         Mistake(
             "ignores_cotangent",
             "Your gradient does not depend on the incoming cotangent g (it equals what a "
-            "cotangent of ones gives). Multiply by `g`.",
-            _xlogx_ignores_cotangent,
+            "cotangent of ones gives). Use `g`, the cotangent grad_fn receives.",
+            _normalize_ignores_cotangent,
         ),
     ),
     hints_by_kind={
         "error": (
             "The traceback names the line of your code that raised. Use tf ops on tensors "
-            "(tf.where, tf.math.log), not a Python if or numpy: the check also runs your "
-            "function inside tf.function, where values are symbolic."
+            "(tf.where, tf.reduce_sum, tf.sqrt), not a Python if or numpy: the check also "
+            "runs your function inside tf.function, where values are symbolic."
         ),
         "nonfinite": (
-            "NaN or Inf at x = 0 or below: the branch tf.where does not take is still "
-            "differentiated. Make it safe (a second tf.where on log's input) or write the "
-            "gradient with tf.custom_gradient."
+            "NaN or Inf at a row of zeros: the branch tf.where does not take is still "
+            "differentiated, and there v / n is 0 / 0. Divide by a safe norm (1 where a row "
+            "is all zeros, one value per row, kept with keepdims=True) and keep the where on "
+            "the output, or write the gradient with tf.custom_gradient."
+        ),
+        "shape": (
+            "y has v's shape: each row (the last axis) is divided by its own norm, computed "
+            "with keepdims=True so that it broadcasts over the row."
         ),
         "value": (
-            "For x > 0, y = x * log(x) and the gradient is g times its derivative (the product "
-            "rule); for x <= 0, y = 0 and the gradient is 0."
+            "For a row with norm n > 0, y = v / n and the gradient is (g - y * sum(y * g)) / n, "
+            "the sum over the row; for a row of zeros, y = 0 and the gradient is 0."
         ),
     },
 )
@@ -963,7 +1056,7 @@ TANH_LAYER = Exercise(
     },
 )
 
-EXERCISES = (TANH_LAYER, LOGADDEXP, XLOGX, CLIP_COTANGENT_NORM, QUANTIZE_STE, TD_LOSS)
+EXERCISES = (TANH_LAYER, LOGADDEXP, SAFE_NORMALIZE, CLIP_COTANGENT_NORM, QUANTIZE_STE, TD_LOSS)
 
 # ---------------------------------------------------------------- predictions (before the traps)
 

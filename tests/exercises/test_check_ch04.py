@@ -18,9 +18,9 @@ from autograder.exercises.ch04_custom_gradient_tf import (
     EXERCISES,
     LOGADDEXP,
     QUANTIZE_STE,
+    SAFE_NORMALIZE,
     TANH_LAYER,
     TD_LOSS,
-    XLOGX,
 )
 from autograder.judging.cases import NOTEBOOK, Case, draw_cases
 from autograder.judging.engine import check_function, reference_outputs
@@ -52,25 +52,37 @@ def logaddexp_builtin(a, b):
     return tf.reduce_logsumexp(tf.stack([a, b]), axis=0)
 
 
-def xlogx_double_where(x):
-    positive = x > 0
-    return tf.where(positive, x * tf.math.log(tf.where(positive, x, tf.ones_like(x))), 0.0)
+def normalize_double_where(v):
+    squares = tf.reduce_sum(tf.square(v), axis=-1, keepdims=True)
+    nonzero = squares > 0
+    return tf.where(nonzero, v / tf.sqrt(tf.where(nonzero, squares, 1)), tf.zeros_like(v))
 
 
-def xlogx_product_with_safe_log(x):
-    """No outer where: x * log(1) is already 0 where x <= 0, and so is its gradient."""
-    return x * tf.math.log(tf.where(x > 0, x, tf.ones_like(x)))
+def normalize_safe_input_to_norm(v):
+    """The safe value on v itself: a row of ones where a row is all zeros, then tf.norm."""
+    nonzero = tf.reduce_any(v != 0, axis=-1, keepdims=True)
+    norm = tf.norm(tf.where(nonzero, v, tf.ones_like(v)), axis=-1, keepdims=True)
+    return tf.where(nonzero, v / norm, tf.zeros_like(v))
+
+
+def normalize_rsqrt(v):
+    squares = tf.reduce_sum(v * v, axis=-1, keepdims=True)
+    nonzero = squares > 0
+    return tf.where(nonzero, v * tf.math.rsqrt(tf.where(nonzero, squares, 1)), 0.0)
 
 
 @tf.custom_gradient
-def xlogx_custom(x):
-    positive = x > 0
-    safe = tf.where(positive, x, tf.ones_like(x))
+def normalize_custom(v):
+    squares = tf.reduce_sum(v * v, axis=-1, keepdims=True)
+    nonzero = squares > 0
+    norm = tf.sqrt(tf.where(nonzero, squares, tf.ones_like(squares)))
+    y = tf.where(nonzero, v / norm, tf.zeros_like(v))
 
     def grad(g):
-        return tf.where(positive, g * (tf.math.log(safe) + 1), tf.zeros_like(g))
+        along = y * tf.reduce_sum(y * g, axis=-1, keepdims=True)
+        return tf.where(nonzero, (g - along) / norm, tf.zeros_like(g))
 
-    return tf.where(positive, safe * tf.math.log(safe), tf.zeros_like(x)), grad
+    return y, grad
 
 
 def clip_norm_builtin(x, max_norm):
@@ -171,9 +183,10 @@ RIGHT = [
     (LOGADDEXP, logaddexp_custom),
     (LOGADDEXP, logaddexp_residual),
     (LOGADDEXP, logaddexp_builtin),
-    (XLOGX, xlogx_double_where),
-    (XLOGX, xlogx_product_with_safe_log),
-    (XLOGX, xlogx_custom),
+    (SAFE_NORMALIZE, normalize_double_where),
+    (SAFE_NORMALIZE, normalize_safe_input_to_norm),
+    (SAFE_NORMALIZE, normalize_rsqrt),
+    (SAFE_NORMALIZE, normalize_custom),
     (CLIP_COTANGENT_NORM, clip_norm_scale_factor),
     (CLIP_COTANGENT_NORM, clip_norm_by_hand),
     (QUANTIZE_STE, quantize_custom),
@@ -343,7 +356,8 @@ def test_not_answered_stub_is_reported_as_such():
 
 def test_exercises_allow_tensorflow_only_and_chapter_is_04():
     assert [e.name for e in EXERCISES] == [
-        "tanh_layer", "logaddexp", "xlogx", "clip_cotangent_norm", "quantize_ste", "td_loss"
+        "tanh_layer", "logaddexp", "safe_normalize", "clip_cotangent_norm", "quantize_ste",
+        "td_loss",
     ]
     for exercise in EXERCISES:
         assert exercise.chapter == "04"
@@ -355,7 +369,7 @@ def test_exercises_allow_tensorflow_only_and_chapter_is_04():
 # ---------------------------------------------------------------- cases and references
 
 
-@pytest.mark.parametrize("exercise", [LOGADDEXP, XLOGX, QUANTIZE_STE], ids=lambda e: e.name)
+@pytest.mark.parametrize("exercise", [LOGADDEXP, QUANTIZE_STE], ids=lambda e: e.name)
 def test_stability_cases_are_included_and_finite(exercise):
     values = {float(v) for case in exercise.edge_cases() for v in case.values()[0].ravel()}
     assert {0.0, 100.0, -100.0, 1000.0, -1000.0} <= values
@@ -395,14 +409,48 @@ def test_logaddexp_references_match_numerical_differentiation():
     np.testing.assert_allclose(learner_b, numeric[1], rtol=1e-6, atol=1e-8)
 
 
-def test_xlogx_reference_matches_numerical_differentiation_away_from_zero():
-    x = np.concatenate([SAFE.uniform(0.5, 5, 4), SAFE.uniform(-5, -0.5, 3)])
-    g = SAFE.normal(size=x.shape)
-    case = Case((("x", x), ("g", g)))
-    _, grad = XLOGX.tf_reference(tf, case)
-    (numeric,) = _vjp_by_compute_gradient(xlogx_double_where, [x], g)
+def test_safe_normalize_edges_hold_zero_rows_and_tiny_and_huge_norms_and_are_finite():
+    rows = [row for case in SAFE_NORMALIZE.edge_cases()
+            for row in case.arg("v").reshape(-1, case.arg("v").shape[-1])]
+    norms = {float(np.linalg.norm(row.astype(np.float64))) for row in rows}
+    assert 0.0 in norms and min(n for n in norms if n > 0) <= 1e-12 and max(norms) >= 1e12
+    assert any(np.count_nonzero(row) == 1 and row.size > 1 for row in rows)
+    for case, outputs in zip(SAFE_NORMALIZE.edge_cases(),
+                             reference_outputs(SAFE_NORMALIZE, SAFE_NORMALIZE.edge_cases()),
+                             strict=True):
+        assert all(np.isfinite(o).all() for o in outputs), case.label
+        zero = ~case.arg("v").any(axis=-1)
+        assert (outputs[0][zero] == 0).all() and (outputs[1][zero] == 0).all(), case.label
+
+
+def test_safe_normalize_reference_matches_numerical_differentiation_away_from_zero():
+    v = SAFE.uniform(0.5, 5, (3, 4)) * SAFE.choice([-1, 1], (3, 4))
+    g = SAFE.normal(size=v.shape)
+    _, grad = SAFE_NORMALIZE.tf_reference(tf, Case((("v", v), ("g", g))))
+    (numeric,) = _vjp_by_compute_gradient(
+        lambda v: v / tf.norm(v, axis=-1, keepdims=True), [v], g)
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(grad, np.where(x > 0, g * (np.log(np.abs(x)) + 1), 0))
+    y = v / np.linalg.norm(v, axis=-1, keepdims=True)
+    projected = (g - y * (y * g).sum(-1, keepdims=True)) / np.linalg.norm(v, axis=-1,
+                                                                          keepdims=True)
+    np.testing.assert_allclose(grad, projected, rtol=1e-12)
+
+
+def test_the_trap_is_measured_where_the_statement_puts_it():
+    """What the statement and the hints say, measured: tf.norm's own gradient at a row of
+    zeros is NaN; the where on the output alone still gives NaN there (from v / n: 0 / 0);
+    the double where gives 0."""
+    v = tf.constant([[0.0, 0.0, 0.0], [3.0, 4.0, 0.0]])
+    g = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(v)
+        norm = tf.norm(v, axis=-1, keepdims=True)
+        single = tf.where(norm > 0, v / norm, 0.0)
+        double = normalize_double_where(v)
+    assert np.isnan(tape.gradient(norm, v)[0]).all()
+    assert np.isnan(tape.gradient(single, v, output_gradients=g)[0]).all()
+    np.testing.assert_array_equal(tape.gradient(double, v, output_gradients=g)[0], 0)
+    np.testing.assert_array_equal(single, double)
 
 
 def test_tanh_reference_matches_numerical_differentiation():
@@ -454,24 +502,27 @@ def test_td_loss_reference_is_the_gradient_with_the_target_held_constant():
 
 
 @tf.custom_gradient
-def xlogx_wrong_at_zero(x):
-    """Finite everywhere, wrong only at x = 0 (x >= 0 instead of x > 0): no NaN anywhere."""
-    positive = x > 0
-    safe = tf.where(positive, x, tf.ones_like(x))
+def normalize_twice_the_gradient(v):
+    """The right value and a finite gradient, twice the right one: no NaN anywhere."""
+    squares = tf.reduce_sum(v * v, axis=-1, keepdims=True)
+    nonzero = squares > 0
+    norm = tf.sqrt(tf.where(nonzero, squares, tf.ones_like(squares)))
+    y = tf.where(nonzero, v / norm, tf.zeros_like(v))
 
     def grad(g):
-        return tf.where(x >= 0, g * (tf.math.log(safe) + 1), tf.zeros_like(x))
+        return (g - y * tf.reduce_sum(y * g, axis=-1, keepdims=True)) / norm * 2.0
 
-    return tf.where(positive, x * tf.math.log(safe), tf.zeros_like(x)), grad
+    return y, grad
 
 
 def test_an_answer_without_nan_is_not_told_about_nan():
-    """The single-where mistake has NaN at x = 0; an answer that is finite there is not it."""
-    report = check_function(XLOGX, xlogx_wrong_at_zero)
+    """The single-where mistake has NaN at a row of zeros; an answer that is finite there is
+    not it."""
+    report = check_function(SAFE_NORMALIZE, normalize_twice_the_gradient)
     assert not report.passed
     assert not np.isnan(report.failure.got).any()
     assert "NaN" not in report.failure.hint, str(report)
-    assert report.failure.hint == XLOGX.hints_by_kind["value"]
+    assert report.failure.hint == SAFE_NORMALIZE.hints_by_kind["value"]
 
 
 # ---------------------------------------------------------------- the notebook's demos, copied
@@ -525,8 +576,8 @@ def copied_clip_backward(x, max_norm):
 
 COPIED = [
     (TANH_LAYER, copied_linear_layer, "copied_linear"),
-    (XLOGX, copied_log_double_where, "copied_log"),
-    (XLOGX, copied_log_custom, "copied_log"),
+    (SAFE_NORMALIZE, copied_log_double_where, "copied_log"),
+    (SAFE_NORMALIZE, copied_log_custom, "copied_log"),
     (CLIP_COTANGENT_NORM, copied_clip_backward, "clips_elementwise"),
 ]
 
@@ -542,6 +593,31 @@ def test_a_copied_demo_fails_with_the_hint_that_says_so(exercise, fn, mistake):
     assert hint in report.failure.hint, str(report)
 
 
+def where_on_the_output_only(v):
+    n = tf.norm(v, axis=-1, keepdims=True)
+    return tf.where(n > 0, v / n, 0)
+
+
+def copied_single_where(v):
+    """The chapter's first tf.where demo, copied as it is written there."""
+    return tf.where(v > 0, tf.math.log(v), 0.0)
+
+
+def copied_log_double_where_times_v(v):
+    """What passed the old exercise: the demo's function, multiplied by its input."""
+    return v * _demo("log_double_where")["log_double_where"](v)
+
+
+@pytest.mark.parametrize("fn", [where_on_the_output_only, copied_single_where,
+                                copied_log_double_where_times_v])
+def test_the_where_on_the_output_alone_and_the_demos_fail_safe_normalize(fn):
+    report = check_function(SAFE_NORMALIZE, fn)
+    assert report.status == "failed", str(report)
+    if fn is where_on_the_output_only:
+        hint = next(m.hint for m in SAFE_NORMALIZE.mistakes if m.name == "where_on_output_only")
+        assert hint in report.failure.hint, str(report)
+
+
 def _statement(exercise: str) -> str:
     """The learner copy's statement of `exercise`: the markdown cell before its exercise cell,
     and the exercise cell's stub (its docstring)."""
@@ -554,6 +630,7 @@ def _statement(exercise: str) -> str:
 @pytest.mark.parametrize(("exercise", "given_away"), [
     ("td_loss", ("stop_gradient", "0.5 *", "values[..., 1:]", "r_t + gamma")),
     ("quantize_ste", ("tf.round(tf.clip_by_value", "(levels - 1)) /", "x <= 1", "x >= 0")),
+    ("safe_normalize", ("tf.where(nonzero", "tf.ones_like(squares)", "reduce_sum(v * v")),
 ])
 def test_the_statement_does_not_print_the_answer(exercise, given_away):
     """The learner derives these expressions: the statement states the rule, not the code."""
