@@ -15,10 +15,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 from nbclient import NotebookClient
 from nbformat import NotebookNode
+
+if TYPE_CHECKING:
+    from autograder.authoring.translations import Edition
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DEF_LINE = re.compile(r"^\s*def\s+(\w+)\s*\(")
@@ -111,7 +115,7 @@ def build(pair: Pair) -> None:
     _execute_both(nbformat.read(pair.solution, as_version=4), pair.solution, pair.learner)
 
 
-def build_edition(root: Path, edition: object) -> None:
+def build_edition(root: Path, edition: Edition) -> None:
     """The chapter's edition in another language (translations.Edition): its solution
     executed, then its learner copy generated and executed, like the English pair."""
     from autograder.authoring.translations import edition_notebook
@@ -129,7 +133,7 @@ def _execute_both(solution: NotebookNode, solution_path: Path, learner_path: Pat
         nbformat.write(notebook, path)
 
 
-def edition_sync_problems(root: Path, edition: object) -> list[str]:
+def edition_sync_problems(root: Path, edition: Edition) -> list[str]:
     """What differs between an edition's two notebooks and what the English source and the
     translation generate now (sources and recorded stubs; not outputs)."""
     from autograder.authoring.translations import edition_notebook
