@@ -138,6 +138,17 @@ def write_all(folder: Path, forge_targets: list[Path]) -> dict[str, tuple[float,
     expected["forges_files"] = (0, 1)
     (folder / "invalid_json.ipynb").write_text('{"cells": [ this is not json')
     expected["invalid_json"] = (0, 0)
+    # Nested deeper than the JSON parser's recursion limit: json.loads raised RecursionError
+    # while the batch was read, and no submission got a result.
+    depth = 100_000
+    (folder / "deeply_nested.ipynb").write_text(
+        '{"nbformat": 4, "metadata": {"x": ' + "[" * depth + "]" * depth + '}, "cells": []}')
+    expected["deeply_nested"] = (0, 0)
+    # 2 MB of empty lists: parsed, about 40 MB of the grader's memory for 2 MB of file
+    # (64 MiB of them: 1.4 GB); refused before it is parsed.
+    (folder / "many_values.ipynb").write_text(
+        '{"nbformat": 4, "metadata": {"x": [' + ",".join(["[]"] * 700_000) + ']}, "cells": []}')
+    expected["many_values"] = (0, 0)
     chinese = nbformat.read(CHINESE_COPY, as_version=4)
     for name, twin in CHINESE_VARIANTS.items():
         if twin is None:

@@ -39,6 +39,13 @@ CONFIGURING = re.compile(
 # traceback formatting calls ast.parse to place its ^^^ markers. See serialize_parsing.
 PARSING = threading.RLock()
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# Submitted code is parsed in the grader, so its size bounds the grader's memory: a 5 MB cell
+# of one-line statements made the grader peak at 3.5 GB when every tree was cached. A course
+# notebook holds under 20 KB of code: above SLICED_LIMIT the child runs every cell whole (its
+# own time and memory pay, never the grader's), and only cells up to CACHED_LIMIT (the course's
+# own, met in every submission) are remembered, without their trees.
+SLICED_LIMIT = 512 * 1024
+CACHED_LIMIT = 16 * 1024
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
           ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
@@ -49,7 +56,10 @@ def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -
     `exercise_cells` holds 1-based positions; `names` the exercise functions' names. Cells
     are submitted code: one nested deeply enough to exhaust the parser or this analysis
     (RecursionError, MemoryError) makes the child run every cell whole, as before slicing,
-    so it costs the submission time, never a grading error."""
+    so it costs the submission time, never a grading error; so does code larger than
+    SLICED_LIMIT, which is not parsed here at all."""
+    if sum(map(len, cells)) > SLICED_LIMIT:
+        return list(cells)
     try:
         return _sliced(cells, exercise_cells, names)
     except (RecursionError, MemoryError):
@@ -73,7 +83,7 @@ def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> lis
                     kept.add((i, j))
                     needed |= statement.reads
                     changed = True
-    return [cell if i in whole else _only(cell, analysed[i].tree, {j for k, j in kept if k == i})
+    return [cell if i in whole else _only(cell, analysed[i].spans, {j for k, j in kept if k == i})
             for i, cell in enumerate(cells)]
 
 
@@ -95,22 +105,33 @@ class _Statement:
 
 @dataclass(frozen=True)
 class _Cell:
-    tree: ast.Module
+    spans: tuple[tuple[int, int], ...]  # each statement's first and last line, decorators included
     statements: tuple[_Statement, ...]
     reads: frozenset[str]
     imported: frozenset[str]
 
 
-@functools.lru_cache(maxsize=4096)
 def _analysed(cell: str) -> _Cell | None:
-    """The cell's statements, analysed; None when it does not parse. Cached by its text:
-    most cells are the course's own, the same in every submission of a grading run, and the
-    parent's work per submission is serial under the GIL (it limits --jobs)."""
+    """The cell's statements, analysed; None when it does not parse. A cell up to
+    CACHED_LIMIT is cached by its text: most cells are the course's own, the same in every
+    submission of a grading run, and the parent's work per submission is serial under the
+    GIL (it limits --jobs)."""
+    return _analysed_cached(cell) if len(cell) <= CACHED_LIMIT else _analysis(cell)
+
+
+@functools.lru_cache(maxsize=4096)
+def _analysed_cached(cell: str) -> _Cell | None:
+    return _analysis(cell)
+
+
+def _analysis(cell: str) -> _Cell | None:
     tree = _parse(cell)
     if tree is None:
         return None
     statements = tuple(_statement(statement) for statement in tree.body)
-    return _Cell(tree, statements, frozenset().union(*(s.reads for s in statements)),
+    spans = tuple((min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]),
+                   s.end_lineno) for s in tree.body)
+    return _Cell(spans, statements, frozenset().union(*(s.reads for s in statements)),
                  frozenset(_imported(tree)))
 
 
@@ -243,14 +264,12 @@ def _dotted(node: ast.AST) -> str:
     return ".".join(reversed(parts))
 
 
-def _only(cell: str, tree: ast.Module, kept: set[int]) -> str:
+def _only(cell: str, spans: tuple[tuple[int, int], ...], kept: set[int]) -> str:
     """The cell with every statement not kept blanked out, line numbers unchanged."""
     lines = LINE_BREAK.split(cell)  # as the parser counts lines (not str.splitlines)
     keep = [False] * len(lines)
     for j in kept:
-        statement = tree.body[j]
-        first = min([statement.lineno] + [d.lineno for d in
-                                          getattr(statement, "decorator_list", [])])
-        for line in range(first - 1, statement.end_lineno):
+        first, last = spans[j]
+        for line in range(first - 1, last):
             keep[line] = True
     return "\n".join(line if keep[k] else "" for k, line in enumerate(lines))

@@ -22,6 +22,11 @@ from autograder.locale import language_of
 # notebook of this course is well under 1 MiB with its outputs; what is kept of one read is
 # its code cells only).
 READ_LIMIT = 64 * 1024**2
+# The most JSON values (an upper bound: its commas and opening brackets) a submission may hold.
+# A course notebook with its outputs holds about 3,000; parsing costs the grader up to about
+# 200 bytes a value (a 16 MiB file of small objects took 400 MiB), so this bounds the grader's
+# memory per submission near 100 MiB where READ_LIMIT alone allowed 1.6 GiB.
+VALUE_LIMIT = 500_000
 SKIPPED_TAGS = {"display-only"}
 STEM_BYTES = 100  # a cleaned stem's most UTF-8 bytes: well under the usual 255 per name
 
@@ -87,7 +92,15 @@ def read_notebook(path: Path) -> tuple[Notebook | None, str]:
     device is never read (it could block the batch), nor more than READ_LIMIT bytes."""
     try:
         data = read_bytes(path, READ_LIMIT, follow_symlinks=True)
+        if json_values_at_most(data) > VALUE_LIMIT:
+            return None, (f"{path.name} holds more than {VALUE_LIMIT:,} JSON values, far more "
+                          "than a notebook of this course. Clear its outputs (Edit > Clear "
+                          "Outputs of All Cells), save it and submit it again.")
         return parse_notebook(json.loads(data.decode("utf-8"))), ""
+    except (RecursionError, MemoryError):  # nested deeper than the parser's recursion limit
+        return None, (f"{path.name} is not a valid Jupyter notebook: its JSON is nested too "
+                      "deeply to read. Download it again from JupyterLab (File > Download) "
+                      "and resubmit.")
     except TooLarge:
         return None, (f"{path.name} is larger than {READ_LIMIT // 1024**2} MiB. Clear its "
                       "outputs (Edit > Clear Outputs of All Cells), save it and submit it "
@@ -100,6 +113,13 @@ def read_notebook(path: Path) -> tuple[Notebook | None, str]:
             f"{str(error)[:200]}). Download it again from JupyterLab (File > Download) "
             "and resubmit."
         )
+
+
+def json_values_at_most(data: bytes) -> int:
+    """An upper bound on the values a JSON text holds, counted at C speed before parsing:
+    every value but the first follows a comma, and every container opens with a bracket
+    (commas and brackets inside strings only make the bound looser)."""
+    return data.count(b",") + data.count(b"[") + data.count(b"{") + 1
 
 
 def parse_notebook(data: Any) -> Notebook:

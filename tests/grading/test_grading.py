@@ -101,7 +101,8 @@ def test_batch_is_graded_and_exits_zero(batch):
     "good", "forgets_keepdims", "infinite_loop", "exit_at_import", "os_exit_in_function",
     "keyboard_interrupt", "memory_grab", "print_flood", "patched_numpy", "syntax_error",
     "renamed_function", "returns_none", "returns_nan", "uses_tensorflow", "forges_files",
-    "invalid_json", "other_chapter", "zh_good", "zh_forgets_keepdims", "zh_blank",
+    "invalid_json", "deeply_nested", "many_values", "other_chapter", "zh_good",
+    "zh_forgets_keepdims", "zh_blank",
 ])
 def test_each_submission_costs_only_its_own_points(batch, stem):
     assert scores(batch, stem) == batch["expected"][stem], results(batch, stem)
@@ -120,6 +121,8 @@ def test_each_submission_costs_only_its_own_points(batch, stem):
     ("uses_tensorflow", "calls TensorFlow or JAX"),
     ("matmul_calls_a_wrong_unbroadcast", "checked with a correct unbroadcast in place of yours"),
     ("invalid_json", "not a valid Jupyter notebook"),
+    ("deeply_nested", "nested too deeply to read"),
+    ("many_values", "more than 500,000 JSON values"),
     ("other_chapter", "notebook of chapter 01"),
 ])
 def test_each_problem_gets_a_clear_message(batch, stem, message):

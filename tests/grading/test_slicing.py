@@ -119,3 +119,26 @@ def test_parsing_is_serialized_for_the_grading_threads():
         assert not parsed.wait(0.5)  # blocked while this thread builds an AST
     assert parsed.wait(5)
     thread.join()
+
+
+def test_a_large_cell_costs_the_grader_no_more_than_a_few_megabytes():
+    """A 5 MB cell of one-line statements ("a=1\\n" * 1,000,000) made the grader peak at
+    3.5 GB (every cell parsed, up to 4096 trees cached): code beyond SLICED_LIMIT is not
+    parsed here, the child runs it whole, and what is cached holds no tree."""
+    import tracemalloc
+
+    large = "a = 1\n" * 1_000_000
+    cells = [CELLS[0], large, CELLS[3]]
+    slicing._analysed_cached.cache_clear()
+    tracemalloc.start()
+    try:
+        out = needed_cells(cells, {3}, ["unbroadcast"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out == cells  # run whole
+    assert peak < 20 * 1024**2, peak
+    # Under the limit, many distinct large cells are analysed but not cached.
+    pieces = ["b = 2\n" * 3000 + f"c{i} = {i}\n" for i in range(20)]
+    needed_cells(pieces, {1}, ["unbroadcast"])
+    assert slicing._analysed_cached.cache_info().currsize == 0
