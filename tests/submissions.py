@@ -49,6 +49,62 @@ def matmul_vjp(g, a, b):
             unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape))
 '''
 
+# HIPS autograd's published matmul VJP (autograd/numpy/numpy_vjps.py, matmul_adjoint_0/1),
+# with its own helper `unbroadcast(x, target_meta)`: a right matmul_vjp whose helper shares
+# the unbroadcast exercise's name and does something else. It failed matmul_vjp ("grad_a has
+# shape (1, 1, 1)") while the check put the course's unbroadcast(g, shape) in its place.
+HIPS_UNBROADCAST = '''
+def unbroadcast(x, target_meta, broadcast_idx=0):
+    target_shape, target_ndim, dtype, target_iscomplex = target_meta
+    while np.ndim(x) > target_ndim:
+        x = np.sum(x, axis=broadcast_idx)
+    for axis, size in enumerate(target_shape):
+        if size == 1:
+            x = np.sum(x, axis=axis, keepdims=True)
+    if np.iscomplexobj(x) and not target_iscomplex:
+        x = np.real(x)
+    return x
+'''
+HIPS_MATMUL = '''
+def metadata(A):
+    return np.shape(A), np.ndim(A), np.result_type(A), np.iscomplexobj(A)
+
+def matmul_adjoint_0(B, G, A_meta, B_ndim):
+    if np.ndim(G) == 0:
+        return unbroadcast(G * B, A_meta)
+    _, A_ndim, _, _ = A_meta
+    if A_ndim == 1:
+        G = np.expand_dims(G, np.ndim(G) - 1)
+    if B_ndim == 1:
+        B = np.expand_dims(B, 0)
+        G = np.expand_dims(G, np.ndim(G))
+    else:
+        B = np.swapaxes(B, B_ndim - 2, B_ndim - 1)
+    result = np.matmul(G, B)
+    return unbroadcast(result, A_meta)
+
+def matmul_adjoint_1(A, G, A_ndim, B_meta):
+    if np.ndim(G) == 0:
+        return unbroadcast(G * A, B_meta)
+    _, B_ndim, _, _ = B_meta
+    B_is_vec = B_ndim == 1
+    if B_is_vec:
+        G = np.expand_dims(G, np.ndim(G))
+    if A_ndim == 1:
+        A = np.expand_dims(A, 1)
+        G = np.expand_dims(G, np.ndim(G) - 1)
+    else:
+        A = np.swapaxes(A, A_ndim - 2, A_ndim - 1)
+    result = np.matmul(A, G)
+    if B_is_vec:
+        result = np.squeeze(result, np.ndim(G) - 1)
+    return unbroadcast(result, B_meta)
+
+def matmul_vjp(g, a, b):
+    return (matmul_adjoint_0(b, g, metadata(a), np.ndim(b)),
+            matmul_adjoint_1(a, g, np.ndim(a), metadata(b)))
+'''
+
 
 def declared_mistake(exercise: Exercise, name: str) -> str:
     """A mistake the exercise declares, as the source of the learner's cell: the wrong
@@ -89,6 +145,7 @@ VARIANTS: dict[str, tuple[str, str, list[str], tuple[float, float]]] = {
         GOOD_MATMUL, [], (0, 1)),
     "matmul_calls_a_wrong_unbroadcast": (bad_unbroadcast("    return g"),
                                          MATMUL_CALLING_UNBROADCAST, [], (0, 1)),
+    "own_helper_named_unbroadcast": (HIPS_UNBROADCAST, HIPS_MATMUL, [], (0, 1)),
     "uses_tensorflow": (bad_unbroadcast(
         "    import tensorflow as tf\n    return tf.reduce_sum(g).numpy()"),
         GOOD_MATMUL, [], (0, 1)),

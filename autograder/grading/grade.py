@@ -23,6 +23,7 @@ from autograder.grading.submissions import (
     notable_cell_problems,
     program_cells,
 )
+from autograder.grading.tampering import Finding, read_findings
 from autograder.grading.verdicts import ExerciseResult, exercise_result, with_dependencies
 from autograder.judging.exercise import Exercise
 from autograder.locale import say, speaking
@@ -39,6 +40,9 @@ class SubmissionResult:
     seconds: float = 0.0
     grading_error: str = ""  # the grader failed, not the student: loud, counted, exit != 0
     language: str = "en"  # the submitted notebook's: its feedback is written in it
+    # What the instructor should look at (the gradebook's review column): code that reaches
+    # into the checks' interpreter (tampering.py), refused or flagged; a slow submission.
+    review: list[str] = field(default_factory=list)
 
     @property
     def score(self) -> float:
@@ -87,6 +91,8 @@ def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: As
     one submission, or the last of a batch), in several at once: as parts, or, when they
     all need one framework, as workers of one child that imports it once."""
     cells, exercise_cells = program_cells(notebook)
+    if _refused_by_reading(result, read_findings(cells), assignment):
+        return
     deadline = time.monotonic() + grading.limits.per_submission
     extra = grading.spare.take(len(assignment.exercises) - 1)
     parts, workers, used = parts_and_workers(assignment, 1 + extra)
@@ -112,6 +118,25 @@ def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: As
         problems = problems or part_problems
     result.cell_problems = notable_cell_problems(problems, exercise_cells)
     result.exercises = [with_dependencies(e, verdicts) for e in assignment.exercises]
+
+
+def _refused_by_reading(result: SubmissionResult, findings: list[Finding],
+                        assignment: Assignment) -> bool:
+    """Note the findings for the instructor; True when one is refused: then no child runs
+    and every exercise scores 0 with a message naming the cell and line."""
+    result.review = [f"{'refused' if f.refused else 'flagged'}: {f}" for f in findings]
+    refused = next((f for f in findings if f.refused), None)
+    if refused is None:
+        return False
+    message = say(
+        "Not graded: cell {cell}, line {line} uses `{used}`, which reaches into the "
+        "interpreter where the checks run beside your code, so its results could not be "
+        "trusted. No answer of this course needs it: remove it and submit again (if you "
+        "think this is wrong, tell your instructor, who sees it in the gradebook).",
+        cell=refused.cell, line=refused.line, used=refused.used)
+    result.error = message
+    result.exercises = [exercise_result(e, False, message) for e in assignment.exercises]
+    return True
 
 
 def _chapter_problem(chapter: str | None, wanted: str | None, path: Path) -> str:

@@ -47,7 +47,8 @@ def results_json(result: SubmissionResult, run: GradingRun) -> dict:
         "extra_data": {"seed": run.seed, "protections": list(run.protections),
                        "grader_version": VERSION,
                        "notebook_cell_errors": result.cell_problems[:20],
-                       "grading_error": result.grading_error},
+                       "grading_error": result.grading_error,
+                       "review": result.review[:20]},
     }
 
 
@@ -64,6 +65,12 @@ def feedback_text(result: SubmissionResult) -> str:
     for e in result.exercises:
         mark = say("PASSED") if e.passed else say("FAILED")
         lines += [f"== {e.name}: {mark} ({e.score:g}/{e.max_score:g})", e.output, ""]
+    flagged = [line.removeprefix("flagged: ") for line in result.review
+               if line.startswith("flagged: ")]
+    if flagged:
+        lines += [say("Your instructor will look at this submission: the grader cannot follow "
+                      "what some of its code does ({found}).", found="; ".join(flagged[:5])),
+                  ""]
     for problem in result.cell_problems:
         lines.append(say("Note: cell {cell} raised {type}: {message}", cell=problem.get("cell"),
                          type=problem.get("type"), message=problem.get("message")))
@@ -89,17 +96,42 @@ def write_submission(out: Path, result: SubmissionResult, run: GradingRun) -> No
 
 
 
+# A submission that took this many times the batch's median, and more than SLOW_SECONDS,
+# is flagged for the instructor: its answers may be right, but it sleeps or spins just under
+# each time limit (tens of times an honest submission's time). It keeps its score: a slow
+# right answer is still right, and the time limits already bound what it can cost.
+SLOW_FACTOR = 10
+SLOW_SECONDS = 10.0
+
+
+def slow_notes(results: list[SubmissionResult]) -> dict[int, str]:
+    """index -> "slow: 62 s, 25x the batch's median" for the batch's outliers."""
+    times = sorted(r.seconds for r in results if r.exercises and not r.error)
+    if not times:
+        return {}
+    median = times[len(times) // 2]
+    return {index: (f"slow: {r.seconds:.0f} s, {r.seconds / max(median, 0.01):.0f}x the "
+                    "batch's median")
+            for index, r in enumerate(results)
+            if r.seconds > SLOW_SECONDS and r.seconds > SLOW_FACTOR * median}
+
+
 def write_gradebook(out: Path, results: list[SubmissionResult]) -> None:
+    """grades.csv: a row per submission, with its time and what the instructor should
+    review (code refused or flagged by tampering.py, an outlying time)."""
     names = list(dict.fromkeys(e.name for r in results for e in r.exercises))
+    slow = slow_notes(results)
     with (out / "grades.csv").open("w", newline="", **TEXT) as file:
         writer = csv.writer(file)
         writer.writerow(["submission", "file", "chapter", *names, "total", "max", "problem",
-                         "grading_error"])
-        for r in results:
+                         "grading_error", "seconds", "review"])
+        for index, r in enumerate(results):
             scores = {e.name: e.score for e in r.exercises}
+            review = [*r.review, *([slow[index]] if index in slow else [])]
             writer.writerow([r.stem, str(r.path), r.chapter or "",
                              *[scores.get(n, 0) for n in names], r.score,
-                             sum(e.max_score for e in r.exercises), r.error, r.grading_error])
+                             sum(e.max_score for e in r.exercises), r.error, r.grading_error,
+                             f"{r.seconds:.2f}", "; ".join(review)])
 
 
 

@@ -173,9 +173,18 @@ def serialize_parsing() -> None:
 
 def _parse(cell: str) -> ast.Module | None:
     try:
+        return parse_cell(cell)
+    except (RecursionError, MemoryError):  # the child reports it
+        return None
+
+
+def parse_cell(cell: str) -> ast.Module | None:
+    """The cell's tree as the child compiles it (magics blanked), None for a SyntaxError;
+    RecursionError or MemoryError for code nested past the parser's limits."""
+    try:
         with PARSING:
             return ast.parse(MAGIC.sub(lambda m: f"{m.group(1)}pass", cell))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):  # the child reports it
+    except (SyntaxError, ValueError):  # the child reports it
         return None
 
 

@@ -22,6 +22,7 @@ from .ch05_custom_derivatives_jax import (
     stage,
     vjp_of,
 )
+from .method import MethodNotFollowed
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -148,8 +149,6 @@ def refuse_reference_solver(fn: Fn) -> None:
 
 
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
-    from .method import MethodNotFollowed
-
     refuse_reference_solver(fn)
     with double_precision():
         a, g = jnp.asarray(a), jnp.asarray(g)
@@ -163,8 +162,6 @@ def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
 
 
 def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
-    from .method import MethodNotFollowed
-
     with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
         value = stage("running the compiled jit program", lambda: _bessel_i0e_program(fn, x))
@@ -385,8 +382,6 @@ _remat_program = functools.partial(jax.jit, static_argnums=0)(_remat_vjp)
 
 
 def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
-    from .method import MethodNotFollowed
-
     with double_precision():
         w, x = jnp.asarray(w), jnp.asarray(x)
         g = jnp.asarray(g, x.dtype)  # the loss's cotangent, a float, in the net's dtype

@@ -270,8 +270,27 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
     report = _check(exercise, fn, profile)
     if not exercise.depends_on or report.status not in (PASSED, FAILED):
         return report
+    if report.status == FAILED and (own := _with_own_helpers(exercise, fn, profile)).passed:
+        return own
     return replace(report, dependencies=dependency_note(exercise,
                                                         _wrong_dependencies(exercise, fn)))
+
+
+def _with_own_helpers(exercise: Exercise, fn: Any, profile: Profile) -> Report:
+    """The check with the learner's own versions of the exercises it calls (the first check
+    ran with correct ones in their place). An answer that is right with its own helpers is
+    right: a helper may share an exercise's name and do something else (HIPS autograd's
+    matmul VJP calls its own `unbroadcast(x, target_meta)`). The remembered counterexample
+    stays the one of the check with correct helpers."""
+    key = (exercise.name, profile)
+    remembered = _LAST.get(key)
+    try:
+        return _full_check(replace(exercise, depends_on=()), fn, profile, fingerprint(fn))
+    finally:
+        if remembered is None:
+            _LAST.pop(key, None)
+        else:
+            _LAST[key] = remembered
 
 
 def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:

@@ -308,3 +308,27 @@ def test_an_unbroadcast_importing_broadcast_plan_inside_is_refused():
     report = check.unbroadcast(unbroadcast_importing_the_plan_inside)
     assert not report.passed
     assert "course's own helper" in str(report) and "coursekit.broadcasting" in str(report)
+
+
+def _defined(source: str, name: str):
+    namespace = {"np": np}
+    exec(source, namespace)
+    return namespace[name]
+
+
+def test_a_right_matmul_vjp_is_judged_with_its_own_helper_of_the_same_name():
+    """HIPS autograd's matmul VJP calls its own `unbroadcast(x, target_meta)`: the check
+    used to put the course's unbroadcast(g, shape) in its place and fail a right answer."""
+    from ..submissions import HIPS_MATMUL, HIPS_UNBROADCAST
+
+    fn = _defined(HIPS_UNBROADCAST + HIPS_MATMUL, "matmul_vjp")
+    report = check_function(MATMUL_VJP, fn)
+    assert report.passed, report
+    # A matmul_vjp that calls a wrong unbroadcast(g, shape) is still judged with a correct one.
+    calls = _defined("def unbroadcast(g, shape):\n    return g\n"
+                     "def matmul_vjp(g, a, b):\n"
+                     "    return (unbroadcast(g @ np.swapaxes(b, -1, -2), a.shape),\n"
+                     "            unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape))\n",
+                     "matmul_vjp")
+    report = check_function(MATMUL_VJP, calls)
+    assert report.passed and "in place of yours" in str(report), report

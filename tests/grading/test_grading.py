@@ -102,7 +102,8 @@ def test_batch_is_graded_and_exits_zero(batch):
     "keyboard_interrupt", "memory_grab", "print_flood", "patched_numpy", "syntax_error",
     "renamed_function", "returns_none", "returns_nan", "uses_tensorflow", "forges_files",
     "invalid_json", "deeply_nested", "many_values", "other_chapter", "zh_good",
-    "zh_forgets_keepdims", "zh_blank",
+    "zh_forgets_keepdims", "zh_blank", "own_helper_named_unbroadcast",
+    "matmul_calls_a_wrong_unbroadcast",
 ])
 def test_each_submission_costs_only_its_own_points(batch, stem):
     assert scores(batch, stem) == batch["expected"][stem], results(batch, stem)

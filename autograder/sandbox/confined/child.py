@@ -131,16 +131,75 @@ def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...],
         return broken
 
 
-def run_exercise(
-    inputs: Path, out: Path, name: str, namespace: dict, program: dict,
-    harness: types.ModuleType,
-) -> None:
-    """Call the learner's function on every case; write out_<name>.npz and .json.
+class Checks:
+    """What the child needs of the harness, bound before any submitted cell runs (see
+    _hidden_harness): each exercise's invokes and the harness functions run_exercise calls.
+    The submitted code can no longer reach the harness by name, so replacing
+    `harness.invoker` or a chapter module's function changes nothing here."""
 
-    The exercise's invoke is resolved under its time limit: importing a framework takes a
-    while, and the learner's cells may have left it broken."""
-    wire.started_file(out, name).write_text("")
-    harness.new_check()  # as the notebook's check does
+    def __init__(self, harness: types.ModuleType, program: dict, names: list[str]) -> None:
+        self.new_check = harness.new_check
+        self.method_not_followed = harness.MethodNotFollowed
+        self.learner_traceback = harness.learner_traceback
+        self.raised_in = harness.raised_in
+        allowed = tuple(program.get("allowed", []))
+        self.invokes: dict[str, Callable] = {}
+        for name in names:
+            invoke = program.get("invoke", {}).get(name, "")
+            depends = tuple((str(dependency), str(reference)) for dependency, reference
+                            in program.get("depends", {}).get(name, []))
+            self.invokes[name] = _invoker(harness, invoke, allowed, depends)
+            if depends:  # judged with the learner's own helpers too (wire.OWN_HELPERS)
+                self.invokes[wire.own_helpers(name)] = _invoker(harness, invoke, allowed)
+
+
+def _hidden_harness(folder: Path) -> dict[str, types.ModuleType]:
+    """Take the harness and the child's own modules out of sys.modules and its folder off
+    sys.path, so that `import harness` or `sys.modules["harness"]` in a submitted cell finds
+    nothing; returns them, for a late binding (bind_checks)."""
+    hidden = {key: module for key, module in list(sys.modules.items())
+              if key == "harness" or key.startswith(("harness.", "grader_"))}
+    for key in hidden:
+        del sys.modules[key]
+    with contextlib.suppress(ValueError):
+        sys.path.remove(str(folder))
+    return hidden
+
+
+def bind_checks(harness: types.ModuleType, hidden: dict[str, types.ModuleType],
+                program: dict, names: list[str]) -> Checks:
+    """The checks, bound with the harness modules put back for the binding only (a chapter
+    module may be imported now), then hidden again."""
+    sys.modules.update(hidden)
+    try:
+        return Checks(harness, program, names)
+    finally:
+        for key in [k for k in sys.modules if k == "harness" or k.startswith(
+                ("harness.", "grader_"))]:
+            hidden[key] = sys.modules.pop(key)
+
+
+def fresh_main() -> dict:
+    """A new `__main__` module, whose namespace the cells run in: `import __main__` in a
+    submitted cell gives the notebook's namespace, as in a kernel, not this file's module
+    (its functions and their globals lead to the harness)."""
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    return main.__dict__
+
+
+def run_exercise(
+    inputs: Path, out: Path, name: str, namespace: dict, program: dict, checks: Checks,
+    label: str = "",
+) -> None:
+    """Call the learner's function on every case; write out_<label>.npz and .json (`label`:
+    the exercise's name, or wire.own_helpers(name) for its run with the learner's helpers).
+
+    The invokes were bound before the cells ran (Checks); the cases run under the time
+    limit."""
+    label = label or name
+    wire.started_file(out, label).write_text("")
+    checks.new_check()  # as the notebook's check does
     started = time.perf_counter()
     fn = namespace.get(name)
     report: dict = {"cases": []}
@@ -156,16 +215,13 @@ def run_exercise(
         signal.setitimer(signal.ITIMER_REAL, float(program["time_limit"]))
         sys.stdout = sys.stderr = writer
         try:
-            invoke = _invoker(harness, program.get("invoke", {}).get(name, ""),
-                              tuple(program.get("allowed", [])),
-                              tuple((str(dependency), str(reference)) for dependency, reference
-                                    in program.get("depends", {}).get(name, [])))
+            invoke = checks.invokes[label]
             for index, case_params in enumerate(params):
                 args = wire.case_args(index, arguments, case_params, arrays_in)
                 try:
                     value = invoke(fn, *args)
                     report["cases"].append(wire.record_value(value, index, arrays))
-                except harness.MethodNotFollowed as error:  # judged on its value first
+                except checks.method_not_followed as error:  # judged on its value first
                     record = wire.record_value(error.value, index, arrays)
                     report["cases"].append({**record, "method": str(error)[:2000]})
                 except ExerciseTimeout:
@@ -175,8 +231,8 @@ def run_exercise(
                         "kind": "error",
                         "type": type(error).__name__,
                         "message": str(error)[:1000],
-                        "traceback": harness.learner_traceback(error, 3000),
-                        "function": harness.raised_in(error),
+                        "traceback": checks.learner_traceback(error, 3000),
+                        "function": checks.raised_in(error),
                     })
                     if type(error).__name__ in wire.STOPPING_ERRORS:
                         break
@@ -187,7 +243,7 @@ def run_exercise(
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
         report["printed"] = writer.text()[:2000]
     report["seconds"] = round(time.perf_counter() - started, 3)
-    report_file, arrays_file = wire.output_files(out, name)
+    report_file, arrays_file = wire.output_files(out, label)
     np.savez(arrays_file, **wire.pack_arrays(arrays))
     report_file.write_text(json.dumps(report))
 
@@ -311,17 +367,26 @@ def serve(inputs: Path, ready: int) -> None:
         os.close(ready)
     out = Path(program["out"])
     harness = _load_harness(inputs)
+    late = sets_environment(program["cells"])
     if _PRELOADED is None:
         guards.install(allowed)
-        if allowed and not sets_environment(program["cells"]):
+        if allowed and not late:
             with contextlib.suppress(Exception):  # else the learner's import says what failed
                 import_frameworks(allowed)
-    namespace: dict = {"__name__": "__main__"}
+    # Code that sets the environment imports the frameworks itself, after its settings; the
+    # chapter modules of the harness import them too, so their invokes are bound after the
+    # cells (the grader's reading of the source, tampering.py, decides for those).
+    checks = None if late and allowed else Checks(harness, program, names)
+    hidden = _hidden_harness(inputs)
+    namespace = fresh_main()
     problems = run_cells(program["cells"], namespace)
     if first:
         (out / wire.CELL_ERRORS).write_text(json.dumps(problems))
+    checks = checks or bind_checks(harness, hidden, program, names)
     for name in names:
-        run_exercise(inputs, out, name, namespace, program, harness)
+        run_exercise(inputs, out, name, namespace, program, checks)
+        if wire.own_helpers(name) in checks.invokes:
+            run_exercise(inputs, out, name, namespace, program, checks, wire.own_helpers(name))
     _leave(siblings)
 
 

@@ -115,6 +115,17 @@ def _unpacked(key: str, place, packs: dict, members: dict):
     return buffer[start:start + size].reshape(shape)
 
 
+OWN_HELPERS = "~own"  # an exercise's run with the learner's own helpers: "matmul_vjp~own"
+
+
+def own_helpers(name: str) -> str:
+    """The label of an exercise's second run, with the learner's own versions of the
+    exercises it calls (the first runs with their references in their place): it passes if
+    either run is right, so a right answer whose helper of that name does something else of
+    its own (HIPS autograd's `unbroadcast(x, target_meta)`) is judged with its helper."""
+    return name + OWN_HELPERS
+
+
 def input_files(folder: Path, name: str) -> tuple[Path, Path]:
     """An exercise's inputs in the child's read-only folder: (its .npz, its .json)."""
     return folder / f"inputs_{name}.npz", folder / f"inputs_{name}.json"
