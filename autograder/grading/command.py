@@ -59,7 +59,8 @@ def grade(
         print(started.problem, file=sys.stderr)
         return 2
     try:
-        return _grade_with(started, out, seed, timeout, assignment, reference_cache)
+        return _grade_with(started, out, seed, timeout, started.assignment or assignment,
+                           reference_cache)
     finally:
         started.sandbox.close()
 

@@ -12,12 +12,13 @@ package and submissions.py only, and imports the rest while they import their fr
 from __future__ import annotations
 
 import contextlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.grading import cache_folders
 from autograder.grading.submissions import Submission, read_submissions
-from autograder.grading.warm_groups import warm_groups
+from autograder.grading.warm_groups import course_chapters, warm_groups
 from autograder.sandbox import capacity, errors, sandbox
 
 
@@ -30,6 +31,8 @@ class Start:
     jobs: int
     sandbox: sandbox.Sandbox | None
     problem: str = ""
+    # The chapter graded: --assignment, else the one most of the notebooks name (batch_chapter).
+    assignment: str | None = None
 
 
 def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode: str,
@@ -43,6 +46,10 @@ def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode:
     if not paths:
         return Start([], jobs, None, "No submissions given: pass .ipynb files.")
     read = read_submissions(paths)
+    if assignment is None:
+        assignment, problem = batch_chapter(read)
+        if problem:
+            return Start(read, jobs, None, problem)
     try:
         out.mkdir(parents=True, exist_ok=True)
         found = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, bool(fork_server))
@@ -53,7 +60,35 @@ def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode:
     except (OSError, errors.SandboxUnavailable) as error:
         return Start(read, jobs, None, f"Cannot grade: {error}")
     start_warm_children(found, read, assignment, jobs)
-    return Start(read, jobs, found)
+    return Start(read, jobs, found, assignment=assignment)
+
+
+def batch_chapter(submissions: list[Submission]) -> tuple[str | None, str]:
+    """(the chapter most notebooks name, "") or (None, why no chapter can be chosen).
+
+    Without --assignment, each notebook used to be graded as the chapter its own metadata
+    names: chapter 00's one-line warm-up handed in for chapter 03 scored full marks. A batch
+    is one assignment, so it is graded as its majority chapter (among the course's
+    chapters), and a notebook of another chapter costs its own points with a message; a tie
+    is refused (name --assignment)."""
+    counts: dict[str, int] = {}
+    for submission in submissions:
+        if submission.chapter in course_chapters():
+            counts[submission.chapter] = counts.get(submission.chapter, 0) + 1
+    if not counts:
+        return None, ""
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        named = ", ".join(f"chapter {chapter}: {count}" for chapter, count in ranked)
+        return None, (f"Cannot grade: the notebooks name different chapters equally often "
+                      f"({named}). Say which chapter this assignment is: --assignment NN.")
+    chapter, count = ranked[0]
+    others = sum(counts.values()) - count
+    if others:
+        print(f"No --assignment given: grading as chapter {chapter}, the chapter of {count} "
+              f"of the notebooks; {others} notebook(s) of another chapter score 0 "
+              "(pass --assignment NN to choose).", file=sys.stderr)
+    return chapter, ""
 
 
 def chapters_named(submissions: list[Submission], assignment: str | None) -> set[str | None]:

@@ -18,6 +18,12 @@ EXERCISES = Path(__file__).resolve().parents[1] / "exercises"
 
 
 @functools.cache
+def course_chapters(folder: Path = EXERCISES) -> frozenset[str]:
+    """The chapters that have graded exercises ("00" ... "08"), by their modules' names."""
+    return frozenset(path.name[2:4] for path in folder.glob("ch[0-9][0-9]_*.py"))
+
+
+@functools.cache
 def warm_groups(folder: Path = EXERCISES) -> dict[str, tuple[str, ...]]:
     """Chapter -> the frameworks its framework exercises allow (sorted). The numpy chapters
     have none: a numpy child starts in a tenth of a second, warm or not."""
