@@ -21,6 +21,9 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    built from the solution notebooks, some exercise cells left as the course's stub; the
    gradebooks are checked too: a fast grader that grades wrongly is worthless.
 
+4. The grader's own peak memory per submission, honest and hostile (benchmarks/
+   grader_memory.py): a large cell, a file of many JSON values, deep nesting.
+
 Run with `python -m benchmarks.bench` (or `make bench`); `--chapters 03,06` limits section 3
 to those chapters, `--grading-only` skips sections 1 and 2, `--latency-only` runs section 1
 alone.
@@ -49,6 +52,8 @@ from typing import Any
 
 import nbformat
 from nbformat import NotebookNode
+
+from benchmarks.grader_memory import bench_grader_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 LATENCY_TARGET_SECONDS = 1.5
@@ -756,11 +761,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         latency_ok = bench_latency()
     if not (options.grading_only or options.latency_only):
         bench_fixes()
+    memory_ok = None
     if not options.latency_only:
         grading_ok = bench_grading(chapters)
+        section("Grader memory per submission")
+        with tempfile.TemporaryDirectory(prefix="bench-memory-") as folder:
+            memory_ok = bench_grader_memory(Path(folder), child_env())
     section("Summary")
     print(f"check latency target: {summary_verdict(latency_ok)}; grading ratio target: "
-          f"{summary_verdict(grading_ok)}; bench took {time.perf_counter() - started:.0f} s")
+          f"{summary_verdict(grading_ok)}; grader memory target: "
+          f"{summary_verdict(memory_ok)}; bench took {time.perf_counter() - started:.0f} s")
 
 
 def summary_verdict(passed: bool | None) -> str:

@@ -397,3 +397,23 @@ def test_side_by_side_measures_alternate_and_keep_each_ones_fastest(monkeypatch)
 
     assert bench.fastest_side_by_side([nbconvert, grade_one]) == [8.0, 2.4]
     assert calls == ["nbconvert", "grade one"] * 3
+
+
+def test_the_grader_memory_cases_are_what_they_claim(tmp_path):
+    """Section 4's hostile files must reach the limits they stand for: values past
+    VALUE_LIMIT but under READ_LIMIT, nesting past the parser's recursion limit, a cell
+    larger than what the grader parses."""
+    from autograder.grading import slicing, submissions
+    from benchmarks import grader_memory
+
+    paths = {}
+    for name in ("many_values", "deep_nesting", "large_cell"):
+        paths[name] = tmp_path / f"{name}.ipynb"
+        getattr(grader_memory, name)(paths[name])
+    data = paths["many_values"].read_bytes()
+    assert len(data) < submissions.READ_LIMIT
+    assert submissions.json_values_at_most(data) > submissions.VALUE_LIMIT
+    (deep,) = submissions.read_submissions([paths["deep_nesting"]])
+    assert "nested too deeply" in deep.problem
+    (large,) = submissions.read_submissions([paths["large_cell"]])
+    assert max(len(cell.source) for cell in large.notebook.cells) > slicing.SLICED_LIMIT
