@@ -35,6 +35,7 @@ from autograder.exercises.tape_answers import (
 from autograder.harness.ch02_reverse_mode_tape import (
     FLAGS,
     FORWARD,
+    JOINED,
     RIGHT_TABLE,
     RULES,
     SCALAR_FUNCTIONS,
@@ -591,8 +592,8 @@ TAPE_NAMESPACE = ("Tensor", "reduce_sum", "add", "sub", "mul", "div", "matmul", 
 
 
 def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake, ...],
-                   depends_on: tuple[str, ...] = (), reference_implementation: str = ""
-                   ) -> Exercise:
+                   depends_on: tuple[str, ...] = (), reference_implementation: str = "",
+                   hints: dict[str, str] | None = None) -> Exercise:
     return TapeExercise(
         name=name,
         returns=returns,
@@ -603,7 +604,7 @@ def _tape_exercise(name: str, returns: str, invoke: str, mistakes: tuple[Mistake
         jax_reference=_program_jax,
         references_text=PROGRAM_REFERENCES,
         mistakes=mistakes,
-        hints_by_kind=TAPE_HINTS,
+        hints_by_kind=TAPE_HINTS if hints is None else hints,
         invoke=invoke,
         depends_on=depends_on,
         reference_implementation=reference_implementation,
@@ -621,11 +622,24 @@ BACKWARD = _tape_exercise(
     depends_on=("toposort", "vjp_rule"),
     reference_implementation="ch02_reverse_mode_tape:backward",  # grad calls it
 )
+# grad's TypeErrors are about what it is called with and what it gives back (the check
+# raises one for a tuple where an int argnums asks for one array): the backward pass's node
+# cotangents, which TAPE_HINTS["error"] speaks of, are backward's exercise.
+GRAD_HINTS = {
+    **TAPE_HINTS,
+    "exception:TypeError": (
+        "grad(f, argnums) returns what jax.grad returns: for an int argnums (grad(f), "
+        "grad(f, argnums=1)) the one array of that argument, not a tuple; for a tuple "
+        "argnums (grad(f, argnums=(0, 1, 2))) a tuple of arrays, in that order. The function "
+        "it returns takes numpy arrays, wraps each in a Tensor and calls f(*tensors)."
+    ),
+}
 GRAD = _tape_exercise(
     "grad", "function returning the gradient(s) of a scalar f",
     "ch02_reverse_mode_tape:invoke_grad",
     _tape_mistakes(make_grad),
     depends_on=("backward", "toposort", "vjp_rule"),
+    hints=GRAD_HINTS,
 )
 
 
@@ -672,13 +686,21 @@ def _derivative_strategy(draw: st.DrawFn, profile: Profile) -> Case:
     return derivative_case(f, shape, magnitude, draw(dtypes()), draw(st.integers(0, 2**32 - 1)))
 
 
+def _zero_case() -> Case:
+    """A 0-d x at 0, where softplus's derivative along v is -1/2: a step relative to |x|
+    with no floor of 1 is 0 there, and the difference divided by it NaN."""
+    x, v = np.zeros((), np.float64), np.full((), -1.0)  # 0-d arrays, not numpy scalars
+    return Case((("f", "softplus"), ("x", x), ("v", v)),
+                label="a 0-d x at 0: the step must not vanish with x")
+
+
 def _derivative_edges() -> list[Case]:
     f32, f64 = np.float32, np.float64
     return [
         derivative_case("tanh_x2", (3,), 1.0, f32, 1, "float32: the step must suit float32"),
         derivative_case("softplus", (3,), 1.0, f64, 2, "float64: a forward difference is "
                         "not accurate enough"),
-        derivative_case("tanh_x2", (), 1.0, f64, 3, "a 0-d x"),
+        _zero_case(),
         derivative_case("log", (2,), 1e4, f32, 4, "float32 at x ~ 1e4: the step must grow "
                         "with |x|"),
         derivative_case("norm", (3,), 1e6, f64, 5, "float64 at x ~ 1e6"),
@@ -736,6 +758,12 @@ def _unscaled_step(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
     return (f(x + h * v) - f(x - h * v)) / (2 * h)
 
 
+def _step_without_floor(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
+    h = np.finfo(x.dtype).eps ** (1 / 3) * float(np.abs(x).max(initial=0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 / 0 at x = 0, quietly
+        return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+
 FORWARD_HINT = (
     "A forward difference (f(x + h v) - f(x)) / h is off by about h/2 times the second "
     "derivative: too much for this check. Step both ways, (f(x + h v) - f(x - h v)) / (2 h): "
@@ -777,6 +805,13 @@ DIRECTIONAL_DERIVATIVE = Exercise(
             "Scale h by the magnitude of x (at least 1).",
             _unscaled_step,
         ),
+        Mistake(
+            "step_without_floor",
+            "Your step is relative to |x| with no floor: at x = 0 it is 0, and "
+            "(f(x) - f(x)) / 0 is NaN. Scale it by the magnitude of x, but at least 1: "
+            "`h = eps ** (1 / 3) * max(1.0, float(np.abs(x).max()))`.",
+            _step_without_floor,
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. "
@@ -807,6 +842,22 @@ def _wrong_rule_strategy(draw: st.DrawFn, profile: Profile) -> Case:
     return _wrong_rule_case(table, draw(dtypes()).name)
 
 
+# Tables with several wrong rules: each wrong rule of WRONG_RULES but the two edge cases of
+# their own (matmul_transposed, sum_axis_lost) first, then one or two of later ops. The answer
+# is the first, so each is the same flag as its first rule's table alone, and a check that
+# returns the last op it flags fails on every one. (Every one-wrong-rule table is drawn in
+# both dtypes too.)
+SEVERAL_WRONG = (
+    ("div_sign", "log_squared"),
+    ("exp_forgotten", "sum_axis_lost"),
+    ("log_squared", "tanh_of_input"),
+    ("mul_swapped", "matmul_transposed"),
+    ("neg_sign", "exp_forgotten"),
+    ("sub_sign", "tanh_of_input", "sum_axis_lost"),
+    ("tanh_of_input", "sum_axis_lost"),
+)
+
+
 def _wrong_rule_edges() -> list[Case]:
     return [
         _wrong_rule_case(RIGHT_TABLE, "float32", "every rule right, in float32"),
@@ -814,9 +865,10 @@ def _wrong_rule_edges() -> list[Case]:
         _wrong_rule_case("matmul_transposed", "float32",
                          "matmul's second cotangent transposed (right shape for 3 x 3)"),
         _wrong_rule_case("sum_axis_lost", "float64", "sum's cotangent right for axis 0 only"),
-        *(_wrong_rule_case(table, "float64" if k % 2 else "float32", f"{table}")
-          for k, table in enumerate(sorted(set(WRONG_RULES) - {"matmul_transposed",
-                                                                "sum_axis_lost"}))),
+        *(_wrong_rule_case(JOINED.join(names), "float64" if k % 2 else "float32",
+                           label="several wrong rules: the answer is the first, in the order "
+                                 "of `forward`")
+          for k, names in enumerate(SEVERAL_WRONG)),
     ]
 
 
@@ -903,6 +955,13 @@ FIND_WRONG_RULE = Exercise(
             "input, by broadcasting, and wrong for axis 1), with a random g (a g of ones "
             "hides where each entry of g goes).",
             make_find_wrong_rule(axes=(None,)),
+        ),
+        Mistake(
+            "last_flagged",
+            "Your check returns the LAST op it flags: right when one rule is wrong, wrong "
+            "when several are. Return the FIRST op whose rule fails, in the order of "
+            "`forward` (return as soon as one fails).",
+            make_find_wrong_rule(first=False),
         ),
     ),
     hints_by_kind={

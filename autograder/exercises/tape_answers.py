@@ -140,6 +140,8 @@ def make_grad(backward: Callable[[Tensor, np.ndarray], None]) -> Callable[..., A
         def gradient(*args: Any) -> Any:
             inputs = [Tensor(a) for a in args]
             out = f(*inputs)
+            if out.value.shape != ():
+                raise TypeError(f"grad needs a scalar output, not one of shape {out.value.shape}")
             backward(out, np.ones_like(out.value))
             if isinstance(argnums, int):
                 return inputs[argnums].grad
@@ -190,20 +192,24 @@ def rule_error(vjp_rule: Callable[..., tuple], forward: Callable[..., Any], op: 
 
 
 def make_find_wrong_rule(tolerances: dict[str, float] | None = None,
-                         axes: tuple[int | None, ...] = (None, 0, 1)
+                         axes: tuple[int | None, ...] = (None, 0, 1), first: bool = True
                          ) -> Callable[..., str | None]:
     """A learner's find_wrong_rule(vjp_rule, forward, dtype); each argument off its default
-    is a known mistake: a float64 tolerance for float32, sum checked over one axis only."""
+    is a known mistake: a float64 tolerance for float32, sum checked over one axis only, the
+    last flagged op returned instead of the first."""
     tolerance = tolerances or {"float32": 1e-3, "float64": 1e-6}
 
     def find_wrong_rule(vjp_rule: Callable[..., tuple], forward: dict[str, Callable],
                         dtype: Any) -> str | None:
         rng = np.random.default_rng(0)
+        flagged = None
         for op, function in forward.items():
             for params in ([{"axis": a} for a in axes] if op == "sum" else [{}]):
                 if not rule_error(vjp_rule, function, op, dtype, rng, params) <= tolerance[
                         np.dtype(dtype).name]:
-                    return op
-        return None
+                    flagged = op
+                    if first:
+                        return op
+        return flagged
 
     return find_wrong_rule

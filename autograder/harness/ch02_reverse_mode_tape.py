@@ -22,6 +22,7 @@ import numpy as np
 
 from . import english
 from .course_helpers import helpers_used
+from .method import MethodNotFollowed
 
 UNARY = ("neg", "exp", "log", "tanh")
 STATEMENT = re.compile(r"\s*v(\d+) = (\w+)\((.*)\)\s*")
@@ -253,11 +254,39 @@ def invoke_grad(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.nda
     first, second = fn(f)(x0, x1, x2), fn(f, argnums=1)(x0, x1, x2)
     _same_alone(together, first, 0)
     _same_alone(together, second, 1)
+    refused = _scalar_refusal(fn, ops, program, [x0, x1, x2])
+    if refused:  # the values are judged first, then the TypeError the exercise asks for
+        raise MethodNotFollowed(refused, (*together, nodes))
     return (*together, nodes)
+
+
+def _scalar_refusal(fn: Callable[..., Any], ops: dict[str, Any], program: str,
+                    inputs: list[np.ndarray]) -> str:
+    """What is wrong ("" if nothing) with grad(f) for f = the program itself, when its output
+    has more than one entry ((1, 1) is left to the learner): jax.grad raises TypeError."""
+    shape = np.shape(forward(parse_program(program), inputs)[-1])
+    try:
+        if int(np.prod(shape)) > 1:
+            fn(lambda *tensors: build(ops, program, tensors)[-1])(*map(np.copy, inputs))
+            return english("grad(f) returned gradients for an f whose output has shape "
+                           "{shape}, not a scalar: like jax.grad, raise a TypeError there, "
+                           "before the backward pass.", shape=shape)
+    except TypeError:
+        pass
+    except Exception as error:
+        return english("grad(f) raised {error} for an f whose output has shape {shape}: like "
+                       "jax.grad, raise a TypeError when f's output is not a scalar.",
+                       error=type(error).__name__, shape=shape)
+    return ""
 
 
 def _same_alone(together: tuple, alone: Any, index: int) -> None:
     """An int argnums gives the one array a tuple argnums gives at that position."""
+    call = "grad(f)" if index == 0 else "grad(f, argnums=1)"
+    if isinstance(alone, tuple | list):  # a TypeError, whose hint speaks of argnums
+        raise TypeError(english("{call} returned a {type}: an int argnums gives one array, as "
+                                "jax.grad does (a tuple argnums, a tuple of arrays).",
+                                call=call, type=type(alone).__name__))
     same = (isinstance(alone, np.ndarray) and isinstance(together[index], np.ndarray)
             and alone.shape == together[index].shape
             and np.allclose(alone, together[index], rtol=1e-5, atol=1e-6))
@@ -265,7 +294,7 @@ def _same_alone(together: tuple, alone: Any, index: int) -> None:
         raise ValueError(english(
             "{call} should return the array grad(f, argnums=(0, 1, 2)) gives at position "
             "{index}, as jax.grad does (an int argnums: one array; a tuple: a tuple of arrays).",
-            call="grad(f)" if index == 0 else "grad(f, argnums=1)", index=index))
+            call=call, index=index))
 
 
 # ---------------------------------------------------------------- references for dependents
@@ -374,14 +403,16 @@ WRONG_RULES: dict[str, tuple[str, Callable[..., tuple]]] = {
 }
 RIGHT_TABLE = "right"
 FLAGS = (*FORWARD, "none")  # what find_wrong_rule's answer is compared as: one flag each
+JOINED = "+"  # "sub_sign+tanh_of_input": several wrong rules; the first op is the answer
 
 
 def rule_table(table: str) -> Callable[..., tuple]:
-    """A vjp_rule whose rules are RULES but for the one WRONG_RULES[table] replaces."""
+    """A vjp_rule whose rules are RULES but for those the WRONG_RULES in `table` replace."""
     rules = dict(RULES)
     if table != RIGHT_TABLE:
-        op, rule = WRONG_RULES[table]
-        rules[op] = rule
+        for name in table.split(JOINED):
+            op, rule = WRONG_RULES[name]
+            rules[op] = rule
 
     def vjp_rule(op: str, g: np.ndarray, *primals: np.ndarray, **params: Any) -> tuple:
         return rules[op](g, *primals, **params)

@@ -17,6 +17,7 @@ from autograder.exercises.ch02_reverse_mode_tape import (
     BACKWARD,
     BFS_TRAP,
     DIRECTIONAL_DERIVATIVE,
+    FIND_WRONG_RULE,
     GRAD,
     TOPOSORT,
     VJP_RULE,
@@ -337,6 +338,36 @@ def grad_right(f, argnums=0):
     def gradient(*args):
         inputs = [Tensor(a) for a in args]
         out = f(*inputs)
+        if out.value.shape != ():
+            raise TypeError(f"grad needs a scalar output, got shape {out.value.shape}")
+        backward_right(out, np.ones_like(out.value))
+        picked = [inputs[i].grad for i in np.atleast_1d(argnums)]
+        return picked[0] if isinstance(argnums, int) else tuple(picked)
+
+    return gradient
+
+
+def grad_scalar_by_size(f, argnums=0):
+    """Right, written differently: "not a scalar" read as more than one entry."""
+    def gradient(*args):
+        inputs = [Tensor(a) for a in args]
+        out = f(*inputs)
+        if out.value.size != 1:
+            raise TypeError("grad is defined for scalar outputs only")
+        backward_right(out, np.ones_like(out.value))
+        if isinstance(argnums, int):
+            return inputs[argnums].grad
+        return tuple(inputs[i].grad for i in argnums)
+
+    return gradient
+
+
+def grad_without_scalar_check(f, argnums=0):
+    """Right gradients of scalar functions, but no TypeError for a non-scalar output: the
+    backward pass is seeded with ones of the output's shape instead (issue 40)."""
+    def gradient(*args):
+        inputs = [Tensor(a) for a in args]
+        out = f(*inputs)
         backward_right(out, np.ones_like(out.value))
         picked = [inputs[i].grad for i in np.atleast_1d(argnums)]
         return picked[0] if isinstance(argnums, int) else tuple(picked)
@@ -359,7 +390,7 @@ def grad_always_tuple(f, argnums=0):
     return grad_right(f, argnums)
 
 
-@pytest.mark.parametrize("fn", [grad_right])
+@pytest.mark.parametrize("fn", [grad_right, grad_scalar_by_size])
 def test_right_grad_passes(fn):
     report = check.grad(fn)
     assert report.passed, str(report)
@@ -373,6 +404,40 @@ def test_grad_must_mirror_jax_argnums():
     report = check.grad(grad_always_tuple)
     assert not report.passed
     assert "as jax.grad does" in report.failure.message
+
+
+def test_a_tuple_for_an_int_argnums_gets_a_hint_about_argnums():
+    """The error names the call; the hint under it speaks of argnums, not of the backward
+    pass's node cotangents (issue 40)."""
+    report = check.grad(grad_always_tuple)
+    failed_with(report, "argnums")
+    assert "cotangent" not in report.failure.hint, report.failure.hint
+
+
+def test_grad_must_raise_type_error_for_a_non_scalar_output():
+    """jax.grad refuses an f whose output is not a scalar, and the exercise asks for that
+    TypeError: a grad that differentiates such an f anyway fails (issue 40)."""
+    report = check.grad(grad_without_scalar_check)
+    assert not report.passed, str(report)
+    assert "TypeError" in report.failure.message, str(report)
+    assert "not a scalar" in report.failure.message, str(report)
+
+
+def test_grad_must_raise_type_error_not_another_error():
+    def grad_value_error(f, argnums=0):
+        right = grad_right(f, argnums)
+
+        def gradient(*args):
+            try:
+                return right(*args)
+            except TypeError as error:
+                raise ValueError(str(error)) from None
+
+        return gradient
+
+    report = check.grad(grad_value_error)
+    assert not report.passed, str(report)
+    assert "raised ValueError" in report.failure.message, str(report)
 
 
 # ---------------------------------------------------------------- the cases themselves
@@ -428,6 +493,19 @@ def central_in_float64(f, x, v):
 def test_right_directional_derivatives_pass(fn):
     report = check.directional_derivative(fn)
     assert report.passed, str(report)
+
+
+def test_a_step_relative_to_x_alone_fails_at_zero():
+    """h = eps**(1/3) * max|x| with no floor is 0 at x = 0, and 0 / 0 is NaN: an edge case
+    draws x = 0, and the hint names the missing floor (issue 40)."""
+    def relative_step(f, x, v):
+        h = np.cbrt(np.finfo(x.dtype).eps) * np.abs(x).max()
+        return (f(x + h * v) - f(x - h * v)) / (2 * h)
+
+    assert any(not np.any(case.arg("x")) for case in DIRECTIONAL_DERIVATIVE.edge_cases())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        report = check.directional_derivative(relative_step)
+    failed_with(report, "x = 0")
 
 
 def test_a_forward_difference_fails_with_its_hint():
@@ -488,6 +566,24 @@ def test_right_find_wrong_rule_passes():
 
 def test_a_check_that_never_flags_fails():
     failed_with(check.find_wrong_rule(lambda vjp_rule, forward, dtype: None), "wrong op")
+
+
+def find_wrong_rule_last(vjp_rule, forward, dtype):
+    """Every rule checked, and the LAST op flagged returned: right whenever only one rule
+    of the table is wrong."""
+    flagged = None
+    for op in forward:
+        one = {op: forward[op]}  # the right check, on this op alone
+        if find_wrong_rule_by_columns(vjp_rule, one, dtype) is not None:
+            flagged = op
+    return flagged
+
+
+def test_a_check_that_returns_the_last_wrong_rule_fails():
+    """Tables with two and three wrong rules, where the first in `forward`'s order is the
+    answer (issue 40)."""
+    assert any("+" in case.arg("table") for case in FIND_WRONG_RULE.edge_cases())
+    failed_with(check.find_wrong_rule(find_wrong_rule_last), "LAST op it flags")
 
 
 
