@@ -5,16 +5,19 @@ other arrays become tensors (or tf.Variables, the weights a layer reads) and are
 the learner's function with the case's static parameters. It runs eagerly and, for the
 first GRAPH_SIGNATURES input signatures of each function, inside tf.function too, and the
 two runs must agree. `tanh_layer`'s invoke also checks that a
-@tf.custom_gradient function computed the output, as the exercise asks, and
-`clip_cotangent_norm`'s that the learner computed the norm's scaling, not a library call.
+@tf.custom_gradient function computed the output and read the variable inside (so that its
+grad_fn received `variables`), as the exercise asks, and `clip_cotangent_norm`'s that the
+learner computed the norm's scaling, not a library call (under any name).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,15 +44,27 @@ def invoke(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
 def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     """The same, with the second argument handed over as a tf.Variable (a layer's weights),
     and the method: the output must come from a function decorated with
-    @tf.custom_gradient, or the learner's gradient rule never ran."""
+    @tf.custom_gradient, or the learner's gradient rule never ran; and that function must
+    read the variable inside, so that TensorFlow hands it to grad_fn in `variables` (what
+    the exercise teaches). A w passed in as an input gets right values too: its gradient
+    then flows through TensorFlow's own read of the variable, and `variables` stays empty."""
     with _custom_gradients() as calls:
         result = _invoke(fn, args, variables=(1,))
-    if calls == [0]:
+    if calls.count == 0:
         raise method.MethodNotFollowed(english(
             "tanh_layer must compute its output with a "
             "function decorated with @tf.custom_gradient (def forward(x): ... return y, "
             "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
             "differentiated your code itself and your gradient rule never ran."), result
+        )
+    if calls.variables_seen and calls.with_variables == 0:
+        raise method.MethodNotFollowed(english(
+            "tanh_layer's custom-gradient function must read the tf.Variable w inside "
+            "(def forward(x): ..., with w from tanh_layer's arguments) and take x alone as "
+            "its input, but your grad_fn never received `variables`: w was an input of "
+            "forward (or its value was read before the call), so TensorFlow took w's gradient "
+            "through its own read of the variable. Call forward(x), and return "
+            "(grad_x, [grad_w]) from grad_fn(g, variables=None)."), result
         )
     return result
 
@@ -66,8 +81,8 @@ CLIP_METHOD = (
 
 def invoke_clip(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     """invoke, refusing a right answer that called tf.clip_by_norm or tf.clip_by_global_norm
-    (the exercise is the scaling those calls compute)."""
-    with _library_calls(CLIP_CALLS) as used:
+    (the exercise is the scaling those calls compute), under whatever name."""
+    with _library_calls(CLIP_CALLS, fn) as used:
         result = _invoke(fn, args, variables=())
     if used:
         found = " and ".join(f"tf.{name}" for name in sorted(set(used)))
@@ -76,13 +91,16 @@ def invoke_clip(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
 
 
 @contextlib.contextmanager
-def _library_calls(names: Sequence[str]) -> Iterator[list[str]]:
-    """Record the calls of tf.<name> (and tf.compat.v1.<name>) while the body runs; the
-    calls still work, so the values are judged as usual."""
-    owners = [tf, tf.compat.v1]
+def _library_calls(names: Sequence[str], fn: Callable[..., Any] | None = None
+                   ) -> Iterator[list[str]]:
+    """Record the calls of tf.<name> (and tf.compat.v1.<name>) while the body runs, wherever
+    the function is found: on those modules and the one that defines it, and under any name
+    of `fn`'s globals bound to it (`from tensorflow import clip_by_norm`, bound before the
+    check, is that function under the learner's own name; no name is looked up there, so
+    the grader's child needs none kept). The calls still work, so the values are judged as
+    usual."""
     used: list[str] = []
-    saved = [(owner, name, getattr(owner, name)) for owner in owners for name in names
-             if hasattr(owner, name)]
+    learner_globals = getattr(fn, "__globals__", None)
 
     def recorded(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         def call(*a: Any, **k: Any) -> Any:
@@ -91,33 +109,86 @@ def _library_calls(names: Sequence[str]) -> Iterator[list[str]]:
 
         return call
 
-    for owner, name, original in saved:
-        setattr(owner, name, recorded(name, original))
+    originals = _library_functions(names)
+    wrappers = {id(original): recorded(name, original) for original, name in originals}
+    saved = list(_holders(originals, learner_globals if isinstance(learner_globals, dict)
+                          else {}))
+    for owner, key, original in saved:
+        _put(owner, key, wrappers[id(original)])
     try:
         yield used
     finally:
-        for owner, name, original in saved:
-            setattr(owner, name, original)
+        for owner, key, original in reversed(saved):
+            _put(owner, key, original)
+
+
+def _library_functions(names: Sequence[str]) -> list[tuple[Callable[..., Any], str]]:
+    """(function, name) of tf.<name> and tf.compat.v1.<name>, each function once."""
+    found: dict[int, tuple[Callable[..., Any], str]] = {}
+    for owner in (tf, tf.compat.v1):
+        for name in names:
+            function = getattr(owner, name, None)
+            if function is not None:
+                found.setdefault(id(function), (function, name))
+    return list(found.values())
+
+
+def _holders(originals: list[tuple[Callable[..., Any], str]], learner_globals: dict
+             ) -> Iterator[tuple[Any, str, Callable[..., Any]]]:
+    """(owner, key, function) wherever one of the functions is bound: tf, tf.compat.v1 and
+    its defining module by its name, and the learner's globals under any name (as
+    method.py's _apply replaces a builder bound under the learner's name)."""
+    by_id = {id(function): function for function, _ in originals}
+    for function, name in originals:
+        modules = (tf, tf.compat.v1, sys.modules.get(getattr(function, "__module__", "")))
+        for owner in dict.fromkeys(module for module in modules if module is not None):
+            if getattr(owner, name, None) is function:
+                yield owner, name, function
+    for key, value in list(learner_globals.items()):
+        if id(value) in by_id and by_id[id(value)] is value:  # never a None, say, by .get
+            yield learner_globals, key, value
+
+
+def _put(owner: Any, key: str, value: Any) -> None:
+    if isinstance(owner, dict):
+        owner[key] = value
+    else:
+        setattr(owner, key, value)
+
+
+@dataclass
+class CustomGradientCalls:
+    """The calls of @tf.custom_gradient functions seen while a learner's function ran."""
+
+    count: int = 0  # -1: this TensorFlow has no hooks to count them (the method is not checked)
+    # Whether the variable reads inside each function could be watched (TensorFlow's
+    # VariableWatcher), and how many calls read a tf.Variable that is not one of their
+    # inputs: the calls whose grad_fn TensorFlow hands `variables`.
+    variables_seen: bool = False
+    with_variables: int = 0
 
 
 @contextlib.contextmanager
-def _custom_gradients() -> Iterator[list[int]]:
+def _custom_gradients() -> Iterator[CustomGradientCalls]:
     """Count the calls of @tf.custom_gradient functions while the body runs: the decorator
     looks up TensorFlow's `_eager_mode_decorator` (`_graph_mode_decorator` in a graph) at
-    each call, wherever and whenever the learner applied it. [-1] if this TensorFlow has no
-    such hooks (then the method is not checked)."""
+    each call, wherever and whenever the learner applied it. Each call's function is run
+    under a VariableWatcher as well, the way TensorFlow finds the `variables` it passes to
+    grad_fn: the variables read inside that are not inputs."""
     module = sys.modules.get("tensorflow.python.ops.custom_gradient")
     hooks = ("_eager_mode_decorator", "_graph_mode_decorator")
     originals = {name: getattr(module, name, None) for name in hooks}
     if None in originals.values():
-        yield [-1]
+        yield CustomGradientCalls(count=-1)
         return
-    calls = [0]
+    watcher = getattr(getattr(module, "record", None), "VariableWatcher", None)
+    calls = CustomGradientCalls(variables_seen=watcher is not None)
 
     def counting(original: Callable[..., Any]) -> Callable[..., Any]:
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            calls[0] += 1
-            return original(*args, **kwargs)
+        def counted(f: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+            calls.count += 1
+            watched = f if watcher is None else _watching_variables(f, watcher, calls)
+            return original(watched, *args, **kwargs)
 
         return counted
 
@@ -128,6 +199,22 @@ def _custom_gradients() -> Iterator[list[int]]:
     finally:
         for name, original in originals.items():
             setattr(module, name, original)
+
+
+def _watching_variables(f: Callable[..., Any], watcher: Callable[[], Any],
+                        calls: CustomGradientCalls) -> Callable[..., Any]:
+    """f, counting in `calls` a run that reads a tf.Variable other than its inputs."""
+
+    @functools.wraps(f)  # TensorFlow names the recorded operation after f
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        with watcher() as variables:
+            result = f(*args, **kwargs)
+        inputs = tf.nest.flatten((args, kwargs))
+        if any(all(v is not i for i in inputs) for v in variables.watched_variables()):
+            calls.with_variables += 1
+        return result
+
+    return watched
 
 
 def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, ...]

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import types
 from pathlib import Path
 
 import nbformat
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow import clip_by_norm  # a learner's own name for a refused call
 
 from autograder.exercises.ch04_custom_gradient_tf import (
     CLIP_COTANGENT_NORM,
@@ -267,6 +269,38 @@ def tanh_only_input_gradient(x, w):
     return forward(x)
 
 
+def tanh_weights_as_input(x, w):
+    """Right values, but w is an input of the custom-gradient function: TensorFlow never
+    hands grad_fn `variables`, and w's gradient flows through the read of the variable
+    instead (issue 40)."""
+    @tf.custom_gradient
+    def forward(x, w):
+        y = tf.tanh(x @ w)
+
+        def grad(g):
+            g_z = g * (1 - y * y)
+            return g_z @ tf.transpose(w), tf.transpose(x) @ g_z
+
+        return y, grad
+
+    return forward(x, w)
+
+
+def tanh_weights_read_outside(x, w):
+    """The same, with w's value read outside and passed in as a tensor."""
+    @tf.custom_gradient
+    def forward(x, w_value):
+        y = tf.tanh(x @ w_value)
+
+        def grad(g, variables=None):
+            g_z = g * (1 - y * y)
+            return g_z @ tf.transpose(w_value), tf.transpose(x) @ g_z
+
+        return y, grad
+
+    return forward(x, tf.convert_to_tensor(w))
+
+
 def tanh_numpy_inside(x, w):
     return tf.constant(np.tanh(x.numpy() @ w.numpy()))
 
@@ -284,6 +318,8 @@ WRONG = [
     (TANH_LAYER, tanh_variable_grads_not_a_list, "in a list"),
     (TANH_LAYER, tanh_only_input_gradient, "return a pair"),
     (TANH_LAYER, tanh_numpy_inside, "raised"),
+    (TANH_LAYER, tanh_weights_as_input, "grad_fn never received `variables`"),
+    (TANH_LAYER, tanh_weights_read_outside, "grad_fn never received `variables`"),
     (TD_LOSS, td_stops_the_whole_loss, "prediction values[..., :-1] only"),
 ]
 
@@ -316,8 +352,17 @@ def copied_clip_backward_by_norm(x, max_norm):
     return namespace["clip_backward"](x, max_norm)
 
 
+def clip_norm_imported(x, max_norm):
+    """tf.clip_by_norm under the learner's own name, bound before the check (issue 40)."""
+    @tf.custom_gradient
+    def identity(x):
+        return tf.identity(x), lambda g: clip_by_norm(g, max_norm)
+
+    return identity(x)
+
+
 @pytest.mark.parametrize("fn", [clip_norm_builtin, clip_norm_global,
-                                copied_clip_backward_by_norm])
+                                copied_clip_backward_by_norm, clip_norm_imported])
 def test_clip_cotangent_norm_refuses_the_library_call(fn):
     """Right values from tf.clip_by_norm / tf.clip_by_global_norm fail on the method, and the
     message says why: the call is the exercise."""
@@ -325,6 +370,18 @@ def test_clip_cotangent_norm_refuses_the_library_call(fn):
     assert report.status == "failed", str(report)
     assert "must compute the scaling itself" in str(report), str(report)
     assert "tf.clip_by" in str(report)
+    # every name replaced during the check is put back
+    assert clip_by_norm is tf.clip_by_norm and tf.clip_by_norm.__module__.startswith("tensorflow")
+
+
+def test_a_right_clip_passes_beside_globals_bound_to_none():
+    """The learner's globals are searched for the refused calls: a name bound to None (a
+    notebook's `__doc__`, as in the grader's child) is not one of them."""
+    own_globals = {**clip_norm_scale_factor.__globals__, "__doc__": None, "nothing": None}
+    learner = types.FunctionType(clip_norm_scale_factor.__code__, own_globals,
+                                 "clip_cotangent_norm")
+    report = check_function(CLIP_COTANGENT_NORM, learner)
+    assert report.passed, str(report)
 
 
 def test_graph_only_failure_is_reported():
