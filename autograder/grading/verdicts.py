@@ -13,7 +13,6 @@ from autograder.grading import untrusted
 from autograder.judging.cases import Case
 from autograder.judging.engine import (
     Attempt,
-    dependency_note,
     error_type,
     fails,
     failure_to_show,
@@ -22,7 +21,7 @@ from autograder.judging.engine import (
     verdict,
 )
 from autograder.judging.exercise import Exercise, Outputs
-from autograder.judging.report import NOT_ANSWERED, Report
+from autograder.judging.report import NOT_ANSWERED, Report, dependency_note
 from autograder.locale import say
 from autograder.sandbox.confined import wire
 
@@ -169,5 +168,5 @@ def with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
         return result
     wrong = [name for name in exercise.depends_on
              if name in verdicts and not verdicts[name].passed]
-    note = dependency_note(exercise, wrong)
+    note = dependency_note(exercise.name, wrong)
     return replace(result, output=f"{result.output}\n{note}") if note else result

@@ -44,6 +44,18 @@ def english(template: str, /, **values: Any) -> str:
     return template.format(**values) if values else template
 
 
+def learner_name(ops: dict[str, Any], name: str) -> Any:
+    """`name` from `ops`, the namespace where the learner's function was defined (chapter
+    02 builds its programs with the notebook's Tensor): a NameError that says what to do,
+    where a KeyError named only the key, as if the learner's code had raised it."""
+    if name not in ops:
+        raise NameError(english(
+            "The check builds its programs with the notebook's `{name}`, but no `{name}` is "
+            "defined where your function was defined. Run (or restore) the notebook's cell "
+            "that defines `{name}`, and define your function in the notebook.", name=name))
+    return ops[name]
+
+
 def plain_call(fn: Invoke, *args: Any) -> Any:
     """The invoke of an exercise that declares none: call the learner's function as it is."""
     return fn(*args)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import english
+from . import english, learner_name
 from .course_helpers import helpers_used
 from .method import MethodNotFollowed
 
@@ -217,9 +217,10 @@ def invoke_toposort(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np
 def build(ops: dict[str, Any], program: str, inputs: Iterable[Any]) -> list[Any]:
     """The program traced with the learner's own Tensor and operations (from the notebook
     namespace `ops`) on `inputs` (arrays are wrapped in Tensors): all its values."""
-    values = [x if isinstance(x, ops["Tensor"]) else ops["Tensor"](x) for x in inputs]
+    tensor = learner_name(ops, "Tensor")
+    values = [x if isinstance(x, tensor) else tensor(x) for x in inputs]
     for op, operands, params in parse_program(program):
-        function = ops[FUNCTION_NAMES.get(op, op)]
+        function = learner_name(ops, FUNCTION_NAMES.get(op, op))
         values.append(function(*(values[i] for i in operands), **params))
     return values
 
@@ -243,7 +244,8 @@ def invoke_grad(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.nda
     def f(*inputs: Any) -> Any:
         values = build(ops, program, inputs)
         traced.append(values)
-        return ops["reduce_sum"](ops["mul"](values[-1], ops["Tensor"](g)))
+        return learner_name(ops, "reduce_sum")(
+            learner_name(ops, "mul")(values[-1], learner_name(ops, "Tensor")(g)))
 
     together = fn(f, argnums=(0, 1, 2))(x0, x1, x2)
     nodes = flat_nodes([v.grad for v in traced[0][3:]]) if traced else None

@@ -30,7 +30,15 @@ from autograder.judging.exercise import Evidence, Exercise, Outputs, Raised
 from autograder.judging.fingerprint import fingerprint
 from autograder.judging.numpy_only import framework_refused, frameworks_used
 from autograder.judging.references import reference_outputs
-from autograder.judging.report import ERROR, FAILED, NOT_ANSWERED, PASSED, Failure, Report
+from autograder.judging.report import (
+    ERROR,
+    FAILED,
+    NOT_ANSWERED,
+    PASSED,
+    Failure,
+    Report,
+    dependency_note,
+)
 from autograder.locale import localize, say
 
 PRINTED_LIMIT = 2000
@@ -90,21 +98,6 @@ def error_type(attempt: Attempt) -> str:
 def not_answered(attempt: Attempt) -> bool:
     """The exercise stub's NotImplementedError: the learner has not answered yet."""
     return error_type(attempt) == "NotImplementedError"
-
-
-def dependency_note(exercise: Exercise, wrong: list[str]) -> str:
-    """What to say when exercises this one calls are wrong: it was judged with correct
-    ones in their place, so their mistakes cost their own exercises only."""
-    if not wrong:
-        return ""
-    names = say(" and ").join(wrong)
-    if len(wrong) == 1:
-        return say("Your {names} is not right yet (see its own check). {exercise} calls "
-                   "{names}, so it was checked with a correct {names} in place of yours: this "
-                   "verdict is about {exercise} alone.", names=names, exercise=exercise.name)
-    return say("Your {names} are not right yet (see their own check). {exercise} calls "
-               "{names}, so it was checked with a correct {names} in place of yours: this "
-               "verdict is about {exercise} alone.", names=names, exercise=exercise.name)
 
 
 def _wrong_dependencies(exercise: Exercise, fn: Any) -> list[str]:
@@ -272,24 +265,20 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         return report
     if report.status == FAILED and (own := _with_own_helpers(exercise, fn, profile)).passed:
         return own
-    return replace(report, dependencies=dependency_note(exercise,
+    return replace(report, dependencies=dependency_note(exercise.name,
                                                         _wrong_dependencies(exercise, fn)))
 
 
 def _with_own_helpers(exercise: Exercise, fn: Any, profile: Profile) -> Report:
-    """The check with the learner's own versions of the exercises it calls (the first check
-    ran with correct ones in their place). An answer that is right with its own helpers is
-    right: a helper may share an exercise's name and do something else (HIPS autograd's
-    matmul VJP calls its own `unbroadcast(x, target_meta)`). The remembered counterexample
-    stays the one of the check with correct helpers."""
-    key = (exercise.name, profile)
-    remembered = _LAST.get(key)
+    """The check with the learner's own versions of the exercises it calls: an answer whose
+    helper shares an exercise's name and does something else (HIPS autograd's matmul VJP
+    and its `unbroadcast(x, target_meta)`) is right. The remembered counterexample stays."""
+    key, remembered = (exercise.name, profile), _LAST.get((exercise.name, profile))
     try:
         return _full_check(replace(exercise, depends_on=()), fn, profile, fingerprint(fn))
     finally:
-        if remembered is None:
-            _LAST.pop(key, None)
-        else:
+        _LAST.pop(key, None)
+        if remembered is not None:
             _LAST[key] = remembered
 
 

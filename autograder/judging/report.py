@@ -162,3 +162,18 @@ def _comparison(failure: Failure) -> list[tuple[str, str]]:
         if isinstance(got, tuple | list) and index < len(got):
             parts.append((say("got {name}", name=name), _show(got[index])))
     return parts
+
+
+def dependency_note(exercise: str, wrong: list[str]) -> str:
+    """What to say when exercises this one calls are wrong: it was judged with correct
+    ones in their place, so their mistakes cost their own exercises only."""
+    if not wrong:
+        return ""
+    names = say(" and ").join(wrong)
+    if len(wrong) == 1:
+        return say("Your {names} is not right yet (see its own check). {exercise} calls "
+                   "{names}, so it was checked with a correct {names} in place of yours: this "
+                   "verdict is about {exercise} alone.", names=names, exercise=exercise)
+    return say("Your {names} are not right yet (see their own check). {exercise} calls "
+               "{names}, so it was checked with a correct {names} in place of yours: this "
+               "verdict is about {exercise} alone.", names=names, exercise=exercise)

@@ -121,3 +121,16 @@ def test_the_child_imports_the_harness_the_grader_copied_and_nothing_of_the_grad
     done = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(CHILD_SCRIPT), str(ctrl)],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_backward_without_the_notebooks_tensor_is_told_what_is_missing():
+    """check.backward builds its programs with the Tensor of the namespace where backward
+    was defined; without one it raised KeyError: 'Tensor', as if the learner's code had."""
+    from autograder import check
+
+    namespace: dict = {"np": np}
+    exec("def backward(root, g):\n    root.grad = g\n", namespace)
+    report = check.backward(namespace["backward"])
+    text = str(report)
+    assert not report.passed and "KeyError" not in text, text
+    assert "NameError" in text and "no `Tensor` is defined" in text, text

@@ -132,10 +132,8 @@ def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...],
 
 
 class Checks:
-    """What the child needs of the harness, bound before any submitted cell runs (see
-    _hidden_harness): each exercise's invokes and the harness functions run_exercise calls.
-    The submitted code can no longer reach the harness by name, so replacing
-    `harness.invoker` or a chapter module's function changes nothing here."""
+    """What run_exercise needs of the harness (each exercise's invokes included), bound
+    before any submitted cell runs: a cell that replaces `harness.invoker` changes nothing."""
 
     def __init__(self, harness: types.ModuleType, program: dict, names: list[str]) -> None:
         self.new_check = harness.new_check
@@ -154,9 +152,8 @@ class Checks:
 
 
 def _hidden_harness(folder: Path) -> dict[str, types.ModuleType]:
-    """Take the harness and the child's own modules out of sys.modules and its folder off
-    sys.path, so that `import harness` or `sys.modules["harness"]` in a submitted cell finds
-    nothing; returns them, for a late binding (bind_checks)."""
+    """Take the harness and the child's own modules out of sys.modules and their folder off
+    sys.path (`import harness` in a cell finds nothing); returns them, for bind_checks."""
     hidden = {key: module for key, module in list(sys.modules.items())
               if key == "harness" or key.startswith(("harness.", "grader_"))}
     for key in hidden:
