@@ -213,6 +213,100 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
             "sys.__stdout__.flush()"), [
             "import sys\nsys.__stdout__.write('bwrap: setting up uid map: Permission denied\\n')"
             "\nsys.__stdout__.flush()"]),
+        **leftover_attacks(),
+    }
+
+
+# Marks what the IPC attack makes, so a test can look for it by name as well as by count.
+IPC_KEY, POSIX_SHM_NAME = 0x0AD40040, "autodiff_hostile_leftover"
+# System V shared memory (16 MiB, filled), a message queue and a semaphore set, through
+# ctypes, and POSIX shared memory: each outlives the process that made it unless the child
+# has an IPC namespace of its own, or the calls are denied. The code is run by exec, which
+# the grader's reading of the source only flags (ctypes itself it refuses): these are
+# attacks on the layers below that reading. `_IPC_MADE` counts the objects it made.
+MAKE_IPC = (
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.shmat.restype = ctypes.c_void_p\n"
+    "_IPC_MADE = 0\n"
+    f"shm = libc.shmget({IPC_KEY}, 16 << 20, 0o1666)\n"
+    "if shm >= 0:\n"
+    "    _IPC_MADE += 1\n"
+    "    address = libc.shmat(shm, None, 0)\n"
+    "    if address not in (None, ctypes.c_void_p(-1).value):\n"
+    "        ctypes.memset(address, 1, 16 << 20)\n"
+    f"_IPC_MADE += libc.msgget({IPC_KEY}, 0o1666) >= 0\n"
+    f"_IPC_MADE += libc.semget({IPC_KEY}, 4, 0o1666) >= 0\n"
+    "try:\n"
+    "    from multiprocessing import shared_memory\n"
+    f"    posix = shared_memory.SharedMemory({POSIX_SHM_NAME!r}, create=True, size=1 << 20)\n"
+    "    posix.buf[:4] = b'left'\n"
+    "    posix.close()\n"
+    "    _IPC_MADE += 1\n"
+    "except Exception:\n"
+    "    pass\n"
+)
+# Seconds the busy attack keeps its processes and threads busy: the neighbours' timing is
+# measured in test_neighbours.py (a longer run); here it must merely cost nothing but its row.
+BUSY_SECONDS = 2
+# As many busy processes as it may start (the issue's 500: a grading error for its own row
+# and 18-61 s for its neighbours'), and threads that hash without the GIL, so they take a CPU
+# each. `_STARTED` counts the processes.
+BUSY = (
+    "import hashlib, os, threading, time\n"
+    "def _burn(seconds):\n"
+    "    block, end = b'x' * (4 << 20), time.time() + seconds\n"
+    "    while time.time() < end:\n"
+    "        hashlib.sha256(block).digest()\n"
+    "def busy(processes, threads, seconds):\n"
+    "    burners = [threading.Thread(target=_burn, args=(seconds,)) for _ in range(threads)]\n"
+    "    for burner in burners:\n"
+    "        burner.start()\n"
+    "    started = []\n"
+    "    for _ in range(processes):\n"
+    "        try:\n"
+    "            pid = os.fork()\n"
+    "        except OSError:\n"
+    "            break\n"
+    "        if pid == 0:\n"
+    "            _burn(seconds)\n"
+    "            os._exit(0)\n"
+    "        started.append(pid)\n"
+    "    for pid in started:\n"
+    "        os.waitpid(pid, 0)\n"
+    "    for burner in burners:\n"
+    "        burner.join()\n"
+    "    return len(started)\n"
+)
+# Threads with small stacks, far past what a child may run (children.TASK_LIMIT, or its uid's
+# RLIMIT_NPROC): each takes a process id, and enough of them would leave the machine none.
+THREAD_BOMB = (
+    "import threading, time\n"
+    "_BOMBED = []\n"
+    "def _bomb():\n"
+    "    if not _BOMBED:  # once: unbroadcast is called for every case\n"
+    "        threading.stack_size(1 << 16)\n"
+    "        started = 0\n"
+    "        try:\n"
+    "            for _ in range(1500):\n"
+    "                threading.Thread(target=time.sleep, args=(20,), daemon=True).start()\n"
+    "                started += 1\n"
+    "        except RuntimeError:\n"
+    "            pass\n"
+    "        time.sleep(2)\n"
+    "        _BOMBED.append(started == 1500)\n"
+    "    return _BOMBED[0]\n"
+)
+
+
+def leftover_attacks() -> dict[str, tuple[str, list[str]]]:
+    """Attacks on what a child leaves on the machine and on its neighbours' share of it;
+    each succeeds (its unbroadcast right) only where the layer against it is missing."""
+    return {
+        "ipc_leftovers": (_correct_if("_IPC_MADE > 0"), [f"exec({MAKE_IPC!r})\n"]),
+        "busy_neighbours": (_correct_if("_STARTED >= 500"), [
+            BUSY + f"_STARTED = busy(500, 4, {BUSY_SECONDS})\n"]),
+        "thread_bomb": (_correct_if("_bomb()"), [THREAD_BOMB]),
     }
 
 

@@ -112,7 +112,14 @@ def _run_group(
             part.sandbox, round_folders, part.deadline, tuple(program["allowed"]),
             forked=not child.sets_environment(program["cells"]))
         if not outcome.started:
-            raise errors.SandboxFailure(_launcher_message(outcome))
+            if not (outcome.timed_out and part.rounds > 1):
+                raise errors.SandboxFailure(_launcher_message(outcome))
+            # An earlier round of this part ran the submission's code until its time was
+            # nearly up: that it ran out before this child could start is the student's.
+            for name in remaining:
+                results[name] = exercise_result(by_name[name], False,
+                                                _death_message(name, outcome))
+            break
         cell_problems = _read_cell_problems(round_folders.out) or cell_problems
         progressed = False
         for name in list(remaining):

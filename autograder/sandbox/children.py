@@ -4,20 +4,28 @@ its supervision to the deadline, and the end of every process it started."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from autograder.sandbox import forkserver
 from autograder.sandbox.errors import SandboxFailure
-from autograder.sandbox.submission_folders import Folders, filled, over_disk_quota, readable_roots
-from autograder.sandbox.uid_slots import kill_uid, pids, stat_fields
+from autograder.sandbox.submission_folders import (
+    Folders,
+    filled,
+    over_disk_quota,
+    readable_roots,
+    share_read_only,
+)
+from autograder.sandbox.uid_slots import kill_uid, pids, remove_ipc_of, stat_fields
 
 if TYPE_CHECKING:
     from autograder.sandbox.sandbox import Sandbox
@@ -32,6 +40,17 @@ FRAMEWORK_MEMORY_LIMIT = 8 * 1024**3  # address space when TensorFlow or JAX may
 
 
 PROCESS_LIMIT = 256  # threads count too: TensorFlow and JAX start dozens
+
+
+# Threads a child without a uid of its own may have, all its processes together (it may start
+# no process, but a fork server's or a warm child's workers are forked before it confines
+# itself). No rlimit bounds them (RLIMIT_NPROC never applies to root, and a grader's own uid
+# has its other processes): the supervisor counts them every TASK_CHECK seconds and stops the
+# child past the limit, before its threads could use up the machine's process ids.
+TASK_LIMIT = 1024
+
+
+TASK_CHECK = 0.25
 
 
 OUTPUT_CAP = 64 * 1024  # bytes of the child's own stdout/stderr kept for diagnosis
@@ -53,6 +72,7 @@ class ChildResult:
     started: bool = True
     disk_exceeded: bool = False
     launcher_output: str = ""
+    tasks_exceeded: bool = False  # stopped past TASK_LIMIT threads (its exit code: -9)
 
 
 def scrubbed_environment(workdir: Path, compile_cache: str | None = None) -> dict[str, str]:
@@ -123,22 +143,58 @@ def run_child(sandbox: Sandbox, folders: Folders, deadline: float,
     The child writes one byte to the `ready` pipe once it has confined itself; a child
     that never does so means the sandbox failed to start (SandboxFailure).
     """
-    if sandbox.fork and forked:
-        return _run_forked(sandbox, folders, deadline, allowed)
-    ready_read, ready_write = os.pipe()
+    with cpus_for_round(sandbox, folders):
+        if sandbox.fork and forked:
+            return _run_forked(sandbox, folders, deadline, allowed)
+        ready_read, ready_write = os.pipe()
+        try:
+            process = start_child(sandbox, folders, [str(ready_write)], (ready_write,))
+        except SandboxFailure:
+            os.close(ready_read)
+            raise
+        finally:
+            os.close(ready_write)
+        return supervise_started(process, ready_read, folders, deadline, sandbox)
+
+
+@contextlib.contextmanager
+def cpus_for_round(sandbox: Sandbox, folders: Folders) -> Iterator[None]:
+    """The round's CPUs: its box's group, and, where its child forks k workers
+    (child.fork_workers, in job slots the grader reserved for this submission), k - 1 more
+    groups, so the workers run side by side as they would unpinned. The round's program
+    (written by the grader, in `ctrl`, which the child cannot write) gets the union."""
+    borrowed = _widen_for_workers(sandbox, folders)
     try:
-        process = start_child(sandbox, folders, [str(ready_write)], (ready_write,))
-    except SandboxFailure:
-        os.close(ready_read)
-        raise
+        yield
     finally:
-        os.close(ready_write)
-    return supervise_started(process, ready_read, folders, deadline, sandbox)
+        for group in borrowed:
+            sandbox.give_cpus(group)
+
+
+def _widen_for_workers(sandbox: Sandbox, folders: Folders) -> list[tuple[int, ...]]:
+    if not folders.cpus:
+        return []
+    from autograder.sandbox.confined import wire  # imports numpy: not before `grade` starts
+
+    path = folders.ctrl / wire.PROGRAM
+    program = json.loads(path.read_text())
+    workers = len(program.get("workers") or [])
+    borrowed = sandbox.borrow_cpus(folders.cpus, workers - 1) if workers > 1 else []
+    if borrowed:
+        program["confine"]["cpus"] = sorted({*folders.cpus, *(c for g in borrowed for c in g)})
+        written = path.with_name(path.name + ".new")
+        written.write_text(json.dumps(program))
+        share_read_only(folders, written)
+        os.replace(written, path)
+    return borrowed
 
 
 def start_child(sandbox: Sandbox, folders: Folders, arguments: list[str],
                  descriptors: tuple[int, ...]) -> subprocess.Popen:
-    """`python -I ctrl/child.py ARGUMENTS` in its sandbox, in a process group of its own."""
+    """`python -I ctrl/child.py ARGUMENTS` in its sandbox, in a session of its own (setsid,
+    done by subprocess between fork and exec, safe in a threaded grader): its own process
+    group, which seccomp keeps it in, and its own share of the CPU where the kernel groups
+    tasks by session (autogroup)."""
     argv = [sys.executable, "-I", str(folders.ctrl / "child.py"), *arguments]
     command = _bwrap_command(sandbox, folders, argv) if sandbox.bwrap else argv
     uid = folders.uid
@@ -148,7 +204,8 @@ def start_child(sandbox: Sandbox, folders: Folders, arguments: list[str],
             command, cwd=folders.work,
             env=scrubbed_environment(folders.work, sandbox.compile_cache),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, process_group=0, close_fds=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            close_fds=True,
             pass_fds=descriptors, **identity)
     except OSError as error:
         raise SandboxFailure(f"could not start the child: {error}") from error
@@ -167,7 +224,8 @@ def supervise_started(process: subprocess.Popen, ready_read: int, folders: Folde
 def _run_forked(sandbox: Sandbox, folders: Folders, deadline: float,
                 allowed: tuple[str, ...]) -> ChildResult:
     request = {"ctrl": str(folders.ctrl), "work": str(folders.work), "uid": folders.uid,
-               "env": scrubbed_environment(folders.work, sandbox.compile_cache)}
+               "env": scrubbed_environment(folders.work, sandbox.compile_cache),
+               "namespaces": sandbox.own_namespaces}
     try:
         child, ready_read = sandbox.fork_server(allowed).start(request, deadline)
     except (OSError, forkserver.ForkServerFailure) as error:
@@ -182,14 +240,15 @@ def _run_forked(sandbox: Sandbox, folders: Folders, deadline: float,
 
 def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folders: Folders,
                deadline: float, sandbox: Sandbox) -> ChildResult:
-    output, started, timed_out, full = bytearray(), False, False, False
+    output, started, timed_out, full, crowded = bytearray(), False, False, False, False
     streams = selectors.DefaultSelector()
     streams.register(process.stdout, selectors.EVENT_READ, "output")
     streams.register(ready, selectors.EVENT_READ, "ready")
     exit_signal = _exit_signal(process)
     if exit_signal is not None:
         streams.register(exit_signal, selectors.EVENT_READ, "exit")
-    next_disk_check = 0.0
+    next_disk_check = next_task_check = 0.0
+    count_tasks = folders.uid is None  # a uid's RLIMIT_NPROC bounds the others
     try:
         while process.poll() is None:
             now = time.monotonic()
@@ -199,6 +258,11 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folder
             if not sandbox.tmpfs and now >= next_disk_check:
                 full, next_disk_check = over_disk_quota(folders), now + 0.25
                 if full:
+                    break
+            if count_tasks and now >= next_task_check:
+                next_task_check = now + TASK_CHECK
+                if process.pid and descendant_tasks(process.pid) > TASK_LIMIT:
+                    crowded = True
                     break
             for key, _ in streams.select(timeout=min(0.1, deadline - now)):
                 if key.data == "exit":
@@ -220,7 +284,7 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folder
     # check, and a tmpfs says so only when asked.
     exceeded = full or (filled(folders) if sandbox.tmpfs else over_disk_quota(folders))
     return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
-                       started, exceeded, output.decode(errors="replace"))
+                       started, exceeded, output.decode(errors="replace"), crowded)
 
 
 def _exit_signal(process: subprocess.Popen | forkserver.ForkedChild) -> int | None:
@@ -246,8 +310,8 @@ def _drained_ready(ready) -> bool:
 
 
 def end_processes(process: subprocess.Popen | forkserver.ForkedChild, folders: Folders) -> None:
-    """Kill the child's group (and, with a dedicated uid, every process of that uid), and
-    wait until they are gone: SIGKILL is delivered asynchronously."""
+    """Kill the child's group (and, with a dedicated uid, every process and IPC object of
+    that uid), and wait until they are gone: SIGKILL is delivered asynchronously."""
     for _ in range(200):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -260,6 +324,26 @@ def end_processes(process: subprocess.Popen | forkserver.ForkedChild, folders: F
             break
         time.sleep(0.025)
     process.wait()
+    if folders.uid is not None:
+        remove_ipc_of(folders.uid)
+
+
+def descendant_tasks(root: int) -> int:
+    """Threads of `root` and of every process below it: what a child without a uid of its
+    own has running (the processes it may not start included, should one slip through)."""
+    parents: dict[int, list[int]] = {}
+    threads: dict[int, int] = {}
+    for pid in pids():
+        fields = stat_fields(pid)
+        if len(fields) > 17:
+            parents.setdefault(int(fields[1]), []).append(pid)
+            threads[pid] = int(fields[17])
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        total += threads.get(pid, 0)
+        pending += parents.get(pid, [])
+    return total
 
 
 def _live_members(group: int) -> list[int]:
@@ -274,10 +358,18 @@ def _live_members(group: int) -> list[int]:
 
 def confinement_plan(sandbox: Sandbox, folders: Folders, limits: dict) -> dict:
     """What the child applies to itself (confine.confine) before submitted code runs."""
+    own_uid = folders.uid is not None
     plan: dict = {"limits": dict(limits), "no_new_privs": True,
                   "seccomp": sandbox.seccomp,
-                  "drop_capabilities": os.geteuid() == 0 and folders.uid is None}
-    if folders.uid is not None:
+                  "drop_capabilities": os.geteuid() == 0 and not own_uid,
+                  # No rlimit counts a child's processes without a uid of its own.
+                  "single_process": sandbox.seccomp and not own_uid,
+                  # A child that starts as root, outside bubblewrap (which makes its own);
+                  # a forked child with a uid got them from the fork server.
+                  "namespaces": sandbox.own_namespaces and not sandbox.bwrap and not own_uid}
+    if folders.cpus:
+        plan["cpus"] = list(folders.cpus)
+    if own_uid:
         plan["limits"]["processes"] = PROCESS_LIMIT
     if sandbox.landlock_abi:
         plan["landlock"] = {"read": [*readable_roots(), str(folders.ctrl)],

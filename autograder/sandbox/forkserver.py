@@ -7,9 +7,11 @@ the whole batch. The server imports them (child.preload) and nothing else: it ne
 submission, a case or a reference. For each round the grader sends it the round's folders, uid and
 environment, with three pipes; the server forks a small monitor, which forks the child:
 
-- the child leaves the server's process group, points stdout and stderr at the output pipe,
-  takes the round's environment and working folder, leaves the network, IPC and host-name
-  namespaces when root, takes the round's unprivileged uid (root only), and then runs
+- the child starts a session of its own (setsid: its own process group, and its own share of
+  the CPU where the kernel groups tasks by session), points stdout and stderr at the output
+  pipe, takes the round's environment and working folder, leaves the network, IPC and
+  host-name namespaces where the grader can make them (root with CAP_SYS_ADMIN), takes the
+  round's unprivileged uid (root only), and then runs
   child.serve, which confines it (rlimits, no_new_privs, Landlock, seccomp) before any
   submitted code runs, exactly as a freshly started child does;
 - the monitor writes the child's pid, then its exit code, to the status pipe, which is how
@@ -44,7 +46,6 @@ import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
 PR_SET_PDEATHSIG = 1
 REQUEST_BYTES = 65536
 
@@ -117,7 +118,7 @@ def _die_with(parent: int) -> None:
 def _become_child(request: dict, output: int, ready: int, child, monitor: int) -> None:
     """Turn this fork into the round's child, as the grader would have started it."""
     try:
-        os.setpgid(0, 0)
+        os.setsid()
         os.dup2(output, 1)
         os.dup2(output, 2)
         os.close(output)
@@ -125,8 +126,8 @@ def _become_child(request: dict, output: int, ready: int, child, monitor: int) -
         os.environ.update(request["env"])
         tempfile.tempdir = None  # TMPDIR is the round's own folder
         os.chdir(request["work"])
-        if os.geteuid() == 0:
-            _leave_namespaces()
+        if request.get("namespaces"):
+            _load("confine").leave_namespaces()
         uid = request.get("uid")
         if uid is not None:
             os.setgroups([])
@@ -138,11 +139,6 @@ def _become_child(request: dict, output: int, ready: int, child, monitor: int) -
         traceback.print_exc()  # into the output pipe: the grader shows it as launcher output
     finally:
         os._exit(71)  # serve never returns; reaching here means the set-up failed
-
-
-def _leave_namespaces() -> None:
-    if _load("confine").LIBC.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare of the network namespace failed")
 
 
 def main() -> None:

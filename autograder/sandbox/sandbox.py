@@ -9,7 +9,13 @@ child prints. Layers, strongest first, each recorded in every result:
 - bubblewrap (`bwrap`): read-only system and Python, nothing else visible, no network, own
   PID namespace (everything the child started dies with it);
 - an unprivileged uid of its own per job slot (when the grader runs as root and that uid
-  can run Python), whose every process is killed after each round;
+  can run Python), whose every process and IPC object is removed after each round;
+- outside bubblewrap, for a child that starts as root: its own IPC, network and host-name
+  namespaces (where the grader may make them), so nothing it makes there outlives it;
+- a session of its own (setsid) that it cannot leave, its job slot's CPUs only (so however
+  many processes or threads it starts, its neighbours keep theirs), and a bound on its
+  processes: a uid's RLIMIT_NPROC, else no new processes at all (seccomp) and a count of its
+  threads by the supervisor;
 - Landlock, seccomp, `no_new_privs`, dropped capabilities (see confine.py);
 - rlimits, size-limited folders (a tmpfs of their own per round where one can be mounted,
   else a watchdog), one deadline per submission, its process group killed after every round.
@@ -33,6 +39,7 @@ from autograder.sandbox.children import (
     FRAMEWORK_MEMORY_LIMIT,
     MEMORY_LIMIT,
     PROCESS_LIMIT,
+    TASK_LIMIT,
     scrubbed_environment,
 )
 from autograder.sandbox.confined import confine
@@ -55,6 +62,14 @@ class Sandbox:
     uid_slots: queue.Queue | None = None
     uid_locks: list[int] = field(default_factory=list)  # fds whose flocks reserve the uids
     tmpfs: bool = False
+    # Whether a child that starts as root may leave the IPC, network and host-name
+    # namespaces (CAP_SYS_ADMIN: not in an unprivileged container).
+    own_namespaces: bool = False
+    # Each job slot's CPUs (cpu_groups); a new submission box takes the least used group.
+    cpu_groups: list[tuple[int, ...]] = field(default_factory=list)
+    jobs: int = 1
+    cpu_users: list[int] = field(default_factory=list)
+    cpu_lock: threading.Lock = field(default_factory=threading.Lock)
     unsafe: bool = False
     probes: list[str] = field(default_factory=list)
     # JAX's persistent compilation cache, built by the grader (`prepare --warm-with`): the
@@ -126,6 +141,32 @@ class Sandbox:
                 if idle is not None:
                     idle.close()
 
+    def take_cpus(self) -> tuple[int, ...]:
+        """The CPUs of the least used job slot, for a new submission box; () where children
+        are not pinned (one job slot, or one CPU). Boxes never outnumber job slots, so each
+        gets a group of its own wherever there are as many CPUs as --jobs."""
+        groups = self.borrow_cpus((), 1)
+        return groups[0] if groups else ()
+
+    def borrow_cpus(self, own: tuple[int, ...], count: int) -> list[tuple[int, ...]]:
+        """`count` more groups, the least used first, never `own`: for a new box, or for a
+        round whose child forks workers into job slots the grader reserved for it (with
+        give_cpus for each once done)."""
+        with self.cpu_lock:
+            if len(self.cpu_users) != len(self.cpu_groups):
+                self.cpu_users = [0] * len(self.cpu_groups)
+            others = [i for i, group in enumerate(self.cpu_groups) if group != own]
+            chosen = sorted(others, key=self.cpu_users.__getitem__)[:max(0, count)]
+            for index in chosen:
+                self.cpu_users[index] += 1
+            return [self.cpu_groups[index] for index in chosen]
+
+    def give_cpus(self, cpus: tuple[int, ...]) -> None:
+        """A box's CPUs back (its processes are gone)."""
+        with self.cpu_lock:
+            if cpus in self.cpu_groups:
+                self.cpu_users[self.cpu_groups.index(cpus)] -= 1
+
     def close(self) -> None:
         """Stop the fork servers and warm children (the uid locks go with the process)."""
         with self.fork_lock:
@@ -155,13 +196,43 @@ def bubblewrap() -> str | None:
     return path if probe.returncode == 0 else None
 
 
+def can_leave_namespaces() -> bool:
+    """Whether a child started by this grader may leave the IPC, network and host-name
+    namespaces: root with CAP_SYS_ADMIN (refused in an unprivileged container)."""
+    if os.geteuid() != 0 or sys.platform != "linux":
+        return False
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", "-c", "import ctypes, sys; sys.exit(ctypes.CDLL(None)."
+             f"unshare({confine.OWN_NAMESPACES}) != 0)"],
+            capture_output=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    except (OSError, subprocess.SubprocessError):
+        return False  # no Python to start: the children will say so, loudly
+    return probe.returncode == 0
+
+
+def cpu_groups(jobs: int, cpus: list[int] | None = None) -> list[tuple[int, ...]]:
+    """The CPUs this grader may use, cut into one group per job slot (or per CPU, where
+    --jobs is larger): a child runs on its slot's group only, so a submission that starts
+    many busy processes slows its own group, never its neighbours'. [] with one job slot or
+    one CPU: nothing to share."""
+    cpus = sorted(os.sched_getaffinity(0)) if cpus is None else sorted(cpus)
+    count = min(jobs, len(cpus))
+    if count < 2:
+        return []
+    return [tuple(cpus[i * len(cpus) // count:(i + 1) * len(cpus) // count])
+            for i in range(count)]
+
+
 def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False,
            fork: bool = False) -> Sandbox:
     """The strongest confinement this machine offers; refuse when it offers too little."""
     if mode not in MODES:
         raise SandboxUnavailable(f"unknown sandbox mode {mode!r}; choose one of {MODES}")
     found = Sandbox(unsafe=unsafe, landlock_abi=confine.landlock_abi(),
-                    seccomp=confine.seccomp_available(), tmpfs=can_mount_tmpfs())
+                    seccomp=confine.seccomp_available(), tmpfs=can_mount_tmpfs(),
+                    own_namespaces=can_leave_namespaces(), cpu_groups=cpu_groups(jobs),
+                    jobs=max(1, jobs))
     if mode != "fallback":
         found.bwrap = bubblewrap()
         if mode == "bubblewrap" and not found.bwrap:
@@ -240,13 +311,16 @@ def _isolation_layers(sandbox: Sandbox) -> list[str]:
     layers = []
     if sandbox.bwrap:
         layers += ["bubblewrap: read-only system and Python, rest of file system hidden",
-                   "bubblewrap: no network", "bubblewrap: own PID namespace, dies with it"]
+                   "bubblewrap: no network", "bubblewrap: own PID namespace, dies with it",
+                   "bubblewrap: own IPC namespace"]
     if sandbox.uid_slots is not None:
-        layers.append(f"own unprivileged uid per job ({UID_BASE}+), all its processes "
-                      f"killed after each round, at most {PROCESS_LIMIT} processes")
+        layers.append(f"own unprivileged uid per job ({UID_BASE}+), all its processes and IPC "
+                      f"objects removed after each round, at most {PROCESS_LIMIT} processes "
+                      "(threads included)")
     elif sandbox.run_as_root:
         layers.append("runs as root without capabilities (this Python, or the temporary "
                       "folder, is not reachable by an unprivileged uid)")
+    layers += _namespace_layers(sandbox) + _neighbour_layers(sandbox)
     layers.append("no_new_privs")
     if sandbox.landlock_abi:
         layers.append(f"Landlock ABI {sandbox.landlock_abi}: reads only Python, system libraries "
@@ -255,19 +329,52 @@ def _isolation_layers(sandbox: Sandbox) -> list[str]:
                       + ("; no signals outside the sandbox" if sandbox.landlock_abi >= 6 else ""))
     if sandbox.seccomp:
         layers.append("seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
-                      "non-UNIX sockets or raised rlimits")
+                      "non-UNIX sockets or raised rlimits; no System V IPC or POSIX message "
+                      "queues; no change of its CPUs, nor of other processes' scheduling")
     if not sandbox.fork:
         layers.append("a child started before its submission was read, or whose exercises "
                       "run in worker processes, imports its framework (framework code only) "
                       "before it confines itself")
     else:
         layers.append("--fork-server: each child is forked from an interpreter that imported "
-                      "numpy and its round's framework and nothing else, into its own process "
-                      "group, uid and network namespace (root only); bubblewrap does not "
-                      "apply")
+                      "numpy and its round's framework and nothing else, into its own session, "
+                      "uid (root only) and namespaces (as above); bubblewrap does not apply")
     if not sandbox.bwrap and not sandbox.landlock_abi:
         layers.append("bubblewrap and Landlock not available: network and file system "
                       "NOT isolated")
+    return layers
+
+
+def _namespace_layers(sandbox: Sandbox) -> list[str]:
+    """What keeps a child's IPC objects (and network) from outliving it, outside bubblewrap."""
+    if sandbox.bwrap:
+        return []
+    if sandbox.own_namespaces:
+        return ["own IPC, network and host-name namespaces for every child that starts as "
+                "root (forked, or without a uid of its own): what it makes there dies with it"]
+    return [("no IPC namespace of its own (the grader may not make one here): System V IPC "
+             "and POSIX message queues denied by seccomp") if sandbox.seccomp else
+            "no IPC namespace of its own and no seccomp: System V IPC NOT isolated"]
+
+
+def _neighbour_layers(sandbox: Sandbox) -> list[str]:
+    """What keeps one submission from taking its neighbours' CPUs or process slots."""
+    layers = ["own session and process group per child (setsid)"
+              + (", which it cannot leave (seccomp)" if sandbox.seccomp else "")]
+    if sandbox.cpu_groups:
+        groups = "; ".join(",".join(map(str, group)) for group in sandbox.cpu_groups)
+        shared = (f", {sandbox.jobs} job slots sharing {len(sandbox.cpu_groups)} groups"
+                  if sandbox.jobs > len(sandbox.cpu_groups) else "")
+        layers.append(f"CPU share: each job slot's child runs on its own CPUs only ({groups}"
+                      f"{shared})" + (", and may not change them (seccomp)" if sandbox.seccomp
+                                       else ", but could change them (no seccomp)"))
+    else:
+        layers.append("CPU share: one child at a time (one job slot or one CPU), not pinned")
+    if sandbox.uid_slots is None:
+        layers.append(
+            f"no uid of its own: no new processes (seccomp), threads only, and the child "
+            f"stopped past {TASK_LIMIT} threads (counted by the grader)" if sandbox.seccomp
+            else "no uid of its own and no seccomp: number of processes NOT limited")
     return layers
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from autograder.sandbox.confined.confine import LIBC
 from autograder.sandbox.errors import SandboxFailure
-from autograder.sandbox.uid_slots import kill_uid
+from autograder.sandbox.uid_slots import kill_uid, remove_ipc_of
 
 if TYPE_CHECKING:
     from autograder.sandbox.sandbox import Sandbox
@@ -77,7 +77,8 @@ def unmount(folder: Path) -> None:
 @dataclass(frozen=True)
 class Folders:
     """One submission's folders: `ctrl` the child reads, `work` and `out` it writes; with
-    `tmpfs`, each round's `work` and `out` sit on a size-limited tmpfs of their own."""
+    `tmpfs`, each round's `work` and `out` sit on a size-limited tmpfs of their own; `cpus`,
+    its job slot's CPUs, the only ones its children run on (none: not pinned)."""
 
     base: Path
     ctrl: Path
@@ -85,6 +86,7 @@ class Folders:
     out: Path
     uid: int | None
     tmpfs: bool = False
+    cpus: tuple[int, ...] = ()
 
 
 def readable_roots() -> list[str]:
@@ -116,8 +118,10 @@ def for_submission(sandbox: Sandbox) -> Iterator[Folders]:
     only each round's folders (fresh_round) are the child's, on a tmpfs of their own where
     the grader may mount one, so the grader never needs room that the child can use up."""
     uid = sandbox.take_uid() if sandbox.uid_slots is not None else None
+    cpus = sandbox.take_cpus()
     base = Path(tempfile.mkdtemp(prefix="grading-"))
-    folders = Folders(base, base / "ctrl", base / "work", base / "out", uid, sandbox.tmpfs)
+    folders = Folders(base, base / "ctrl", base / "work", base / "out", uid, sandbox.tmpfs,
+                      cpus)
     try:
         base.chmod(0o711)
         folders.ctrl.mkdir(mode=0o750)
@@ -127,7 +131,9 @@ def for_submission(sandbox: Sandbox) -> Iterator[Folders]:
     finally:
         if uid is not None:
             kill_uid(uid)
+            remove_ipc_of(uid)
             sandbox.uid_slots.put(uid)
+        sandbox.give_cpus(cpus)
         _discard_rounds(folders)
         shutil.rmtree(base, ignore_errors=True)
 
@@ -156,7 +162,8 @@ def fresh_round(folders: Folders, round_number: int) -> Folders:
         child_folder.mkdir(mode=0o700)
         if folders.uid is not None:
             os.chown(child_folder, folders.uid, folders.uid)
-    return Folders(folders.base, folders.ctrl, work, out, folders.uid, folders.tmpfs)
+    return Folders(folders.base, folders.ctrl, work, out, folders.uid, folders.tmpfs,
+                   folders.cpus)
 
 
 def _discard_rounds(folders: Folders) -> None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autograder.sandbox.confined.confine import LIBC
 from autograder.sandbox.errors import SandboxFailure
 
 if TYPE_CHECKING:
@@ -158,3 +159,53 @@ def stat_fields(pid: int) -> list[str]:
             return stat.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return []
+
+
+# System V IPC objects by kind: /proc/sysvipc's file, the column of the owner's uid and of
+# its creator's, and the removal (IPC_RMID is 0 for all three).
+IPC_RMID = 0
+SYSV_IPC = {"shm": (7, 9, "shmctl"), "msg": (7, 9, "msgctl"), "sem": (4, 6, "semctl")}
+# Where POSIX shared memory and message queues have their files.
+POSIX_IPC_FOLDERS = (Path("/dev/shm"), Path("/dev/mqueue"))
+
+
+def remove_ipc_of(uid: int) -> None:
+    """Remove every IPC object a slot uid owns or made: System V shared memory, message
+    queues and semaphore sets, and POSIX shared memory and queues. A child with a uid of its
+    own starts unprivileged and so cannot have an IPC namespace of its own; seccomp denies it
+    these calls, and this is the second layer, run after each round as kill_uid is: such an
+    object outlives its process, and 16 MiB of shared memory left by each submission would
+    stay on the machine until someone ran ipcrm."""
+    for kind, (owner, creator, remove) in SYSV_IPC.items():
+        for ident in _sysv_ids(kind, uid, owner, creator):
+            _remove_sysv(remove, ident)
+    for folder in POSIX_IPC_FOLDERS:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid == uid:
+                        os.unlink(entry.path)
+
+
+def _remove_sysv(call: str, ident: int) -> None:
+    """shmctl/msgctl(id, IPC_RMID, NULL) or semctl(id, 0, IPC_RMID); an object already gone
+    is no error."""
+    if call == "semctl":
+        LIBC.semctl(ident, 0, IPC_RMID)
+    else:
+        getattr(LIBC, call)(ident, IPC_RMID, None)
+
+
+def _sysv_ids(kind: str, uid: int, owner: int, creator: int) -> list[int]:
+    """The ids of the System V objects of this kind that `uid` owns or created."""
+    try:
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        fields = line.split()
+        with contextlib.suppress(IndexError, ValueError):
+            if uid in (int(fields[owner]), int(fields[creator])):
+                found.append(int(fields[1]))
+    return found

@@ -10,7 +10,13 @@ import subprocess
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from autograder.sandbox.children import ChildResult, end_processes, start_child, supervise_started
+from autograder.sandbox.children import (
+    ChildResult,
+    cpus_for_round,
+    end_processes,
+    start_child,
+    supervise_started,
+)
 from autograder.sandbox.submission_folders import (
     Folders,
     for_submission,
@@ -70,13 +76,15 @@ class WarmChild:
         return cls(allowed, base, first_round, process, ready_read, go_write, cleanup)
 
     def run(self, deadline: float, sandbox: Sandbox) -> ChildResult:
-        """Say go (the program is written) and supervise it as a freshly started child."""
-        with contextlib.suppress(OSError):  # gone already: it reports that it never started
-            os.write(self.go, b"1")
-        os.close(self.go)
-        self.go = -1
+        """Say go (the program is written; its CPUs settled) and supervise it as a freshly
+        started child."""
         ready, self.ready_read = self.ready_read, -1
-        return supervise_started(self.process, ready, self.first_round, deadline, sandbox)
+        with cpus_for_round(sandbox, self.first_round):
+            with contextlib.suppress(OSError):  # gone already: it reports that it never started
+                os.write(self.go, b"1")
+            os.close(self.go)
+            self.go = -1
+            return supervise_started(self.process, ready, self.first_round, deadline, sandbox)
 
     def stop(self) -> None:
         """End the child, if it still runs; its cleanup stay with its first_round."""

@@ -11,6 +11,7 @@ folders changes, no process outlives the batch, and the batch exits 0 with a gra
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import os
@@ -24,7 +25,7 @@ import pytest
 from autograder.sandbox import sandbox, submission_folders
 from autograder.sandbox.confined import confine
 
-from ..hostile import SOLUTION, write_corpus
+from ..hostile import IPC_KEY, POSIX_SHM_NAME, SOLUTION, write_corpus
 from ..submissions import ROOT
 
 MODES = ["bubblewrap", "refused", "fork"]
@@ -53,6 +54,21 @@ def fake_bwrap(folder: Path) -> Path:
                       "exit 1\n")
     script.chmod(0o755)
     return folder
+
+
+def ipc_objects() -> dict[str, set[str]]:
+    """Every IPC object on the machine that outlives its maker: System V shared memory,
+    message queues and semaphore sets (id, key, owner), and POSIX shared memory and queues
+    (/dev/shm, /dev/mqueue); multiprocessing's short-lived semaphores left out."""
+    found: dict[str, set[str]] = {}
+    for kind, owner in (("shm", 7), ("msg", 7), ("sem", 4)):
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        found[kind] = {" ".join([*line.split()[:2], line.split()[owner]]) for line in lines}
+    for folder in ("/dev/shm", "/dev/mqueue"):
+        with contextlib.suppress(OSError):
+            found[folder] = {name for name in os.listdir(folder)
+                             if not name.startswith("sem.mp-")}
+    return found
 
 
 def leftover_children(folder: Path) -> list[str]:
@@ -113,6 +129,7 @@ def graded(request, tmp_path_factory):
     (tmp / "tmp").mkdir()
     watched = [ROOT / "autograder", script, folder, SOLUTION]
     before = digest(watched), listing(site)
+    ipc_before = ipc_objects()
     paths = sorted(folder.rglob("*.ipynb"))
     command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
                "--jobs", "2", "--seed", "7", "--timeout", "30", "--assignment", "03", *flags]
@@ -120,7 +137,8 @@ def graded(request, tmp_path_factory):
                          env=env)
     return {"run": run, "out": out, "folder": folder, "expected": expected,
             "before": before, "after": (digest(watched), listing(site)), "targets": targets,
-            "leftovers": leftover_children(tmp / "tmp"), "mode": request.param}
+            "leftovers": leftover_children(tmp / "tmp"), "mode": request.param,
+            "ipc": (ipc_before, ipc_objects())}
 
 
 def rows(graded) -> dict[str, dict]:
@@ -163,6 +181,17 @@ def test_nothing_outside_the_childs_folders_changed(graded):
 
 def test_no_process_outlives_the_batch(graded):
     assert graded["leftovers"] == []
+
+
+def test_no_ipc_object_outlives_the_batch(graded):
+    """The IPC attack made System V shared memory, a queue and a semaphore set, and POSIX
+    shared memory, or tried to: none of it may be left on the machine (issue 40, item 3)."""
+    before, after = graded["ipc"]
+    assert {kind: after[kind] - before.get(kind, set()) for kind in after} == {
+        kind: set() for kind in after}
+    assert not any(line.split()[0] == str(IPC_KEY) for kind in ("shm", "msg", "sem")
+                   for line in after[kind])
+    assert POSIX_SHM_NAME not in after.get("/dev/shm", set())
 
 
 def test_names_stay_inside_out_and_never_collide(graded):

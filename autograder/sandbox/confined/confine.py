@@ -5,6 +5,11 @@ uses only the standard library, plus libseccomp's Python binding where installed
 also imported by the trusted grader, to probe which layers this machine offers.
 
 The layers, each optional and each reported by the grader when active:
+- namespaces of its own (IPC, network, host name) where the child starts as root with the
+  right to make them (outside bubblewrap, which makes its own), so no System V or POSIX IPC
+  object it makes outlives it;
+- its job slot's CPUs (sched_setaffinity on every thread), so one submission's processes
+  cannot take its neighbours' CPUs;
 - rlimits: memory, CPU time, file size, core dumps, and (for a dedicated uid) processes;
 - `no_new_privs` and, when the child still runs as root, every capability dropped;
 - Landlock (Linux >= 5.13): reads only of the Python installation, system libraries and the
@@ -12,7 +17,11 @@ The layers, each optional and each reported by the grader when active:
   signals to processes outside the sandbox (ABI >= 6);
 - seccomp: no ptrace, no reading other processes' memory, no mounts or namespaces, no new
   sessions or process groups (so nothing escapes the kill of its group), no device files,
-  no sockets but UNIX ones, and rlimits that cannot be raised again.
+  no sockets but UNIX ones, rlimits that cannot be raised again, no System V IPC or POSIX
+  message queues (objects that would outlive the child), no change of its CPUs and no
+  scheduling of other processes; and, for a child without a uid of its own (whose process
+  count no rlimit bounds: RLIMIT_NPROC never applies to root), no new processes, threads
+  only.
 """
 
 from __future__ import annotations
@@ -49,7 +58,30 @@ DENIED_SYSCALLS = (
     "setgroups", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
     "reboot", "sethostname", "setdomainname", "iopl", "ioperm", "settimeofday",
     "clock_settime", "adjtimex", "acct",
+    # Objects of the IPC namespace outlive the process that made them: without its own
+    # namespace, a child's shared memory would stay on the machine until someone ran ipcrm.
+    "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
+    "semtimedop", "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+    "mq_notify", "mq_getsetattr",
+    # The child's CPUs are its job slot's (pin_cpus): it must not widen them again.
+    "sched_setaffinity",
 )
+# Calls that act on another process when their pid argument (the first) is not 0: a child
+# running as the grader's uid (root, or a grader without uid slots) could otherwise lower
+# its neighbours' priority or pin them onto its own CPUs.
+OTHER_PROCESS_SYSCALLS = ("sched_setscheduler", "sched_setparam", "sched_setattr", "migrate_pages",
+                          "move_pages")
+# setpriority(which, who, prio) and ioprio_set(which, who, prio): the target is the second.
+OTHER_TARGET_SYSCALLS = ("setpriority", "ioprio_set")
+# Processes (not threads) a child without a uid of its own may not start: TensorFlow and JAX
+# start threads (clone with CLONE_THREAD), which the supervisor counts (children.py).
+CLONE_THREAD = 0x00010000
+NEW_PROCESS_SYSCALLS = ("fork", "vfork")
+# Namespaces a child that starts as root leaves before it confines itself (bubblewrap makes
+# its own): IPC (its shared memory, message queues and semaphores die with it), network and
+# host name, as the fork server's children do.
+CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS = 0x40000000, 0x08000000, 0x04000000
+OWN_NAMESPACES = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
 
 # The C library, bound once for the whole grader: this file's system calls, the fork
 # server's (prctl, unshare) and the grader's round folders (mount, umount2) use it.
@@ -178,20 +210,50 @@ def apply_landlock(read: list[str], write: list[str]) -> int:
     return abi
 
 
-def apply_seccomp() -> None:
-    """Deny the system calls a grading child never needs (EPERM, so Python sees OSError)."""
+def apply_seccomp(single_process: bool = False) -> None:
+    """Deny the system calls a grading child never needs (EPERM, so Python sees OSError);
+    with `single_process`, also every new process (threads stay allowed)."""
     seccomp = import_pyseccomp()
     rules = seccomp.SyscallFilter(seccomp.ALLOW)
     deny = seccomp.ERRNO(errno.EPERM)
     for name in DENIED_SYSCALLS:
         rules.add_rule(deny, name)
+    for name in OTHER_PROCESS_SYSCALLS:
+        rules.add_rule(deny, name, seccomp.Arg(0, seccomp.NE, 0))
+    for name in OTHER_TARGET_SYSCALLS:
+        rules.add_rule(deny, name, seccomp.Arg(1, seccomp.NE, 0))
     rules.add_rule(deny, "socket", seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
     rules.add_rule(deny, "prlimit64", seccomp.Arg(2, seccomp.NE, 0))
     # clone3 passes its flags in memory, out of seccomp's sight: make libc fall back to clone.
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
     for flag in CLONE_NAMESPACE_FLAGS:
         rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    if single_process:
+        for name in NEW_PROCESS_SYSCALLS:
+            rules.add_rule(deny, name)
+        rules.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, CLONE_THREAD, 0))
     rules.load()
+
+
+def leave_namespaces() -> None:
+    """Own IPC, network and host-name namespaces (needs CAP_SYS_ADMIN: a child that starts
+    as root, before it drops its capabilities). What the child makes there dies with it."""
+    if LIBC.unshare(OWN_NAMESPACES) != 0:
+        raise ConfinementError(f"unshare of the IPC and network namespaces failed: "
+                               f"{os.strerror(ctypes.get_errno())}")
+
+
+def pin_cpus(cpus: list[int]) -> None:
+    """Run every thread of this process on `cpus` only (its job slot's), so that however
+    many threads or processes it starts, its neighbours' CPUs stay theirs; threads and
+    processes started later inherit the mask, and seccomp forbids changing it."""
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except ProcessLookupError:
+            continue  # a thread that has just ended
+        except OSError as error:
+            raise ConfinementError(f"sched_setaffinity({cpus}) failed: {error}") from error
 
 
 def apply_rlimits(limits: dict) -> None:
@@ -208,6 +270,10 @@ def apply_rlimits(limits: dict) -> None:
 
 def confine(plan: dict) -> None:
     """Apply every layer in the grader's plan, in an order where each still can be applied."""
+    if plan.get("namespaces"):
+        leave_namespaces()  # first: it needs the capabilities dropped below
+    if plan.get("cpus"):
+        pin_cpus(plan["cpus"])
     apply_rlimits(plan["limits"])
     if plan.get("no_new_privs"):
         set_no_new_privs()
@@ -218,4 +284,5 @@ def confine(plan: dict) -> None:
         own = f"/proc/{os.getpid()}"
         apply_landlock([*landlock["read"], own], landlock["write"])
     if plan.get("seccomp"):
-        apply_seccomp()  # last: it forbids capset and setrlimit, which the steps above use
+        # last: it forbids capset, setrlimit and sched_setaffinity, which the steps above use
+        apply_seccomp(bool(plan.get("single_process")))
