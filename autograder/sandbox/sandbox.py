@@ -143,8 +143,9 @@ class Sandbox:
 
     def take_cpus(self) -> tuple[int, ...]:
         """The CPUs of the least used job slot, for a new submission box; () where children
-        are not pinned (one job slot, or one CPU). Boxes never outnumber job slots, so each
-        gets a group of its own wherever there are as many CPUs as --jobs."""
+        are not pinned (one job slot, or one CPU). The grader runs at most --jobs children
+        at once (but for a submission's numpy part beside its own workers), so each gets a
+        group of its own wherever there are as many CPUs as --jobs."""
         groups = self.borrow_cpus((), 1)
         return groups[0] if groups else ()
 
