@@ -20,6 +20,7 @@ from autograder.sandbox.children import FILE_SIZE_LIMIT
 from autograder.sandbox.submission_folders import DISK_LIMIT, INODE_LIMIT
 
 from .submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
+from .tampering_attacks import tampering_attacks
 
 WRONG = GOOD_UNBROADCAST.replace("return summed", "return 2 * summed")
 
@@ -32,7 +33,7 @@ def _correct_if(condition: str) -> str:
 
 def _exit_in_unbroadcast(body: str) -> str:
     """An unbroadcast that runs `body`, then leaves at once (forcing another round)."""
-    lines = "\n".join("    " + line for line in body.splitlines())
+    lines = "\n".join("    " + line for line in ["import json, os, sys", *body.splitlines()])
     return f"def unbroadcast(g, shape):\n{lines}\n    import os\n    os._exit(3)\n"
 
 
@@ -80,8 +81,9 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
     """name -> (unbroadcast cell, extra cells) for every attack."""
     paths = {k: str(v) for k, v in targets.items()}
     # The real output folder, as an attacker finds it: program.json beside sys.argv[0].
-    outs = ("[__import__('json').load(open(__import__('os').path.join(__import__('os').path"
-            ".dirname(__import__('sys').argv[0]), 'program.json')))['out']]")
+    # (Plain imports: `__import__` is refused by the grader's reading, tampering.py, before
+    # any child runs, and these attacks are for the layers under it.)
+    outs = "[json.load(open(os.path.join(os.path.dirname(sys.argv[0]), 'program.json')))['out']]"
     plant = (
         "import os, json, glob\n"
         "here = os.getcwd()\n"
@@ -333,6 +335,11 @@ def write_corpus(folder: Path, targets: dict[str, Path]) -> dict[str, tuple[floa
     # The hog fills its folder in the cells, which every round runs: no exercise has room
     # for its result, so it costs the whole submission, nothing else.
     expected["disk_hog"] = (0, 0)
+    # Code that switches the checks off from inside the child's interpreter is refused by the
+    # grader's reading of the source before any child runs: the whole submission scores 0.
+    for name, (unbroadcast, extra) in tampering_attacks().items():
+        nbformat.write(fill(learner, unbroadcast, GOOD_MATMUL, extra), folder / f"{name}.ipynb")
+        expected[name] = (0, 0)
     honest = fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, [])
     for name in ("honest", "grades.csv", "..."):
         nbformat.write(honest, folder / f"{name}.ipynb")

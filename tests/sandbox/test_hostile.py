@@ -27,6 +27,7 @@ from autograder.sandbox.confined import confine
 
 from ..hostile import IPC_KEY, POSIX_SHM_NAME, SOLUTION, write_corpus
 from ..submissions import ROOT
+from ..tampering_attacks import tampering_attacks
 
 MODES = ["bubblewrap", "refused", "fork"]
 
@@ -163,6 +164,8 @@ def test_attacks_score_zero_and_honest_submissions_keep_their_scores(graded):
     want |= {"alice/hw.ipynb": (1, 1), "bob/hw.ipynb": (0, 1), "unknown_chapter.ipynb": (0, 0)}
     assert got == want
     assert all(not row["grading_error"] for row in table.values()), table
+    refused = {name for name, row in table.items() if row["review"].startswith("refused: ")}
+    assert refused == {f"{name}.ipynb" for name in tampering_attacks()}, table
 
 
 def test_nothing_outside_the_childs_folders_changed(graded):
