@@ -139,10 +139,10 @@ def _statement(statement: ast.stmt) -> _Statement:
     configures, stored_into, called_on = False, set(), set()
     for node in _top_level_nodes(statement):
         if isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.ctx, ast.Store):
-            dotted = _dotted(node)
+            dotted = dotted_name(node)
             stored_into.add(dotted.split(".")[0])
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            dotted = _dotted(node.func)
+            dotted = dotted_name(node.func)
             called_on.add(dotted.split(".")[0])
         else:
             continue
@@ -263,7 +263,9 @@ def _top_level_nodes(statement: ast.stmt) -> list[ast.AST]:
     return found
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted_name(node: ast.AST) -> str:
+    """The dotted name of `np.random.seed` ("np.random.seed"); subscripts and calls on the way are
+    skipped (`table[k].x` -> "table.x"), and a root that is not a name reads "?"."""
     parts = []
     while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
         if isinstance(node, ast.Attribute):

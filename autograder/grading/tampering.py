@@ -120,12 +120,13 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Compare(self, node: ast.Compare) -> None:
         for operator, right in zip(node.ops, node.comparators, strict=True):
-            if isinstance(operator, ast.In | ast.NotIn) and _dotted(right) == "sys.modules":
+            if (isinstance(operator, ast.In | ast.NotIn)
+                    and slicing.dotted_name(right) == "sys.modules"):
                 self.membership.add(id(right))  # `"google.colab" in sys.modules` reads a key
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        dotted = _dotted(node)
+        dotted = slicing.dotted_name(node)
         root = dotted.split(".")[0]
         if node.attr in REFUSED_ATTRIBUTES:
             self.note(node, dotted, True)
@@ -149,7 +150,7 @@ class _Reader(ast.NodeVisitor):
             if not (isinstance(attribute, ast.Constant) and isinstance(attribute.value, str)):
                 self.note(node, f"{name}(..., <computed name>)", False)
             elif attribute.value in REFUSED_ATTRIBUTES or attribute.value in REFUSED_FROM.get(
-                    _dotted(node.args[0]), ()):
+                    slicing.dotted_name(node.args[0]), ()):
                 self.note(node, f"{name}(..., {attribute.value!r})", True)
         self.generic_visit(node)
 
@@ -158,11 +159,3 @@ def _refused_module(name: str) -> bool:
     top = name.split(".")[0]
     return top in REFUSED_MODULES or top.startswith(REFUSED_PREFIXES)
 
-
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    parts.append(node.id if isinstance(node, ast.Name) else "?")
-    return ".".join(reversed(parts))
