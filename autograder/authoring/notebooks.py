@@ -11,6 +11,8 @@ learner the original cell back from the notebook alone, without solutions/ (auto
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DEF_LINE = re.compile(r"^\s*def\s+(\w+)\s*\(")
 EXECUTION_TIMEOUT = 600  # seconds per cell
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 class SolutionMarkerError(ValueError):
@@ -86,16 +89,47 @@ def learner_copy(solution: NotebookNode, name: str = "notebook") -> NotebookNode
 
 
 def execute(notebook: NotebookNode, directory: Path) -> NotebookNode:
-    """Run every cell top to bottom in a fresh kernel; a cell that raises stops the build."""
+    """Run every cell top to bottom in a fresh kernel; a cell that raises stops the build.
+
+    No execution timestamps are recorded (nbclient's `record_timing`), and any left from an
+    older build are removed: they changed every line of `metadata.execution` on each rebuild,
+    burying the changes a reviewer should see."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    without_run_records(notebook)
     client = NotebookClient(
         notebook,
         timeout=EXECUTION_TIMEOUT,
         kernel_name="python3",
+        record_timing=False,
         resources={"metadata": {"path": str(directory)}},
     )
     client.execute()
     return notebook
+
+
+def without_run_records(notebook: NotebookNode) -> NotebookNode:
+    """Drop what a previous run left beside the outputs: each cell's `metadata.execution`
+    (the kernel's timestamps) and the widgets' saved state (nbclient writes it anew)."""
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
+    notebook.metadata.pop("widgets", None)
+    return notebook
+
+
+def stable_widget_ids(notebook: NotebookNode, name: str) -> NotebookNode:
+    """The notebook with each widget's random model id replaced by one derived from `name` and
+    the widget's place in creation order, so an unchanged notebook rebuilds to the same file.
+
+    nbclient stores the widgets' state in creation order; their ids (uuid4) are referenced
+    from the outputs and from other widgets' state ("IPY_MODEL_<id>"), all replaced alike."""
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return notebook
+    renamed = {old: hashlib.sha256(f"{name}:{index}".encode()).hexdigest()[:32]
+               for index, old in enumerate(state)}
+    pattern = re.compile("|".join(map(re.escape, renamed)))
+    text = pattern.sub(lambda match: renamed[match.group(0)], json.dumps(notebook))
+    return nbformat.from_dict(json.loads(text))
 
 
 @dataclass(frozen=True)
@@ -125,12 +159,14 @@ def build_edition(root: Path, edition: Edition) -> None:
 
 def _execute_both(solution: NotebookNode, solution_path: Path, learner_path: Path) -> None:
     """Execute `solution` and write it; then its learner copy, executed, beside it in course/."""
-    for notebook, path in ((solution, solution_path), (None, learner_path)):
+    language = solution.metadata.get("course", {}).get("language", "en")
+    for role, notebook, path in (("solution", solution, solution_path),
+                                 ("learner", None, learner_path)):
         if notebook is None:
             notebook = learner_copy(solution, solution_path.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         execute(notebook, path.parent)
-        nbformat.write(notebook, path)
+        nbformat.write(stable_widget_ids(notebook, f"{language}/{role}/{path.name}"), path)
 
 
 def edition_sync_problems(root: Path, edition: Edition) -> list[str]:

@@ -87,3 +87,39 @@ def test_no_checkpoints_or_caches_are_tracked():
     ).stdout.split()
     junk = [p for p in tracked if ".ipynb_checkpoints" in p or "__pycache__" in p]
     assert not junk, junk
+
+
+def _widget_notebook(model_id: str) -> nbformat.NotebookNode:
+    """A notebook as nbclient leaves it: a widget's view in an output, its state (and a
+    layout it references) in the metadata, timestamps in the cell's metadata."""
+    layout = "f" * 32
+    cell = nbformat.v4.new_code_cell("slider", metadata={"execution": {
+        "iopub.execute_input": "2026-11-26T06:00:00.000001Z"}})
+    cell.id = "slider"
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": model_id}})]
+    state = {model_id: {"state": {"layout": f"IPY_MODEL_{layout}"}}, layout: {"state": {}}}
+    return nbformat.v4.new_notebook(cells=[cell], metadata={"widgets": {
+        notebooks.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}})
+
+
+def test_a_rebuild_records_no_timestamps_and_the_same_widget_ids():
+    first = notebooks.stable_widget_ids(_widget_notebook("a" * 32), "en/learner/00.ipynb")
+    second = notebooks.stable_widget_ids(_widget_notebook("b" * 32), "en/learner/00.ipynb")
+    assert nbformat.writes(first) == nbformat.writes(second)
+    assert "a" * 32 not in nbformat.writes(first) and "f" * 32 not in nbformat.writes(first)
+    other = notebooks.stable_widget_ids(_widget_notebook("a" * 32), "zh-CN/learner/00.ipynb")
+    assert nbformat.writes(other) != nbformat.writes(first)
+    cleaned = notebooks.without_run_records(_widget_notebook("a" * 32))
+    assert cleaned.cells[0].metadata == {} and "widgets" not in cleaned.metadata
+
+
+def test_no_generated_notebook_holds_execution_timestamps():
+    folders = [ROOT / "solutions", ROOT / "course", ROOT / "solutions" / "zh-CN",
+               ROOT / "course" / "zh-CN"]
+    timed = [f"{path.relative_to(ROOT)} cell {index}" for folder in folders
+             for path in sorted(folder.glob("[0-9]*.ipynb"))
+             for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
+             if "execution" in cell.metadata]
+    assert not timed, f"{len(timed)} cells keep execution timestamps, e.g. {timed[:3]}: " \
+                      "rebuild them with `make course`"
