@@ -14,15 +14,27 @@ from pathlib import Path
 
 INCLUDED = ("course", "solutions", "autograder", "coursekit", "etc/ipython", "pyproject.toml",
             "requirements-learner.txt", "requirements.txt", "environment.yml", "README.md",
-            "README.zh-CN.md", "LICENSE")
+            "README.zh-CN.md", "LICENSE", "LICENSE-CONTENT")
 TOP = "autodiff-course"  # the folder the zip unpacks into
 
 
 def tracked_files(root: Path) -> list[str]:
-    """The files git tracks under INCLUDED, as paths relative to `root`."""
+    """The files git tracks under INCLUDED, as paths relative to `root`. Every entry of
+    INCLUDED must contribute a file: a listed file that git does not track (the licences were
+    once listed before they existed) is an error, never a zip that quietly lacks it."""
     listed = subprocess.run(["git", "ls-files", "-z", "--", *INCLUDED], cwd=root, check=True,
                             capture_output=True).stdout.decode().split("\0")
-    return sorted(path for path in listed if path and (root / path).is_file())
+    files = sorted(path for path in listed if path and (root / path).is_file())
+    missing = [entry for entry in INCLUDED if not any(_under(path, entry) for path in files)]
+    if missing:
+        raise FileNotFoundError(f"bundle: {', '.join(missing)} listed in INCLUDED but not "
+                                f"tracked by git in {root}: commit it before bundling")
+    return files
+
+
+def _under(path: str, entry: str) -> bool:
+    """Whether `path` is the file `entry` or lies in the folder `entry`."""
+    return path == entry or path.startswith(f"{entry}/")
 
 
 def build_bundle(root: Path, out: Path) -> list[str]:

@@ -108,7 +108,7 @@ sys.exit(not isinstance(score, (int, float)))'
 cp -- "${{graded[0]}}" "$results" || grading_error "could not copy the results"
 """
 
-SOURCES = ("requirements.txt", "requirements-grader.txt", "pyproject.toml", "README.md")
+SOURCES = ("requirements.txt", "requirements-grader.txt", "pyproject.toml", "README.md", "LICENSE")
 PACKAGES = ("autograder", "coursekit")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import textwrap
+import zipfile
+from email.parser import HeaderParser
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,22 @@ def test_the_wheel_carries_every_module_of_the_packages(tmp_path):
     missing = sorted(expected - wheel_modules(wheel))
     assert not missing, f"the wheel lacks {missing}: see [tool.setuptools.packages.find]"
     assert not any(name.startswith("tests/") for name in wheel_modules(wheel))
+
+
+def test_the_wheel_names_its_licence_and_carries_its_text(tmp_path):
+    """The wheel holds code only, under MIT: its metadata says so (an SPDX expression, PEP 639)
+    and carries LICENSE word for word; the prose licence goes with the prose, not here."""
+    wheel = build_wheel(ROOT, tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = next(name.rsplit("/", 1)[0] for name in names
+                    if name.endswith(".dist-info/METADATA"))
+        metadata = HeaderParser().parsestr(archive.read(f"{info}/METADATA").decode())
+        assert metadata["License-Expression"] == "MIT"
+        assert metadata.get_all("License-File") == ["LICENSE"]
+        assert archive.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+    assert (ROOT / "LICENSE").read_text().startswith("MIT License\n")
+    assert not [name for name in names if name.endswith((".ipynb", ".md"))], "prose in the wheel"
 
 
 def test_the_course_imports_from_the_install_not_the_checkout(installed, outside):

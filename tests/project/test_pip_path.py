@@ -4,10 +4,13 @@ holds both editions and what installs them, and the documented commands are what
 
 from __future__ import annotations
 
+import subprocess
 import zipfile
 from pathlib import Path
 
-from autograder.authoring.bundle import TOP, build_bundle
+import pytest
+
+from autograder.authoring.bundle import INCLUDED, TOP, build_bundle
 from tests.project import pip_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,10 +36,40 @@ def test_the_zip_holds_both_editions_and_what_installs_them(tmp_path):
     for needed in ("course/03_unbroadcasting.ipynb", "course/zh-CN/03_unbroadcasting.ipynb",
                    "solutions/zh-CN/03_unbroadcasting.ipynb", "course/zh-CN/glossary.md",
                    "autograder/locale/zh-CN/core.po", "pyproject.toml",
-                   "requirements-learner.txt", "README.zh-CN.md"):
+                   "requirements-learner.txt", "README.zh-CN.md", "LICENSE", "LICENSE-CONTENT"):
         assert f"{TOP}/{needed}" in names, needed
     assert not [n for n in names if ".ipynb_checkpoints" in n or "/.venv" in n
                 or "__pycache__" in n]
+
+
+def test_the_zip_carries_both_licences_word_for_word(tmp_path):
+    out = tmp_path / "course.zip"
+    build_bundle(ROOT, out)
+    with zipfile.ZipFile(out) as archive:
+        for licence in ("LICENSE", "LICENSE-CONTENT"):
+            assert archive.read(f"{TOP}/{licence}") == (ROOT / licence).read_bytes(), licence
+
+
+def test_a_listed_file_that_git_does_not_track_stops_the_zip(tmp_path):
+    """A root whose git tracks every entry of INCLUDED but the content licence: the bundle
+    names the missing entry instead of writing a zip without it."""
+    tracked = [entry for entry in INCLUDED if entry != "LICENSE-CONTENT"]
+    for entry in tracked:
+        path = tmp_path / entry / "placeholder.txt" if (ROOT / entry).is_dir() else tmp_path / entry
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("placeholder\n")
+    for needed in ("course/00_start_here.ipynb", "course/zh-CN/00_start_here.ipynb"):
+        (tmp_path / needed).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / needed).write_text("{}\n")
+    (tmp_path / "LICENSE-CONTENT").write_text("present, but never added to git\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "--", *tracked, "course"], cwd=tmp_path, check=True)
+    with pytest.raises(FileNotFoundError, match=r"LICENSE-CONTENT listed in INCLUDED but not "
+                                                r"tracked by git"):
+        build_bundle(tmp_path, tmp_path / "out" / "course.zip")
+    assert not (tmp_path / "out" / "course.zip").exists()
+    subprocess.run(["git", "add", "--", "LICENSE-CONTENT"], cwd=tmp_path, check=True)
+    assert "LICENSE-CONTENT" in build_bundle(tmp_path, tmp_path / "out" / "course.zip")
 
 
 def test_ci_runs_the_documented_block_word_for_word():
