@@ -5,7 +5,7 @@
 
 Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhere). A wrong
 answer or an exception inside the learner's function is reported, never raised. While it
-runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (autograder/waiting.py).
+runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (notebook/waiting.py).
 `check.progress()` shows every chapter's exercises as passed, failed or not answered;
 `check.hint("unbroadcast")` offers a hint before any check fails;
 `check.predict(name, guess)` commits a guess before a trap and `check.reveal(name, observed)`
@@ -13,7 +13,7 @@ shows it beside what the run shows (notebook/predictions.py);
 `check.language("zh-CN")` makes every report, hint and message Chinese (the Chinese edition
 does it in its first cell);
 `check.reset("unbroadcast")` gives the exercise's original cell back, to start it over
-(in a new cell below, and shown to copy: autograder/reset.py says why not in place).
+(in a new cell below, and shown to copy: authoring/reset.py says why not in place).
 """
 
 from __future__ import annotations

@@ -315,7 +315,7 @@ def leftover_attacks() -> dict[str, tuple[str, list[str]]]:
 def always_run(notebook: nbformat.NotebookNode, extra: list[str]) -> nbformat.NotebookNode:
     """Tag the attack cells as exercise cells, which the grader's child always runs whole.
 
-    The child runs only the statements an exercise needs (autograder/slicing.py), so an
+    The child runs only the statements an exercise needs (autograder/grading/slicing.py), so an
     attack in a cell of its own would simply be skipped. An attacker controls the tags too,
     so this is the case to defend: the attack runs, and every protection is exercised."""
     for cell in notebook.cells:

@@ -5,7 +5,7 @@ SOLUTION` block replaced by a stub that raises NotImplementedError naming the ex
 Both copies are executed here, so their stored outputs are what nbval compares against:
 the learner copy's check cells show "not answered yet", the solutions' show "passed".
 Each stubbed cell also keeps its stub in its metadata (`course.stub`), so `reset` can give a
-learner the original cell back from the notebook alone, without solutions/ (autograder/reset.py).
+learner the original cell back from the notebook alone, without solutions/ (authoring/reset.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """How the learner's function is called on a case: the code the check and the grader's child share.
 
 This package runs in two places: in the learner's kernel (imported as `autograder.harness`)
-and in the grader's sandboxed child, where grading.py copies it read-only beside child.py
-and child.py imports it as `harness`. So it imports only the standard library, numpy and
-the framework an exercise allows, and itself only relatively: never the rest of the grader,
-which the child must not see (it holds the references and the seed).
+and in the grader's sandboxed child, where sandbox/submission_folders.py copies it read-only
+beside child.py and child.py imports it as `harness`. So it imports only the standard library,
+numpy and the framework an exercise allows, and itself only relatively: never the rest of the
+grader, which the child must not see (it holds the references and the seed).
 
 An exercise names its invoke as "<module>:<function>"
 ("ch05_custom_derivatives_jax:invoke_log1pexp"), a function `invoke(fn, *case_values)` of the

@@ -47,7 +47,7 @@ class ReferenceDisagreement(RuntimeError):
 def tensorflow() -> Any:
     """TensorFlow, imported quietly (its C++ start-up logging would pollute notebook output
     and the grader's stderr): the level governs absl's logging once it is set up, and the
-    lines printed before that are dropped while the libraries load (autograder/quiet.py)."""
+    lines printed before that are dropped while the libraries load (judging/quiet.py)."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with startup_lines_dropped():
         import tensorflow as tf

@@ -72,7 +72,7 @@ def test_right_matmul_vjp_passes(fn):
 # ---------------------------------------------------------------- wrong answers learners write
 
 
-# The declared mistakes (autograder/exercises/ch03) are tested by tests/judging/test_mistakes.py;
+# The declared mistakes (exercises/ch03_unbroadcasting.py) are tested by test_mistakes.py;
 # these wrong answers get a hint by their kind (dtype, exception, type) instead.
 
 
