@@ -111,7 +111,7 @@ def percentile(values: Sequence[float], percent: float) -> float:
 
 
 def repeat_verdict(result: dict[str, Any]) -> tuple[str, bool]:
-    """Issue 16's goal: p90 of re-run checks, right and wrong answers pooled, <= 0.5 s."""
+    """The target: p90 of re-run checks, right and wrong answers pooled, <= 0.5 s."""
     repeats = [seconds for check in result["checks"] for seconds in check["repeats"]]
     p90 = percentile(repeats, REPEAT_PERCENTILE)
     passed = p90 <= REPEAT_TARGET_SECONDS

@@ -2,7 +2,7 @@
 
 Each one's `unbroadcast` is right only by a way the check refuses (coursekit's
 `broadcast_plan`, the harness's own reference) or when the attack worked, and its
-`matmul_vjp` is right. Found by the fourth red team (issue 40, item 2): each scored full marks.
+`matmul_vjp` is right. Found by a red team: each once scored full marks.
 The grader's reading of the source (tampering.py) refuses them before any child runs, so in
 the hostile corpus they score (0, 0); with that reading switched off (tests/grading/
 test_tampering.py), the child's own binding must still hold: (0, 1).

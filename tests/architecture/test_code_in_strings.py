@@ -1,4 +1,4 @@
-"""No Python source sits in string literals under autograder/ or benchmarks/ (issue 22).
+"""No Python source sits in string literals under autograder/ or benchmarks/.
 
 Code run with `exec` from a string is invisible to ruff, coverage and readers; code the
 grader's child needs lives in the harness package instead, and the bench's latency child is

@@ -286,7 +286,8 @@ def test_wrong_backward_fails_with_its_hint(fn, words):
 )
 def test_a_wrong_rule_costs_vjp_rule_only_and_is_named(op, rule, words):
     """A tape with one wrong rule: vjp_rule fails with its hint; backward and grad, which
-    call it, are checked with the correct rule in its place, pass, and say so (issue 17)."""
+    call it, are checked with the correct rule in its place, pass, and say so: one wrong
+    rule costs one exercise."""
     learner = tape_with_rule(op, rule, f"learner_tape_{op}")
     own = learner.vjp_rule
     failed_with(check_function(VJP_RULE, own), words)
@@ -364,7 +365,7 @@ def grad_scalar_by_size(f, argnums=0):
 
 def grad_without_scalar_check(f, argnums=0):
     """Right gradients of scalar functions, but no TypeError for a non-scalar output: the
-    backward pass is seeded with ones of the output's shape instead (issue 40)."""
+    backward pass is seeded with ones of the output's shape instead; it must fail."""
     def gradient(*args):
         inputs = [Tensor(a) for a in args]
         out = f(*inputs)
@@ -408,7 +409,7 @@ def test_grad_must_mirror_jax_argnums():
 
 def test_a_tuple_for_an_int_argnums_gets_a_hint_about_argnums():
     """The error names the call; the hint under it speaks of argnums, not of the backward
-    pass's node cotangents (issue 40)."""
+    pass's node cotangents."""
     report = check.grad(grad_always_tuple)
     failed_with(report, "argnums")
     assert "cotangent" not in report.failure.hint, report.failure.hint
@@ -416,7 +417,7 @@ def test_a_tuple_for_an_int_argnums_gets_a_hint_about_argnums():
 
 def test_grad_must_raise_type_error_for_a_non_scalar_output():
     """jax.grad refuses an f whose output is not a scalar, and the exercise asks for that
-    TypeError: a grad that differentiates such an f anyway fails (issue 40)."""
+    TypeError: a grad that differentiates such an f anyway fails."""
     report = check.grad(grad_without_scalar_check)
     assert not report.passed, str(report)
     assert "TypeError" in report.failure.message, str(report)
@@ -497,7 +498,7 @@ def test_right_directional_derivatives_pass(fn):
 
 def test_a_step_relative_to_x_alone_fails_at_zero():
     """h = eps**(1/3) * max|x| with no floor is 0 at x = 0, and 0 / 0 is NaN: an edge case
-    draws x = 0, and the hint names the missing floor (issue 40)."""
+    draws x = 0, and the hint names the missing floor."""
     def relative_step(f, x, v):
         h = np.cbrt(np.finfo(x.dtype).eps) * np.abs(x).max()
         return (f(x + h * v) - f(x - h * v)) / (2 * h)
@@ -581,7 +582,7 @@ def find_wrong_rule_last(vjp_rule, forward, dtype):
 
 def test_a_check_that_returns_the_last_wrong_rule_fails():
     """Tables with two and three wrong rules, where the first in `forward`'s order is the
-    answer (issue 40)."""
+    answer: a check that reports only the last wrong rule it met fails them."""
     assert any("+" in case.arg("table") for case in FIND_WRONG_RULE.edge_cases())
     failed_with(check.find_wrong_rule(find_wrong_rule_last), "LAST op it flags")
 

@@ -272,7 +272,7 @@ def tanh_only_input_gradient(x, w):
 def tanh_weights_as_input(x, w):
     """Right values, but w is an input of the custom-gradient function: TensorFlow never
     hands grad_fn `variables`, and w's gradient flows through the read of the variable
-    instead (issue 40)."""
+    instead: right values by the wrong way must not pass."""
     @tf.custom_gradient
     def forward(x, w):
         y = tf.tanh(x @ w)
@@ -353,7 +353,8 @@ def copied_clip_backward_by_norm(x, max_norm):
 
 
 def clip_norm_imported(x, max_norm):
-    """tf.clip_by_norm under the learner's own name, bound before the check (issue 40)."""
+    """tf.clip_by_norm under the learner's own name, bound before the check: a renamed
+    framework call is still the framework's, and the method check sees through it."""
     @tf.custom_gradient
     def identity(x):
         return tf.identity(x), lambda g: clip_by_norm(g, max_norm)

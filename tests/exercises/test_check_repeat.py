@@ -1,5 +1,5 @@
 """Re-running a check cell: the last counterexample is tried first, and a wrong function that
-has not changed is not shrunk again (issue 16: a repeated check must answer in under 0.5 s)."""
+has not changed is not shrunk again (a repeated check must answer in under 0.5 s)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The grading command an instructor types, with no flags, is the fast one (issue 31 item 5).
+"""The grading command an instructor types, with no flags, is the fast one.
 
 What must hold: a batch of a TensorFlow or JAX chapter larger than --jobs forks its children
 from a server where the machine allows it, and falls back to fresh children (bubblewrap

@@ -560,7 +560,7 @@ def test_the_seccomp_binding_loads_without_starting_a_process():
     assert confine.seccomp_available()
 
 
-# Output folder names (issue 31 item 4): the student's name survives in every script.
+# Output folder names: the student's name survives in every script.
 
 UNSAFE = set('/\\<>:"|?*') | {chr(c) for c in range(32)} | {"\x7f"}
 

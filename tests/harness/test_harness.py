@@ -1,5 +1,5 @@
 """The harness: how every exercise calls the learner's function, in the notebook and in the
-grader's child alike (issue 22). It must run where the grader is not importable."""
+grader's child alike. It must run where the grader is not importable."""
 
 from __future__ import annotations
 

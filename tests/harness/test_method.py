@@ -1,4 +1,4 @@
-"""The method is checked where the exercise text names one (issue 17): an answer whose values
+"""The method is checked where the exercise text names one: an answer whose values
 are right but that ignores the method fails with a message saying what to use instead; the
 solutions, which follow it, pass; a wrong value still gets the hint that names its mistake."""
 
@@ -330,7 +330,7 @@ def test_a_graph_traced_on_an_earlier_case_is_not_a_method_failure():
 
 
 # ---------------------------------------------------------------- the same verdict every time
-# Issue 31: a vmap answer failed its first check and passed every later one, because a function
+# Once, a vmap answer failed its first check and passed every later one, because a function
 # once seen following the method was let off when a compiled part replayed without Python.
 # Now compiled code runs its Python while watched, and no check remembers an earlier one.
 

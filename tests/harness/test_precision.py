@@ -1,4 +1,4 @@
-"""Checks give the same verdicts on any release and any device (issue 21).
+"""Checks give the same verdicts on any release and any device.
 
 There is no GPU here, so what a GPU would change is observed from inside: the settings in
 force while references and learners' functions run (JAX's matmul precision, TensorFlow's

@@ -50,7 +50,7 @@ def test_cases_do_not_depend_on_other_local_modules(tmp_path):
 
 
 # Chapters whose learner code runs in TensorFlow or JAX, which trace or compile it once per
-# input signature: their cases come from short shape menus (issue 16), so grading compiles a
+# input signature: their cases come from short shape menus, so grading compiles a
 # bounded number of times however many cases it draws. numpy chapters draw freely.
 FRAMEWORK_CHAPTERS = ("01", "04", "05", "06", "07")
 MAX_SIGNATURES = 20

@@ -1,5 +1,5 @@
 """Wrong answers fail by a clear margin, not barely: the worst error over its tolerance is
-at least CLEAR_MARGIN on the cases a notebook check runs (issue 17: a backward pass with too
+at least CLEAR_MARGIN on the cases a notebook check runs (a backward pass with too
 few fixed-point iterations was off by 2.3e-4 against 1e-4 allowed).
 
 Each wrong answer here is one the issue lists, written as a learner would; the cases that

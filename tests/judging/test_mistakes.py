@@ -85,7 +85,7 @@ def test_the_solution_passes(exercise: Exercise) -> None:
 
 
 # ---------------------------------------------------------------- hints that named the wrong
-# mistake (issue 17): on the shrunk case alone, each of these wrong answers gave the output of
+# mistake: on the shrunk case alone, each of these wrong answers gave the output of
 # another declared mistake. Each is written here as a learner would write it.
 
 

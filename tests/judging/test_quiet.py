@@ -1,5 +1,5 @@
 """TensorFlow's start-up lines (printed through absl before TF_CPP_MIN_LOG_LEVEL applies) stay
-off the grader's stderr; every other line written meanwhile still arrives (issue 18)."""
+off the grader's stderr; every other line written meanwhile still arrives."""
 
 from __future__ import annotations
 

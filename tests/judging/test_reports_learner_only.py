@@ -1,4 +1,4 @@
-"""Reports show what the learner can act on (issue 17): the traceback has the learner's frames
+"""Reports show what the learner can act on: the traceback has the learner's frames
 only, an error that does not depend on the input shows no case, and a check that meets an
 unanswered stub names the function that raised, even when it is not the one checked."""
 

@@ -341,7 +341,7 @@ def _open_views(page, base: str, token: str) -> None:
 
 
 def _stepper_at_steps_0_and_1(page, shots: Path) -> None:
-    """The caption follows the slider, one step at a time (issue 18: it was one ahead)."""
+    """The caption follows the slider, one step at a time (it was once one step ahead)."""
     stepper = page.locator(".widget-vbox", has=page.locator(".widget-slider")).first
     stepper.locator(".jp-OutputArea-output", has_text=STEP_0).wait_for(timeout=120_000)
     assert stepper.locator("img").count() == 1  # the graph is drawn

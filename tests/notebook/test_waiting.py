@@ -1,5 +1,5 @@
 """While a check runs in a notebook, the cell says "checking unbroadcast: 31 cases…", and the
-line is gone when the report comes (issue 18)."""
+line is gone when the report comes."""
 
 from __future__ import annotations
 

@@ -275,7 +275,7 @@ def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
 
 def test_the_targets_are_judged_on_the_readme_command_alone():
     """The other way's figures are shown for comparison; they cannot pass a chapter whose
-    command misses a target (before issue 31, either way could)."""
+    command misses a target (once, either way could)."""
     assert not bench.grading_passed([times()])  # the command: x1.60; the other way: x2.20
     assert bench.grading_passed([times(parallel=5.0)])  # the command: x2.67
     assert not bench.grading_passed([times(parallel=5.0, one=12.0)])  # grade one 0.40

@@ -188,7 +188,8 @@ def test_no_process_outlives_the_batch(graded):
 
 def test_no_ipc_object_outlives_the_batch(graded):
     """The IPC attack made System V shared memory, a queue and a semaphore set, and POSIX
-    shared memory, or tried to: none of it may be left on the machine (issue 40, item 3)."""
+    shared memory, or tried to: none of it may be left on the machine (such objects live in
+    an IPC namespace, not in a process, and once outlived the batch until someone ran ipcrm)."""
     before, after = graded["ipc"]
     assert {kind: after[kind] - before.get(kind, set()) for kind in after} == {
         kind: set() for kind in after}

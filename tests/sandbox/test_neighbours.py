@@ -1,6 +1,6 @@
 """A submission may slow itself, never its neighbours, and its slowness is its own row's.
 
-Issue 40, item 4: in the fallback sandbox a submission that kept 150 processes busy for 35 s
+Why: in the fallback sandbox, before CPU pinning, a submission that kept 150 processes busy for 35 s
 kept full marks while two honest submissions graded beside it (`--jobs 2`) went from 0.3 s to
 20-22 s; with 500 processes its own row became a grading error. Now each job slot's child
 runs on its own CPUs (sandbox.cpu_groups), a child without a uid of its own may start no
