@@ -3,25 +3,40 @@
 The messages are found two ways, so none is left to memory:
 - in the source: the first argument of every `say("...")` (autograder/) and `english("...")`
   (the harness, which runs where this package cannot be imported), read with `ast`;
-- at run time: every exercise's hints (its mistakes and `hints_by_kind`), every prediction's
-  question, choices and explanation, and the module-level texts passed to `say` by name.
+- at run time: every exercise's hints (its mistakes and `hints_by_kind`), the labels of its
+  hand-picked cases and its `references_text`, every prediction's question, choices and
+  explanation, and the module-level texts passed to `say` by name.
 
-`python -m autograder messages` writes them into `autograder/locale/zh-CN/<file>.po`, keeping
-every translation already there (Babel's catalogue update); a new message arrives untranslated
-and `tests/locale/test_catalogue.py` names it until it is translated.
+A message belongs to its chapter's file (`ch03.po`) when chapters alone say it: what the
+chapter's exercise module says, and its exercises' hints, labels and references text (a text
+two chapters say is in both files, translated alike). Everything said elsewhere (the engine,
+the grader, the harness) is in `core.po`, and a text core says is core's alone. So the Chinese
+of a new exercise is written in one file, its chapter's.
+
+`python -m autograder messages` (and `sync`) writes them into
+`autograder/locale/zh-CN/<file>.po`, keeping every translation already there, in whichever
+file it was (Babel's catalogue), and `translation_problems` names each message that still
+lacks its Chinese (tests/locale/test_catalogue.py fails on them).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from autograder.locale import CHINESE, FIELD, FOLDER
+from autograder.locale import CHINESE, CJK_TEXT, FIELD, FOLDER, template_pattern
+
+if TYPE_CHECKING:
+    from autograder.judging.exercise import Exercise
 
 PACKAGE = FOLDER.parent
 MARKERS = {"say", "english"}
 CORE = "core"
+CHAPTER_MODULE = re.compile(r"ch(\d\d)_\w+\.py")
+SYMBOLIC = re.compile(r"[-+]?(inf|nan|NaN|None|[0-9.]+)")  # a value, the same in Chinese
 
 
 def _literal(node: ast.AST) -> str | None:
@@ -29,6 +44,13 @@ def _literal(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
+
+
+def file_of_source(path: Path) -> str:
+    """The .po file for what a source file says: its chapter's for a chapter's exercise module
+    (autograder/exercises/ch03_unbroadcasting.py -> "ch03"), else core."""
+    match = CHAPTER_MODULE.fullmatch(path.name)
+    return f"ch{match.group(1)}" if match and path.parent.name == "exercises" else CORE
 
 
 def source_messages(package: Path = PACKAGE) -> Iterator[tuple[str, str]]:
@@ -40,16 +62,11 @@ def source_messages(package: Path = PACKAGE) -> Iterator[tuple[str, str]]:
             if not isinstance(node, ast.Call):
                 continue
             name = getattr(node.func, "id", getattr(node.func, "attr", None))
-            if path.parent.name == "exercises":  # a hand-picked case's label
-                for keyword in node.keywords:
-                    label = _literal(keyword.value) if keyword.arg == "label" else None
-                    if label:
-                        yield CORE, label
             if name in MARKERS and node.args:
                 first = node.args[0]
                 text = _literal(first) or constants.get(getattr(first, "id", ""))
                 if text:
-                    yield CORE, text
+                    yield file_of_source(path), text
 
 
 def _module_strings(tree: ast.Module) -> dict[str, str]:
@@ -60,8 +77,10 @@ def _module_strings(tree: ast.Module) -> dict[str, str]:
             for target in node.targets if isinstance(target, ast.Name)}
 
 
-def runtime_messages() -> Iterator[tuple[str, str]]:
-    """(file, text) for each hint, prediction text and named constant said at run time."""
+def runtime_messages(templates: Iterable[tuple[str, str]] = ()) -> Iterator[tuple[str, str]]:
+    """(file, text) for each hint, label, prediction text and named constant said at run time.
+    A label that fills in a template its chapter's module says (`english("... ({dtype})",
+    dtype=...)`; `templates` are (file, template)) is that template's, not a message."""
     from autograder.exercises import EXERCISES, PREDICTIONS
     from autograder.grading.verdicts import NOT_ANSWERED_TEXT
     from autograder.judging import exercise as declarations
@@ -71,18 +90,29 @@ def runtime_messages() -> Iterator[tuple[str, str]]:
         declarations.SEVERAL_MISTAKES, *declarations.GENERIC_HINTS.values(),
         NOT_ANSWERED_TEXT, *report.PROSE_SECTIONS, report.PASSED, report.FAILED,
         report.NOT_ANSWERED, "chapter", "exercise", "status", "PASSED", "FAILED"))
+    filled: dict[str, list[re.Pattern[str]]] = {}
+    for file, text in templates:
+        if FIELD.search(text):
+            filled.setdefault(file, []).append(template_pattern(text))
     for exercise in EXERCISES.values():
         chapter = f"ch{exercise.chapter}"
-        for mistake in exercise.mistakes:
-            yield chapter, mistake.hint
-        for hint in exercise.hints_by_kind.values():
-            yield chapter, hint
-        yield CORE, exercise.references_text
+        yield from ((chapter, text) for text in exercise_texts(exercise))
+        yield from ((chapter, case.label) for case in exercise.edge_cases()
+                    if case.label and not any(pattern.fullmatch(case.label)
+                                              for pattern in filled.get(chapter, ())))
     for prediction in PREDICTIONS.values():
         chapter = f"ch{prediction_chapter(prediction.name)}"
         yield chapter, prediction.question
         yield chapter, prediction.why
         yield from ((chapter, text) for text in prediction.choices.values())
+
+
+def exercise_texts(exercise: Exercise) -> Iterator[str]:
+    """What one exercise says besides its hand-picked cases' labels: its mistakes' hints, its
+    fallback hints and the references it names."""
+    yield from (mistake.hint for mistake in exercise.mistakes)
+    yield from exercise.hints_by_kind.values()
+    yield exercise.references_text
 
 
 def prediction_chapter(name: str) -> str:
@@ -100,35 +130,79 @@ def prediction_chapter(name: str) -> str:
     raise KeyError(name)
 
 
+def assign(found: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Each file's texts, in the order found: a text core says is core's alone; a text only
+    chapters say is in each of their files ("a scalar input" in ch05.po and ch07.po), so a
+    chapter's file is complete on its own."""
+    found = [(file, text) for file, text in found if text and text.strip()]
+    core = {text for file, text in found if file == CORE}
+    files: dict[str, dict[str, None]] = {}
+    for file, text in found:
+        if file == CORE or text not in core:
+            files.setdefault(file, {})[text] = None
+    return {file: list(texts) for file, texts in files.items()}
+
+
 def messages() -> dict[str, list[str]]:
-    """Every message by the .po file it belongs in, each once (the first file that has it)."""
-    seen: set[str] = set()
-    files: dict[str, list[str]] = {}
-    for file, text in [*source_messages(), *runtime_messages()]:
-        if text and text.strip() and text not in seen:
-            seen.add(text)
-            files.setdefault(file, []).append(text)
-    return files
+    """Every message by the .po file it belongs in, each once."""
+    source = list(source_messages())
+    return assign([*source, *runtime_messages(source)])
 
 
 def po_path(file: str, language: str = CHINESE) -> Path:
     return FOLDER / language / f"{file}.po"
 
 
-def update(language: str = CHINESE, only: tuple[str, ...] = ()) -> dict[str, int]:
-    """Write every message into the language's .po files, keeping existing translations (found
-    in any of its files); returns how many each file has left untranslated."""
-    from babel.messages.catalog import Catalog
-    from babel.messages.pofile import read_po, write_po
+def read_catalogues(language: str = CHINESE) -> dict[str, dict[str, str]]:
+    """file -> {English: translation} for each .po file of the language ("" untranslated)."""
+    from babel.messages.pofile import read_po
 
-    known: dict[str, str] = {}
+    files = {}
     for path in sorted((FOLDER / language).glob("*.po")):
         with path.open("rb") as handle:
-            known.update({str(m.id): str(m.string) for m in read_po(handle) if m.id and m.string})
+            files[path.stem] = {str(m.id): str(m.string) for m in read_po(handle) if m.id}
+    return files
+
+
+def fields(text: str) -> list[str]:
+    return sorted(match.group(0) for match in FIELD.finditer(text))
+
+
+def translation_problems(wanted: Iterable[tuple[str, str]],
+                         have: dict[str, dict[str, str]]) -> list[str]:
+    """Each wanted (file, message) without its Chinese in that file (none, still English, or
+    with other fields than the English), named with its file."""
+    problems = []
+    for file, text in wanted:
+        translation = have.get(file, {}).get(text, "")
+        if translation and translation == text and SYMBOLIC.fullmatch(text):
+            continue  # "inf", "NaN", "0.0": the same in Chinese
+        words_left = re.search(r"[A-Za-z]{3,}", FIELD.sub("", translation))
+        if not translation or (not CJK_TEXT.search(translation) and words_left):
+            problems.append(f"{po_path(file).name}: no Chinese for {text[:80]!r}")
+        elif fields(translation) != fields(text):
+            problems.append(f"{po_path(file).name}: fields {fields(translation)} in the "
+                            f"Chinese of {text[:60]!r}, {fields(text)} in the English")
+    return problems
+
+
+def update(language: str = CHINESE, only: tuple[str, ...] = (),
+           wanted: dict[str, list[str]] | None = None) -> dict[str, int]:
+    """Write every message into the language's .po files, keeping existing translations (found
+    in any of its files); a file whose messages all moved elsewhere is left empty. Returns how
+    many each file written has left untranslated."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    known = {text: translation for entries in read_catalogues(language).values()
+             for text, translation in entries.items() if translation}
+    wanted = messages() if wanted is None else wanted
+    existing = [path.stem for path in sorted((FOLDER / language).glob("*.po"))]
     left: dict[str, int] = {}
-    for file, texts in messages().items():
+    for file in dict.fromkeys([*wanted, *existing]):
         if only and file not in only:
             continue
+        texts = wanted.get(file, [])
         catalog = Catalog(locale=language.replace("-", "_"), project="autodiff-course",
                           charset="utf-8")
         for text in texts:

@@ -104,20 +104,23 @@ MIN_LITERAL = 16
 def _patterns(language: str, least: int) -> list[tuple[re.Pattern[str], str]]:
     """A regular expression for each template with fields and at least `least` characters of
     its own words: its fields match any text."""
-    found = []
-    for english, translation in table(language).items():
-        if not FIELD.search(english) or len(FIELD.sub("", english)) < least:
-            continue
-        parts, position, names = [], 0, set()
-        for field in FIELD.finditer(english):
-            parts.append(re.escape(english[position:field.start()]))
-            name = field.group(1)
-            parts.append(f"(?P={name})" if name in names else f"(?P<{name}>.+?)")
-            names.add(name)
-            position = field.end()
-        parts.append(re.escape(english[position:]))
-        found.append((re.compile("".join(parts), re.DOTALL), _plain_fields(translation)))
-    return found
+    return [(template_pattern(english), _plain_fields(translation))
+            for english, translation in table(language).items()
+            if FIELD.search(english) and len(FIELD.sub("", english)) >= least]
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regular expression matching the text `template` gives once its fields are filled in
+    (each field any text, a repeated field the same text)."""
+    parts, position, names = [], 0, set()
+    for field in FIELD.finditer(template):
+        parts.append(re.escape(template[position:field.start()]))
+        name = field.group(1)
+        parts.append(f"(?P={name})" if name in names else f"(?P<{name}>.+?)")
+        names.add(name)
+        position = field.end()
+    parts.append(re.escape(template[position:]))
+    return re.compile("".join(parts), re.DOTALL)
 
 
 def _plain_fields(translation: str) -> str:

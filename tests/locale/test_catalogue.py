@@ -7,47 +7,18 @@ from __future__ import annotations
 import re
 
 import pytest
-from babel.messages.pofile import read_po
 
 from autograder import locale
-from autograder.catalogue import messages, po_path
-from autograder.locale import CHINESE, CJK_TEXT, FIELD, localize, say, speaking
+from autograder.catalogue import assign, file_of_source, messages, read_catalogues
+from autograder.catalogue import translation_problems as missing_translations
+from autograder.exercises import EXERCISES
+from autograder.locale import CHINESE, CJK_TEXT, FIELD, localize, say, speaking, template_pattern
 
-SYMBOLIC = re.compile(r"[-+]?(inf|nan|NaN|None|[0-9.]+)")  # a value, not words
 ALL = [(file, text) for file, texts in messages().items() for text in texts]
 
 
-def fields(text: str) -> list[str]:
-    return sorted(match.group(0) for match in FIELD.finditer(text))
-
-
-def on_disk() -> dict[str, dict[str, str]]:
-    files = {}
-    for path in sorted((locale.FOLDER / CHINESE).glob("*.po")):
-        with path.open("rb") as handle:
-            files[path.stem] = {str(m.id): str(m.string) for m in read_po(handle) if m.id}
-    return files
-
-
-def missing_translations(wanted: list[tuple[str, str]], have: dict[str, dict[str, str]]
-                         ) -> list[str]:
-    """Each wanted message without a Chinese translation (or with other fields), named."""
-    problems = []
-    for file, text in wanted:
-        translation = have.get(file, {}).get(text, "")
-        if translation and translation == text and SYMBOLIC.fullmatch(text):
-            continue  # "inf", "NaN", "0.0": the same in Chinese
-        words_left = re.search(r"[A-Za-z]{3,}", FIELD.sub("", translation))
-        if not translation or (not CJK_TEXT.search(translation) and words_left):
-            problems.append(f"{po_path(file).name}: no Chinese for {text[:80]!r}")
-        elif fields(translation) != fields(text):
-            problems.append(f"{po_path(file).name}: fields {fields(translation)} in the "
-                            f"Chinese of {text[:60]!r}, {fields(text)} in the English")
-    return problems
-
-
 def test_every_message_has_its_chinese_with_the_same_fields():
-    problems = missing_translations(ALL, on_disk())
+    problems = missing_translations(ALL, read_catalogues())
     assert not problems, (f"{len(problems)} messages lack their Chinese (run `python -m "
                           "autograder messages`, then translate):\n" + "\n".join(problems))
 
@@ -63,10 +34,42 @@ def test_the_check_names_a_message_without_chinese_and_a_field_lost():
 
 def test_the_po_files_hold_exactly_todays_messages():
     wanted = {file: set(texts) for file, texts in messages().items()}
-    have = {file: set(entries) for file, entries in on_disk().items()}
+    have = {file: set(entries) for file, entries in read_catalogues().items()}
     stale = {file: sorted(have[file] - wanted.get(file, set()))[:3] for file in have
              if have[file] - wanted.get(file, set())}
     assert not stale, f"messages no longer said (run `python -m autograder messages`): {stale}"
+
+
+def test_an_exercises_labels_and_references_are_in_its_chapters_file():
+    """The Chinese of a new exercise is written in one file: its chapter's .po."""
+    files = {file: set(texts) for file, texts in messages().items()}
+    for exercise in EXERCISES.values():
+        chapter = files[f"ch{exercise.chapter}"]
+        templates = [template_pattern(text) for text in chapter if FIELD.search(text)]
+        labels = [case.label for case in exercise.edge_cases() if case.label]
+        for text in [exercise.references_text, *labels]:
+            filled = any(pattern.fullmatch(text) for pattern in templates)
+            assert text in chapter or filled, (exercise.name, text)
+    assert "the Q&A case, (2,2,2) @ (2,2)" in files["ch03"]
+    assert "a weight shared by a batch" in files["ch03"]  # a label held in a variable
+    assert not files["ch03"] & files["core"]
+
+
+def test_a_text_two_chapters_say_is_translated_alike_in_both():
+    seen: dict[str, tuple[str, str]] = {}
+    for file, entries in read_catalogues().items():
+        for text, translation in entries.items():
+            first = seen.setdefault(text, (file, translation))
+            assert first[1] == translation, (text, first[0], file)
+
+
+def test_a_chapter_modules_own_words_go_to_its_file_and_shared_words_to_core():
+    exercises = locale.FOLDER.parent / "exercises"
+    assert file_of_source(exercises / "ch03_unbroadcasting.py") == "ch03"
+    assert file_of_source(exercises / "common.py") == "core"
+    assert file_of_source(locale.FOLDER.parent / "harness" / "ch02_reverse_mode_tape.py") == "core"
+    placed = assign([("ch03", "a"), ("core", "a"), ("ch02", "b"), ("ch03", "b"), ("ch03", " ")])
+    assert placed == {"core": ["a"], "ch02": ["b"], "ch03": ["b"]}
 
 
 def test_say_fills_the_same_values_in_both_languages():
