@@ -54,7 +54,7 @@ from autograder.harness.ch02_reverse_mode_tape import (
 )
 from autograder.judging.cases import Case, Profile, dtypes
 from autograder.judging.compare import excess, tolerance
-from autograder.judging.exercise import Evidence, Exercise, Mistake
+from autograder.judging.exercise import Evidence, Exercise, KnownOutputs, Mistake
 from autograder.judging.prediction import Prediction
 from autograder.locale import say
 
@@ -510,8 +510,8 @@ class TapeExercise(Exercise):
     """A tape exercise: its hint also says at which value the cotangents first differ."""
 
     def diagnose(self, case: Case, got: Any, mismatch: Any,
-                 others: Sequence[Evidence] = ()) -> str:
-        hint = super().diagnose(case, got, mismatch, others)
+                 others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> str:
+        hint = super().diagnose(case, got, mismatch, others, known)
         try:
             where = first_difference(case, got)
         except Exception:  # a learner's output too broken to locate: the hint alone

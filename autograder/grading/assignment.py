@@ -5,8 +5,7 @@ cache (refcache.py), with what the known mistakes give on those cases."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +13,10 @@ import numpy as np
 
 from autograder.exercises import for_chapter
 from autograder.grading import cache_folders, refcache
-from autograder.grading.parts import SpareSlots
 from autograder.judging import references
 from autograder.judging.cases import Case, draw_cases, grading_profile
-from autograder.judging.exercise import Exercise, Mistake, Outputs, Raised
-from autograder.sandbox import children, sandbox, submission_folders
+from autograder.judging.exercise import Exercise, KnownOutputs, Mistake, Outputs, Raised
+from autograder.sandbox import submission_folders
 from autograder.sandbox.confined import wire
 
 
@@ -33,6 +31,10 @@ class Assignment:
     # Seconds each exercise's cases took when `prepare --warm-with` graded a solution (the
     # entry's .costs.json), to split a submission into parts of equal work; may be empty.
     costs: dict[str, float] = field(default_factory=dict)
+    # What each framework exercise's known mistakes give on its hidden cases, stored by
+    # `prepare` (save_known_mistakes), by exercise name: passed beside the exercise to the
+    # judging, so a wrong answer's hint never imports a framework here; none: run them.
+    known: dict[str, KnownOutputs] = field(default_factory=dict)
     # The child's input files per exercise, serialized once: every submission gets the same
     # cases, and the parent's work is serial under the GIL (it limits --jobs).
     _inputs: dict[str, tuple[bytes, str]] = field(default_factory=dict, repr=False)
@@ -57,17 +59,16 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
     except refcache.Invalid:
         cases, refs = compute_references(exercises, seed)
         _save_quietly(path, cases, refs)
-    known = refcache.KnownMistakes(refcache.mistakes_path(path))
-    if known.exists():
-        exercises = [replace(e, known=_stored_mistakes(e, cases[e.name], known))
-                     if e.frameworks and e.mistakes else e for e in exercises]
+    stored = refcache.KnownMistakes(refcache.mistakes_path(path))
+    known = {e.name: _stored_mistakes(e, cases[e.name], stored) for e in exercises
+             if stored.exists() and e.frameworks and e.mistakes}
     return Assignment(chapter, exercises, cases, refs,
-                      refcache.load_costs(refcache.costs_path(path), set(cases)))
+                      refcache.load_costs(refcache.costs_path(path), set(cases)), known)
 
 
 def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
-                     ) -> Callable[[Mistake, Case], Any]:
-    """Exercise.known for one exercise: a mistake's stored outputs on one of its hidden
+                     ) -> KnownOutputs:
+    """Assignment.known for one exercise: a mistake's stored outputs on one of its hidden
     cases, in the form run_mistake gives them, or None (not stored: run it)."""
     index = {id(case): i for i, case in enumerate(cases)}
 
@@ -147,22 +148,3 @@ def write_inputs(folders: submission_folders.Folders, name: str, files: tuple[by
     meta_file.write_text(meta)
     for path in (npz_file, meta_file):
         submission_folders.share_read_only(folders, path)
-
-
-@dataclass(frozen=True)
-class GradingRun:
-    """What every submission of one grading run shares, passed as one object.
-
-    The seed and the protections are recorded in every result; the assignments hold the
-    cases and references computed once for the run.
-    """
-
-    seed: int
-    limits: children.Limits
-    sandbox: sandbox.Sandbox
-    assignments: dict[str, Assignment]
-    assignment: str | None = None
-    protections: tuple[str, ...] = ()
-    # Child slots (of --jobs) that no submission is using; a submission takes some to run its
-    # exercises in parts at once.
-    spare: SpareSlots = field(default_factory=SpareSlots)

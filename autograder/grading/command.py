@@ -20,23 +20,15 @@ from pathlib import Path
 from autograder.exercises import for_chapter
 from autograder.grading import slicing
 from autograder.grading import start as starting
-from autograder.grading.assignment import Assignment, GradingRun, prepare
+from autograder.grading.assignment import Assignment, prepare
 from autograder.grading.grade import SubmissionResult, grade_submission, new_seed
+from autograder.grading.grading_run import GradingRun
 from autograder.grading.preparation import prepare_first_time
 from autograder.grading.results import print_summary, write_gradebook, write_submission
 from autograder.grading.submissions import Submission
-from autograder.sandbox import children, sandbox
-
-
-def chapters_needed(submissions: list[Submission], assignment: str | None) -> set[str]:
-    """The chapters to prepare: named by --assignment, else by the notebooks' metadata.
-
-    A chapter this course does not have is left out here; the notebook that names it gets
-    its own message, and the rest of the batch is graded.
-    """
-    if assignment is not None:
-        return {assignment}
-    return {s.chapter for s in submissions if s.chapter is not None and for_chapter(s.chapter)}
+from autograder.sandbox import children
+from autograder.sandbox.pools import Sandbox
+from autograder.sandbox.sandbox import protections
 
 
 def grade(
@@ -59,31 +51,31 @@ def grade(
         print(started.problem, file=sys.stderr)
         return 2
     try:
-        return _grade_with(started, out, seed, timeout, started.assignment or assignment,
-                           reference_cache)
+        return _grade_with(started, out, seed, timeout, started.assignment, reference_cache)
     finally:
         started.sandbox.close()
 
 
-def _start_fork_servers(found: sandbox.Sandbox, chapters: set[str]) -> None:
+def _start_fork_servers(sandbox: Sandbox, chapters: frozenset[str]) -> None:
     """Start the fork servers the chapters' rounds will need, so that their imports overlap
     the grader's own preparation. One that cannot start is tried again by its first round,
     which then fails loudly as a grading error."""
-    if found.fork:
+    if sandbox.offered.fork:
         for chapter in chapters:
             for frameworks in {tuple(sorted(e.frameworks)) for e in for_chapter(chapter)}:
                 with contextlib.suppress(OSError):
-                    found.fork_server(frameworks)
+                    sandbox.fork_server(frameworks)
 
 
 def _grade_with(started: starting.Start, out: Path, seed: int | None, timeout: float,
                 assignment: str | None, reference_cache: Path | None) -> int:
-    found, jobs, submissions = started.sandbox, started.jobs, started.submissions
-    assert found is not None
+    sandbox, jobs, submissions = started.sandbox, started.jobs, started.submissions
+    assert sandbox is not None
     seed = new_seed() if seed is None else seed
-    print(f"seed {seed}; sandbox: {found.mode}; {jobs} children at once", file=sys.stderr)
-    chapters = chapters_needed(submissions, assignment)
-    _start_fork_servers(found, chapters)
+    print(f"seed {seed}; sandbox: {sandbox.offered.mode}; {jobs} children at once",
+          file=sys.stderr)
+    chapters = started.chapters
+    _start_fork_servers(sandbox, chapters)
     try:
         assignments: dict[str, Assignment] = {
             chapter: prepare(chapter, seed, reference_cache) for chapter in chapters
@@ -91,9 +83,10 @@ def _grade_with(started: starting.Start, out: Path, seed: int | None, timeout: f
     except ValueError as error:
         print(f"Cannot grade: {error}", file=sys.stderr)
         return 2
-    prepare_first_time(found, assignments, seed, reference_cache)
+    prepare_first_time(sandbox, assignments, seed, reference_cache)
     limits = children.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
-    run = GradingRun(seed, limits, found, assignments, assignment, tuple(found.layers()))
+    run = GradingRun(seed, limits, sandbox, assignments, assignment,
+                     tuple(protections(sandbox.offered)))
     results = run_all(run, out, submissions, jobs)
     write_gradebook(out, results)
     print_summary(results, out)

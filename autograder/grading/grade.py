@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.grading.assignment import Assignment, GradingRun
+from autograder.grading.assignment import Assignment
+from autograder.grading.grading_run import GradingRun
 from autograder.grading.parts import parts_and_workers
 from autograder.grading.rounds import run_part
 from autograder.grading.submissions import (

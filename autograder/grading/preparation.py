@@ -11,14 +11,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from autograder.grading import cache_folders, refcache
-from autograder.grading.assignment import Assignment, GradingRun, prepare, save_known_mistakes
+from autograder.grading.assignment import Assignment, prepare, save_known_mistakes
 from autograder.grading.grade import grade_submission
+from autograder.grading.grading_run import GradingRun
 from autograder.grading.submissions import clean_stem, read_submission
 from autograder.grading.warm_groups import warm_groups
-from autograder.sandbox import children, sandbox
+from autograder.sandbox import children
+from autograder.sandbox.capabilities import Capabilities
+from autograder.sandbox.pools import Sandbox
 
 
-def prepare_first_time(found: sandbox.Sandbox, assignments: dict[str, Assignment], seed: int,
+def prepare_first_time(sandbox: Sandbox, assignments: dict[str, Assignment], seed: int,
                        reference_cache: Path | None) -> None:
     """What `prepare --warm-with` adds for a TensorFlow or JAX chapter, done by the first
     `grade` of its chapter and seed that finds it missing, so the command an instructor
@@ -40,7 +43,7 @@ def prepare_first_time(found: sandbox.Sandbox, assignments: dict[str, Assignment
             save_known_mistakes(assignment, seed, reference_cache)
             if to_warm:
                 warm_compile_cache({chapter: assignment}, seed, reference_cache, [solution])
-                _use_compile_cache(found, reference_cache)
+                _use_compile_cache(sandbox, reference_cache)
 
 
 
@@ -53,13 +56,13 @@ def trusted_solution(chapter: str) -> Path | None:
 
 
 
-def _use_compile_cache(found: sandbox.Sandbox, reference_cache: Path | None) -> None:
+def _use_compile_cache(sandbox: Sandbox, reference_cache: Path | None) -> None:
     """Children from now on read the compiled programs just written; fork servers started
     before it existed are restarted with it (on demand, by the next round)."""
     folder = cache_folders.compile_cache(reference_cache)
-    if found.compile_cache is None and folder.is_dir():
-        found.compile_cache = str(folder)
-        found.close_fork_servers()
+    if sandbox.offered.compile_cache is None and folder.is_dir():
+        sandbox.offered = replace(sandbox.offered, compile_cache=str(folder))
+        sandbox.close_fork_servers()
 
 
 
@@ -96,8 +99,8 @@ def warm_compile_cache(assignments: dict[str, Assignment], seed: int,
         return 0
     folder = cache_folders.compile_cache(reference_cache)
     folder.mkdir(parents=True, exist_ok=True)
-    trusted = sandbox.Sandbox(unsafe=True, compile_cache=str(folder),
-                              compile_cache_writable=True)
+    trusted = Sandbox(Capabilities(unsafe=True, compile_cache=str(folder),
+                                   compile_cache_writable=True))
     run = GradingRun(seed, children.Limits(per_exercise=120, per_submission=600), trusted,
                      assignments)
     status = 0
@@ -119,8 +122,9 @@ def _save_costs(run: GradingRun, path: Path, chapter: str, seed: int,
                 reference_cache: Path | None) -> None:
     """Grade the solution again, now that JAX's programs are compiled as a grading run finds
     them, and keep what each exercise's cases took, to split submissions evenly."""
-    result = grade_submission(replace(run, sandbox=replace(
-        run.sandbox, compile_cache_writable=False)), read_submission(path, clean_stem(path)))
+    reading = Sandbox(replace(run.sandbox.offered, compile_cache_writable=False))
+    result = grade_submission(replace(run, sandbox=reading),
+                              read_submission(path, clean_stem(path)))
     if result.exercises and all(e.passed for e in result.exercises):
         entry = refcache.entry_path(cache_folders.reference_cache(reference_cache), chapter, seed)
         refcache.save_costs(refcache.costs_path(entry),

@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from autograder.grading.assignment import GradingRun
 from autograder.grading.grade import SubmissionResult
+from autograder.grading.grading_run import GradingRun
 from autograder.locale import say, speaking
 
 VERSION = "0.1.0"

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder.grading import slicing, untrusted
-from autograder.grading.assignment import Assignment, GradingRun, write_inputs
+from autograder.grading.assignment import Assignment, write_inputs
+from autograder.grading.grading_run import GradingRun
 from autograder.grading.parts import round_workers
 from autograder.grading.verdicts import ExerciseResult, exercise_result, judge_outputs, read_outputs
 from autograder.judging.exercise import Exercise
 from autograder.locale import say
-from autograder.sandbox import children, errors, sandbox, submission_folders, warm_children
+from autograder.sandbox import children, errors, submission_folders, warm_children
 from autograder.sandbox.confined import child, wire
+from autograder.sandbox.pools import Sandbox
 
 
 @dataclass
@@ -26,7 +28,7 @@ class Part:
     """Some of one submission's exercises, run in folders of their own: its sandbox, folders
     and the submission's single deadline across all rounds."""
 
-    sandbox: sandbox.Sandbox
+    sandbox: Sandbox
     folders: submission_folders.Folders
     limits: children.Limits
     deadline: float
@@ -69,7 +71,7 @@ def _write_program(part: Part, round_folders: submission_folders.Folders, names:
     needed = slicing.needed_cells(cells, set(part.exercise_cells), names + reads)
     program = {"cells": needed, "exercises": names, "time_limit": part.limits.per_exercise,
                "out": str(round_folders.out), "allowed": child_frameworks(allowed, needed),
-               "confine": children.confinement_plan(part.sandbox, round_folders, limits),
+               "confine": children.confinement_plan(part.sandbox.offered, round_folders, limits),
                "invoke": {name: by_name[name].invoke for name in names},
                "workers": round_workers(part.workers, names),
                "depends": {name: [list(pair) for pair in by_name[name].dependencies()]
@@ -177,7 +179,8 @@ def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
 def _judged(exercise: Exercise, assignment: Assignment, report: dict, arrays: dict
             ) -> ExerciseResult:
     return replace(judge_outputs(exercise, assignment.cases[exercise.name],
-                                 assignment.references[exercise.name], report, arrays),
+                                 assignment.references[exercise.name], report, arrays,
+                                 assignment.known.get(exercise.name)),
                    seconds=report["seconds"])
 
 
@@ -254,7 +257,7 @@ def run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exerci
 
 
 @contextlib.contextmanager
-def _part_folders(found: sandbox.Sandbox, warm: warm_children.WarmChild | None
+def _part_folders(sandbox: Sandbox, warm: warm_children.WarmChild | None
                   ) -> Iterator[submission_folders.Folders]:
     """The warm child's folders (its first round's are made already), or new folders with the
     child's files in it."""
@@ -264,6 +267,6 @@ def _part_folders(found: sandbox.Sandbox, warm: warm_children.WarmChild | None
         finally:
             warm.close()
         return
-    with submission_folders.for_submission(found) as folders:
+    with submission_folders.for_submission(sandbox) as folders:
         submission_folders.install_child_files(folders)
         yield folders

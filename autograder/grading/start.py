@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder.grading import cache_folders
 from autograder.grading.submissions import Submission, read_submissions
 from autograder.grading.warm_groups import course_chapters, warm_groups
-from autograder.sandbox import capacity, errors, sandbox
+from autograder.sandbox import capacity, errors
+from autograder.sandbox.pools import Sandbox
+from autograder.sandbox.sandbox import allow_fork_server_if_possible, detect
+from autograder.sandbox.warm_children import start_warm_children as start_warm
 
 
 @dataclass
@@ -29,10 +32,12 @@ class Start:
 
     submissions: list[Submission]
     jobs: int
-    sandbox: sandbox.Sandbox | None
+    sandbox: Sandbox | None
     problem: str = ""
     # The chapter graded: --assignment, else the one most of the notebooks name (batch_chapter).
     assignment: str | None = None
+    # The chapters to prepare (chapters_needed), decided here once for the whole run.
+    chapters: frozenset[str] = frozenset()
 
 
 def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode: str,
@@ -50,17 +55,19 @@ def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode:
         assignment, problem = batch_chapter(read)
         if problem:
             return Start(read, jobs, None, problem)
+    chapters = chapters_needed(read, assignment)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        found = sandbox.detect(sandbox_mode, jobs, unsafe_no_sandbox, bool(fork_server))
+        sandbox = detect(sandbox_mode, jobs, unsafe_no_sandbox, bool(fork_server))
         if fork_server is None and forks_by_default(read, jobs, sandbox_mode, assignment):
-            sandbox.allow_fork_server_if_possible(found, sandbox_mode)
+            allow_fork_server_if_possible(sandbox, sandbox_mode)
         compiled = cache_folders.compile_cache(reference_cache)
-        found.compile_cache = str(compiled) if compiled.is_dir() else None
+        sandbox.offered = replace(sandbox.offered,
+                                  compile_cache=str(compiled) if compiled.is_dir() else None)
     except (OSError, errors.SandboxUnavailable) as error:
         return Start(read, jobs, None, f"Cannot grade: {error}")
-    start_warm_children(found, read, assignment, jobs)
-    return Start(read, jobs, found, assignment=assignment)
+    start_warm_children(sandbox, read, chapters, jobs)
+    return Start(read, jobs, sandbox, assignment=assignment, chapters=chapters)
 
 
 def batch_chapter(submissions: list[Submission]) -> tuple[str | None, str]:
@@ -91,9 +98,16 @@ def batch_chapter(submissions: list[Submission]) -> tuple[str | None, str]:
     return chapter, ""
 
 
-def chapters_named(submissions: list[Submission], assignment: str | None) -> set[str | None]:
-    """The chapters of a run: the one --assignment names, else each notebook's own."""
-    return {assignment} if assignment else {s.chapter for s in submissions}
+def chapters_needed(submissions: list[Submission], assignment: str | None) -> frozenset[str]:
+    """The chapters of a run, to prepare: the one --assignment names, else each notebook's
+    own (from its metadata) that the course has.
+
+    A chapter this course does not have is left out here; the notebook that names it gets
+    its own message, and the rest of the batch is graded.
+    """
+    if assignment:
+        return frozenset({assignment})
+    return frozenset(s.chapter for s in submissions if s.chapter in course_chapters())
 
 
 def forks_by_default(submissions: list[Submission], jobs: int, sandbox_mode: str,
@@ -106,26 +120,25 @@ def forks_by_default(submissions: list[Submission], jobs: int, sandbox_mode: str
     in bubblewrap, which start in a tenth of a second and scale better with --jobs."""
     if len(submissions) <= jobs or sandbox_mode == "bubblewrap":
         return False
-    groups = warm_groups()
-    return all(chapter in groups for chapter in chapters_named(submissions, assignment))
+    chapters, groups = chapters_needed(submissions, assignment), warm_groups()
+    return bool(chapters) and all(chapter in groups for chapter in chapters)
 
 
-def start_warm_children(found: sandbox.Sandbox, submissions: list[Submission],
-                        assignment: str | None, jobs: int) -> int:
+def start_warm_children(sandbox: Sandbox, submissions: list[Submission],
+                        chapters: frozenset[str], jobs: int) -> int:
     """One warm child per submission, for a run of at most `jobs` submissions of one
     framework chapter, which all start at once (a larger batch would use them for its first
     submissions only). With --fork-server, that chapter's server instead, which imports once
     for the whole run. A child that cannot start is left out: the round it would have run
     starts a fresh one (or server), which fails loudly if the sandbox is broken. How many
     warm children were started."""
-    if len(submissions) > jobs:
+    if len(submissions) > jobs or len(chapters) != 1:
         return 0
-    chapters = chapters_named(submissions, assignment)
-    if len(chapters) != 1 or (allowed := warm_groups().get(chapters.pop() or "")) is None:
+    if (allowed := warm_groups().get(next(iter(chapters)))) is None:
         return 0
     with contextlib.suppress(OSError, errors.SandboxFailure):
-        if found.fork:
-            found.fork_server(allowed)
+        if sandbox.offered.fork:
+            sandbox.fork_server(allowed)
         else:
-            found.start_warm_children(allowed, len(submissions))
-    return found.warm_started
+            start_warm(sandbox, allowed, len(submissions))
+    return sandbox.warm_started

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -20,8 +20,8 @@ from autograder.judging.engine import (
     not_answered,
     verdict,
 )
-from autograder.judging.exercise import Exercise, Outputs
-from autograder.judging.report import NOT_ANSWERED, Report, dependency_note
+from autograder.judging.exercise import Exercise, KnownOutputs, Outputs
+from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED, Report, dependency_note
 from autograder.locale import say
 from autograder.sandbox.confined import wire
 
@@ -36,6 +36,11 @@ class RemoteError(Exception):
         self.type_name = type_name
 
 
+# An exercise's verdict: a wrong or crashed answer is "failed"; "not answered" is one whose
+# function (or a helper it calls) still raises the notebook's NotImplementedError.
+Status = Literal["passed", "failed", "not answered"]
+
+
 @dataclass
 class ExerciseResult:
     name: str
@@ -46,6 +51,12 @@ class ExerciseResult:
     # What the child says its cases took: only a trusted run's (prepare --warm-with) is used,
     # to balance the exercises between parts (split_exercises).
     seconds: float = 0.0
+    # None: "passed" or "failed", as `passed` says.
+    status: Status | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is None:
+            self.status = PASSED if self.passed else FAILED
 
 
 def read_outputs(out: Path, name: str) -> tuple[dict | None, dict[str, np.ndarray]]:
@@ -83,8 +94,10 @@ def attempt_from(record: Any, arrays: dict[str, np.ndarray]) -> Attempt:
     return Attempt(value=_item(record, arrays), method=method)
 
 
-def exercise_result(exercise: Exercise, passed: bool, output: str) -> ExerciseResult:
-    return ExerciseResult(exercise.name, 1.0 if passed else 0.0, 1.0, passed, output)
+def exercise_result(exercise: Exercise, passed: bool, output: str,
+                    status: Status | None = None) -> ExerciseResult:
+    return ExerciseResult(exercise.name, 1.0 if passed else 0.0, 1.0, passed, output,
+                          status=status)
 
 
 def cases_run(records: list[dict], total: int) -> int:
@@ -100,9 +113,10 @@ def cases_run(records: list[dict], total: int) -> int:
 
 def judge_outputs(
     exercise: Exercise, cases: list[Case], refs: list[Outputs], report: dict,
-    arrays: dict[str, np.ndarray],
+    arrays: dict[str, np.ndarray], known: KnownOutputs | None = None,
 ) -> ExerciseResult:
-    """All-or-nothing per exercise; feedback shows the smallest failing case."""
+    """All-or-nothing per exercise; feedback shows the smallest failing case. `known`: what
+    the exercise's mistakes give on these cases, as `prepare` stored them (Assignment.known)."""
     if report["missing"]:
         defined = ", ".join(report["defined"]) or say("none")
         return exercise_result(exercise, False, say(
@@ -133,14 +147,15 @@ def judge_outputs(
     # A wrong value or an error first; a method not followed only when every value is right.
     # Not answered needs neither (nor the mistakes that name a failure, which would bring
     # the exercise's framework into this process).
-    shown = None if unanswered else failure_to_show(exercise, failing) or next(
+    shown = None if unanswered else failure_to_show(exercise, failing, known=known) or next(
         (method_failure(case, attempt) for case, attempt in zip(cases, attempts, strict=False)
          if attempt.method), None)
     stub = failing[0][1].raised_in if unanswered else ""
     feedback = verdict(exercise, exercise.name, checked, shown, unanswered=unanswered,
                        stub=stub)
     text = _grader_text(exercise, feedback, len(failing))
-    return exercise_result(exercise, feedback.passed, text)
+    return exercise_result(exercise, feedback.passed, text,
+                           NOT_ANSWERED if feedback.status == NOT_ANSWERED else None)
 
 
 def _grader_text(exercise: Exercise, report: Report, failed: int) -> str:
@@ -164,7 +179,7 @@ def with_dependencies(exercise: Exercise, verdicts: dict[str, ExerciseResult]
     """The exercise's result, saying which exercises it calls failed: it was graded with
     correct ones in their place, so their mistakes cost their own points only."""
     result = verdicts[exercise.name]
-    if result.output.startswith(say(NOT_ANSWERED_TEXT)):
+    if result.status == NOT_ANSWERED:
         return result
     wrong = [name for name in exercise.depends_on
              if name in verdicts and not verdicts[name].passed]

@@ -26,7 +26,7 @@ from autograder.harness import (
 from autograder.judging import references
 from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from autograder.judging.compare import compare_outputs
-from autograder.judging.exercise import Evidence, Exercise, Outputs, Raised
+from autograder.judging.exercise import Evidence, Exercise, KnownOutputs, Outputs, Raised
 from autograder.judging.fingerprint import fingerprint
 from autograder.judging.numpy_only import framework_refused, frameworks_used
 from autograder.judging.references import reference_outputs
@@ -163,14 +163,17 @@ def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
 
 
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
-          others: Sequence[Evidence] = ()) -> Failure | None:
+          others: Sequence[Evidence] = (), known: KnownOutputs | None = None
+          ) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
-    known mistake only if it also reproduces the `others` (other failing cases)."""
+    known mistake only if it also reproduces the `others` (other failing cases); `known`:
+    what the grader stored of the mistakes' outputs (else they are run)."""
     if attempt.error is not None:
         type_name = error_type(attempt)
         # Many mistakes raise the same shape error: only one alone is named; else the
         # exercise's hint for this exception, written for it.
-        named = exercise.mistake_hint([(case, Raised(type_name)), *others], several=False)
+        named = exercise.mistake_hint([(case, Raised(type_name)), *others], several=False,
+                                      known=known)
         return Failure(
             case=case,
             message=raised_message(type_name, attempt.error),
@@ -185,7 +188,7 @@ def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
     return Failure(
         case=case,
         message=mismatch.message,
-        hint=exercise.diagnose(case, attempt.value, mismatch, others),
+        hint=exercise.diagnose(case, attempt.value, mismatch, others, known=known),
         expected=expected,
         got=attempt.value,
         output_names=exercise.outputs,
@@ -359,12 +362,14 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
 
 
 def failure_to_show(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],
-                    preferred: tuple[Case, Attempt, Outputs] | None = None) -> Failure | None:
+                    preferred: tuple[Case, Attempt, Outputs] | None = None,
+                    known: KnownOutputs | None = None) -> Failure | None:
     """The failure a report shows, the same rule in the notebook and in the grader: an error
     that does not depend on the case (a NameError: every case fails alike) first; else the
     caller's `preferred` failing case (the notebook's, which it shrinks from), else the
     smallest; its hint names a mistake only if that mistake reproduces the other failing
-    cases too. (A method not followed is shown only when no case fails: the callers' rule.)"""
+    cases too. (A method not followed is shown only when no case fails: the callers' rule.)
+    `known`: the grader's stored outputs of the exercise's mistakes on its hidden cases."""
     if not failing:
         return None
     independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
@@ -373,7 +378,7 @@ def failure_to_show(exercise: Exercise, failing: list[tuple[Case, Attempt, Outpu
     else:
         case, attempt, expected = preferred or min(failing, key=lambda f: f[0].size())
     evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
-    return judge(exercise, case, attempt, expected, others_than(case, evidence))
+    return judge(exercise, case, attempt, expected, others_than(case, evidence), known)
 
 
 def _shown_with_expected(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],

@@ -51,6 +51,12 @@ class Mistake:
     answer: Callable[..., Any]
 
 
+# What a mistake gave on a case, stored by the grader (grading.assignment, from
+# refcache.KnownMistakes), or None to run it: grading state, passed beside the exercise to
+# the judging (engine.failure_to_show), never part of the declaration.
+KnownOutputs = Callable[[Mistake, Case], Any]
+
+
 @dataclass(frozen=True, eq=False)
 class Exercise:
     """A function the learner writes, and everything needed to judge it.
@@ -98,9 +104,6 @@ class Exercise:
     # ch02's `Tensor` and `add`): the grader's child runs only the statements the exercises
     # need (grading/slicing.py), and these reads are invisible in the learner's code.
     namespace_reads: tuple[str, ...] = ()
-    # The grader's stored outputs of the mistakes on its hidden cases (refcache.KnownMistakes
-    # via grading.prepare): known(mistake, case) gives them, or None to run the mistake.
-    known: Callable[[Mistake, Case], Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for key in ("invoke", "reference_implementation"):  # a misspelt name fails here
@@ -147,11 +150,13 @@ class Exercise:
         (program.json)."""
         return harness.invoker(self.invoke, self.frameworks, self.dependencies())
 
-    def run_mistake(self, mistake: Mistake, case: Case) -> Any:
+    def run_mistake(self, mistake: Mistake, case: Case, known: KnownOutputs | None = None
+                    ) -> Any:
         """The mistake's outputs on this case, exactly as a learner's function would give them
-        (or Raised, with the type of the exception it raised). A mistake that also ignores the
-        exercise's method is recognised by its values, as the learner's answer is judged."""
-        stored = self.known(mistake, case) if self.known is not None else None
+        (or Raised, with the type of the exception it raised): as `known` stored them, else
+        run. A mistake that also ignores the exercise's method is recognised by its values, as
+        the learner's answer is judged."""
+        stored = known(mistake, case) if known is not None else None
         if stored is not None:
             return stored
         try:
@@ -161,20 +166,24 @@ class Exercise:
         except Exception as error:
             return Raised(getattr(error, "type_name", type(error).__name__))
 
-    def reproduces(self, mistake: Mistake, evidence: Sequence[Evidence]) -> bool:
+    def reproduces(self, mistake: Mistake, evidence: Sequence[Evidence],
+                   known: KnownOutputs | None = None) -> bool:
         """Whether the mistake gives what the learner gave on every one of these cases."""
-        return all(self._same(got, self.run_mistake(mistake, case)) for case, got in evidence)
+        return all(self._same(got, self.run_mistake(mistake, case, known))
+                   for case, got in evidence)
 
     def _same(self, got: Any, wrong: Any) -> bool:
         if isinstance(got, Raised) or isinstance(wrong, Raised):  # never == with an array
             return isinstance(got, Raised) and isinstance(wrong, Raised) and got == wrong
         return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
 
-    def mistake_hint(self, evidence: Sequence[Evidence], several: bool = True) -> str:
+    def mistake_hint(self, evidence: Sequence[Evidence], several: bool = True,
+                     known: KnownOutputs | None = None) -> str:
         """The hint of the known mistake that reproduces every one of these failing cases;
         when several do (the cases cannot tell them apart), all their hints, or "" if not
         `several`; "" when none does."""
-        hints = list(dict.fromkeys(m.hint for m in self.mistakes if self.reproduces(m, evidence)))
+        hints = list(dict.fromkeys(m.hint for m in self.mistakes
+                                   if self.reproduces(m, evidence, known)))
         if len(hints) <= 1:
             return say(hints[0]) if hints else ""
         if not several:
@@ -182,11 +191,11 @@ class Exercise:
         return say(SEVERAL_MISTAKES) + "\n".join(f"- {say(hint)}" for hint in hints)
 
     def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
-                 others: Sequence[Evidence] = ()) -> str:
+                 others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> str:
         """The hint for this failure: a known mistake it reproduces, here and on the `others`
         (other failing cases: one case alone can make two mistakes look alike), else a hint
         for this kind on this output ("value:jvp_primal"), else one for its kind."""
-        named = self.mistake_hint([(case, got), *others])
+        named = self.mistake_hint([(case, got), *others], known=known)
         if named:
             return named
         for key in (f"{mismatch.kind}:{mismatch.output}", mismatch.kind):

@@ -13,11 +13,12 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autograder.sandbox import forkserver
+from autograder.sandbox.capabilities import Capabilities
+from autograder.sandbox.environment import scrubbed_environment
 from autograder.sandbox.errors import SandboxFailure
+from autograder.sandbox.pools import Sandbox
 from autograder.sandbox.submission_folders import (
     Folders,
     filled,
@@ -26,9 +27,6 @@ from autograder.sandbox.submission_folders import (
     share_read_only,
 )
 from autograder.sandbox.uid_slots import kill_uid, pids, remove_ipc_of, stat_fields
-
-if TYPE_CHECKING:
-    from autograder.sandbox.sandbox import Sandbox
 
 MEMORY_LIMIT = 2 * 1024**3  # bytes of address space
 
@@ -75,29 +73,6 @@ class ChildResult:
     tasks_exceeded: bool = False  # stopped past TASK_LIMIT threads (its exit code: -9)
 
 
-def scrubbed_environment(workdir: Path, compile_cache: str | None = None) -> dict[str, str]:
-    """Only what Python and numpy need; nothing of the grader's own environment. With a
-    compilation cache, JAX looks there first, for every program however small."""
-    cache = {"JAX_COMPILATION_CACHE_DIR": compile_cache,
-             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"} if compile_cache else {}
-    return cache | {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir),
-        "LANG": "C.UTF-8",
-        "MPLBACKEND": "Agg",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "TF_ENABLE_ONEDNN_OPTS": "0",  # oneDNN's batch matmul can corrupt the heap (__main__)
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=1",
-    }
-
-
 def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
     """The rlimits the child applies to itself before running any submitted code.
 
@@ -112,14 +87,14 @@ def child_limits(limits: Limits, frameworks: bool = False) -> dict[str, int]:
     }
 
 
-def _bwrap_command(sandbox: Sandbox, folders: Folders, argv: list[str]) -> list[str]:
+def _bwrap_command(offered: Capabilities, folders: Folders, argv: list[str]) -> list[str]:
     # /tmp first: a tmpfs mounted later would hide anything bound below it (a venv in /tmp).
-    command = [sandbox.bwrap, "--tmpfs", "/tmp"]
+    command = [offered.bwrap, "--tmpfs", "/tmp"]
     for root in readable_roots():
         command += ["--ro-bind", root, root]
-    if sandbox.compile_cache:
-        bind = "--bind" if sandbox.compile_cache_writable else "--ro-bind"
-        command += [bind, sandbox.compile_cache, sandbox.compile_cache]
+    if offered.compile_cache:
+        bind = "--bind" if offered.compile_cache_writable else "--ro-bind"
+        command += [bind, offered.compile_cache, offered.compile_cache]
     for link in ("/bin", "/lib", "/lib64", "/sbin"):
         if os.path.islink(link):
             command += ["--symlink", os.readlink(link), link]
@@ -144,17 +119,17 @@ def run_child(sandbox: Sandbox, folders: Folders, deadline: float,
     that never does so means the sandbox failed to start (SandboxFailure).
     """
     with cpus_for_round(sandbox, folders):
-        if sandbox.fork and forked:
+        if sandbox.offered.fork and forked:
             return _run_forked(sandbox, folders, deadline, allowed)
         ready_read, ready_write = os.pipe()
         try:
-            process = start_child(sandbox, folders, [str(ready_write)], (ready_write,))
+            process = start_child(sandbox.offered, folders, [str(ready_write)], (ready_write,))
         except SandboxFailure:
             os.close(ready_read)
             raise
         finally:
             os.close(ready_write)
-        return supervise_started(process, ready_read, folders, deadline, sandbox)
+        return supervise_started(process, ready_read, folders, deadline, sandbox.offered)
 
 
 @contextlib.contextmanager
@@ -189,20 +164,20 @@ def _widen_for_workers(sandbox: Sandbox, folders: Folders) -> list[tuple[int, ..
     return borrowed
 
 
-def start_child(sandbox: Sandbox, folders: Folders, arguments: list[str],
+def start_child(offered: Capabilities, folders: Folders, arguments: list[str],
                  descriptors: tuple[int, ...]) -> subprocess.Popen:
     """`python -I ctrl/child.py ARGUMENTS` in its sandbox, in a session of its own (setsid,
     done by subprocess between fork and exec, safe in a threaded grader): its own process
     group, which seccomp keeps it in, and its own share of the CPU where the kernel groups
     tasks by session (autogroup)."""
     argv = [sys.executable, "-I", str(folders.ctrl / "child.py"), *arguments]
-    command = _bwrap_command(sandbox, folders, argv) if sandbox.bwrap else argv
+    command = _bwrap_command(offered, folders, argv) if offered.bwrap else argv
     uid = folders.uid
     identity = {"user": uid, "group": uid, "extra_groups": []} if uid else {}
     try:
         return subprocess.Popen(
             command, cwd=folders.work,
-            env=scrubbed_environment(folders.work, sandbox.compile_cache),
+            env=scrubbed_environment(folders.work, offered.compile_cache),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             close_fds=True,
@@ -212,10 +187,10 @@ def start_child(sandbox: Sandbox, folders: Folders, arguments: list[str],
 
 
 def supervise_started(process: subprocess.Popen, ready_read: int, folders: Folders,
-                       deadline: float, sandbox: Sandbox) -> ChildResult:
+                       deadline: float, offered: Capabilities) -> ChildResult:
     ready = os.fdopen(ready_read, "rb")
     try:
-        return _supervise(process, ready, folders, deadline, sandbox)
+        return _supervise(process, ready, folders, deadline, offered)
     finally:
         ready.close()
         process.stdout.close()
@@ -224,22 +199,22 @@ def supervise_started(process: subprocess.Popen, ready_read: int, folders: Folde
 def _run_forked(sandbox: Sandbox, folders: Folders, deadline: float,
                 allowed: tuple[str, ...]) -> ChildResult:
     request = {"ctrl": str(folders.ctrl), "work": str(folders.work), "uid": folders.uid,
-               "env": scrubbed_environment(folders.work, sandbox.compile_cache),
-               "namespaces": sandbox.own_namespaces}
+               "env": scrubbed_environment(folders.work, sandbox.offered.compile_cache),
+               "namespaces": sandbox.offered.own_namespaces}
     try:
         child, ready_read = sandbox.fork_server(allowed).start(request, deadline)
     except (OSError, forkserver.ForkServerFailure) as error:
         raise SandboxFailure(str(error)) from error
     ready = os.fdopen(ready_read, "rb")
     try:
-        return _supervise(child, ready, folders, deadline, sandbox)
+        return _supervise(child, ready, folders, deadline, sandbox.offered)
     finally:
         ready.close()
         child.close()
 
 
 def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folders: Folders,
-               deadline: float, sandbox: Sandbox) -> ChildResult:
+               deadline: float, offered: Capabilities) -> ChildResult:
     output, started, timed_out, full, crowded = bytearray(), False, False, False, False
     streams = selectors.DefaultSelector()
     streams.register(process.stdout, selectors.EVENT_READ, "output")
@@ -255,7 +230,7 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folder
             if now >= deadline:
                 timed_out = True
                 break
-            if not sandbox.tmpfs and now >= next_disk_check:
+            if not offered.tmpfs and now >= next_disk_check:
                 full, next_disk_check = over_disk_quota(folders), now + 0.25
                 if full:
                     break
@@ -282,7 +257,7 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folder
             os.close(exit_signal)  # the pidfd opened here
     # Once more now that the child has ended: it may have filled its folder since the last
     # check, and a tmpfs says so only when asked.
-    exceeded = full or (filled(folders) if sandbox.tmpfs else over_disk_quota(folders))
+    exceeded = full or (filled(folders) if offered.tmpfs else over_disk_quota(folders))
     return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
                        started, exceeded, output.decode(errors="replace"), crowded)
 
@@ -385,25 +360,25 @@ def _live_members(group: int) -> list[int]:
     return members
 
 
-def confinement_plan(sandbox: Sandbox, folders: Folders, limits: dict) -> dict:
+def confinement_plan(offered: Capabilities, folders: Folders, limits: dict) -> dict:
     """What the child applies to itself (confine.confine) before submitted code runs."""
     own_uid = folders.uid is not None
     plan: dict = {"limits": dict(limits), "no_new_privs": True,
-                  "seccomp": sandbox.seccomp,
+                  "seccomp": offered.seccomp,
                   "drop_capabilities": os.geteuid() == 0 and not own_uid,
                   # No rlimit counts a child's processes without a uid of its own.
-                  "single_process": sandbox.seccomp and not own_uid,
+                  "single_process": offered.seccomp and not own_uid,
                   # A child that starts as root, outside bubblewrap (which makes its own);
                   # a forked child with a uid got them from the fork server.
-                  "namespaces": sandbox.own_namespaces and not sandbox.bwrap and not own_uid}
+                  "namespaces": offered.own_namespaces and not offered.bwrap and not own_uid}
     if folders.cpus:
         plan["cpus"] = list(folders.cpus)
     if own_uid:
         plan["limits"]["processes"] = PROCESS_LIMIT
-    if sandbox.landlock_abi:
+    if offered.landlock_abi:
         plan["landlock"] = {"read": [*readable_roots(), str(folders.ctrl)],
                             "write": [str(folders.work), str(folders.out), "/dev/null"]}
-        if sandbox.compile_cache:
-            kind = "write" if sandbox.compile_cache_writable else "read"
-            plan["landlock"][kind].append(sandbox.compile_cache)
+        if offered.compile_cache:
+            kind = "write" if offered.compile_cache_writable else "read"
+            plan["landlock"][kind].append(offered.compile_cache)
     return plan

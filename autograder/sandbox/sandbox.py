@@ -21,168 +21,33 @@ child prints. Layers, strongest first, each recorded in every result:
   else a watchdog), one deadline per submission, its process group killed after every round.
 
 Without bubblewrap and Landlock the grader refuses to grade unless told `unsafe`.
+
+This module detects what the machine offers (`detect`: a frozen capabilities.Capabilities, in
+a pools.Sandbox beside what will run) and says what is enforced (`protections`).
 """
 
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import subprocess
 import sys
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import replace
 
-from autograder.sandbox import forkserver
+from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.children import (
     FRAMEWORK_MEMORY_LIMIT,
     MEMORY_LIMIT,
     PROCESS_LIMIT,
     TASK_LIMIT,
-    scrubbed_environment,
 )
 from autograder.sandbox.confined import confine
 from autograder.sandbox.errors import SandboxUnavailable
+from autograder.sandbox.pools import Sandbox
 from autograder.sandbox.submission_folders import DISK_LIMIT, INODE_LIMIT, can_mount_tmpfs
 from autograder.sandbox.uid_slots import UID_BASE, reserve_uid_slots
-from autograder.sandbox.warm_children import WarmChild
 
 MODES = ("auto", "bubblewrap", "fallback")
-
-
-@dataclass
-class Sandbox:
-    """How children are confined here; detected once per batch by `detect`."""
-
-    bwrap: str | None = None
-    landlock_abi: int = 0
-    seccomp: bool = False
-    run_as_root: bool = False
-    uid_slots: queue.Queue | None = None
-    uid_locks: list[int] = field(default_factory=list)  # fds whose flocks reserve the uids
-    tmpfs: bool = False
-    # Whether a child that starts as root may leave the IPC, network and host-name
-    # namespaces (CAP_SYS_ADMIN: not in an unprivileged container).
-    own_namespaces: bool = False
-    # Each job slot's CPUs (cpu_groups); a new submission box takes the least used group.
-    cpu_groups: list[tuple[int, ...]] = field(default_factory=list)
-    jobs: int = 1
-    cpu_users: list[int] = field(default_factory=list)
-    cpu_lock: threading.Lock = field(default_factory=threading.Lock)
-    unsafe: bool = False
-    probes: list[str] = field(default_factory=list)
-    # JAX's persistent compilation cache, built by the grader (`prepare --warm-with`): the
-    # child reads it (bind-mounted read-only, a Landlock read rule) and never writes it; only
-    # the grader's own warm-up, running our solution notebook, gets it writable.
-    compile_cache: str | None = None
-    compile_cache_writable: bool = False
-    # `grade --fork-server`: each round forks from a server that imported numpy and the
-    # round's framework once (forkserver.py), instead of starting a fresh Python.
-    fork: bool = False
-    fork_servers: dict[tuple[str, ...], forkserver.ForkServer] = field(default_factory=dict)
-    fork_lock: threading.Lock = field(default_factory=threading.Lock)
-    # Children started before their submission was known (WarmChild), not yet taken.
-    warm_children: list[WarmChild] = field(default_factory=list)
-    warm_started: int = 0
-
-    @property
-    def mode(self) -> str:
-        if self.fork:
-            return "fork server (fallback layers)"
-        if self.bwrap:
-            return "bubblewrap"
-        return "unsafe: rlimits only" if self.unsafe and not self.landlock_abi else "fallback"
-
-    def layers(self) -> list[str]:
-        return protections(self)
-
-    def fork_server(self, allowed: tuple[str, ...]) -> forkserver.ForkServer:
-        """The running server for these frameworks, started (again, if one died) on demand;
-        starting it early lets its import overlap the grader's own preparation."""
-        with self.fork_lock:
-            server = self.fork_servers.get(allowed)
-            if server is None or not server.alive():
-                if server is not None:
-                    server.close()
-                server = forkserver.ForkServer(
-                    allowed, scrubbed_environment(Path("/"), self.compile_cache))
-                self.fork_servers[allowed] = server
-            return server
-
-    def start_warm_children(self, allowed: tuple[str, ...], count: int) -> None:
-        """Start `count` warm children for these frameworks (see WarmChild)."""
-        for _ in range(count):
-            warm = WarmChild.start(self, allowed)
-            with self.fork_lock:
-                self.warm_children.append(warm)
-                self.warm_started += 1
-
-    def take_warm(self, allowed: tuple[str, ...]) -> WarmChild | None:
-        """A warm child for these frameworks, or None."""
-        with self.fork_lock:
-            for warm in self.warm_children:
-                if warm.allowed == allowed:
-                    self.warm_children.remove(warm)
-                    return warm
-        return None
-
-    def take_uid(self) -> int:
-        """A slot uid for a new submission sandbox, waiting for one to come back; while none is
-        free, idle warm children are stopped one by one, so a sandbox never waits on a uid that
-        a warm child nobody takes holds."""
-        assert self.uid_slots is not None
-        while True:
-            try:
-                return self.uid_slots.get(timeout=0.05)
-            except queue.Empty:
-                with self.fork_lock:
-                    idle = self.warm_children.pop() if self.warm_children else None
-                if idle is not None:
-                    idle.close()
-
-    def take_cpus(self) -> tuple[int, ...]:
-        """The CPUs of the least used job slot, for a new submission box; () where children
-        are not pinned (one job slot, or one CPU). The grader runs at most --jobs children
-        at once (but for a submission's numpy part beside its own workers), so each gets a
-        group of its own wherever there are as many CPUs as --jobs."""
-        groups = self.borrow_cpus((), 1)
-        return groups[0] if groups else ()
-
-    def borrow_cpus(self, own: tuple[int, ...], count: int) -> list[tuple[int, ...]]:
-        """`count` more groups, the least used first, never `own`: for a new box, or for a
-        round whose child forks workers into job slots the grader reserved for it (with
-        give_cpus for each once done)."""
-        with self.cpu_lock:
-            if len(self.cpu_users) != len(self.cpu_groups):
-                self.cpu_users = [0] * len(self.cpu_groups)
-            others = [i for i, group in enumerate(self.cpu_groups) if group != own]
-            chosen = sorted(others, key=self.cpu_users.__getitem__)[:max(0, count)]
-            for index in chosen:
-                self.cpu_users[index] += 1
-            return [self.cpu_groups[index] for index in chosen]
-
-    def give_cpus(self, cpus: tuple[int, ...]) -> None:
-        """A box's CPUs back (its processes are gone)."""
-        with self.cpu_lock:
-            if cpus in self.cpu_groups:
-                self.cpu_users[self.cpu_groups.index(cpus)] -= 1
-
-    def close(self) -> None:
-        """Stop the fork servers and warm children (the uid locks go with the process)."""
-        with self.fork_lock:
-            warm, self.warm_children = self.warm_children, []
-        self.close_fork_servers()
-        for child in warm:
-            child.close()
-
-    def close_fork_servers(self) -> None:
-        """Stop the fork servers; a later round starts its own again (with this sandbox's
-        settings as they are then)."""
-        with self.fork_lock:
-            for server in self.fork_servers.values():
-                server.close()
-            self.fork_servers.clear()
 
 
 def bubblewrap() -> str | None:
@@ -230,63 +95,62 @@ def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False,
     """The strongest confinement this machine offers; refuse when it offers too little."""
     if mode not in MODES:
         raise SandboxUnavailable(f"unknown sandbox mode {mode!r}; choose one of {MODES}")
-    found = Sandbox(unsafe=unsafe, landlock_abi=confine.landlock_abi(),
-                    seccomp=confine.seccomp_available(), tmpfs=can_mount_tmpfs(),
-                    own_namespaces=can_leave_namespaces(), cpu_groups=cpu_groups(jobs),
-                    jobs=max(1, jobs))
-    if mode != "fallback":
-        found.bwrap = bubblewrap()
-        if mode == "bubblewrap" and not found.bwrap:
-            raise SandboxUnavailable(
-                "bubblewrap was asked for but is missing or refused here; install it "
-                "(apt-get install bubblewrap) or run with --sandbox fallback.")
-    if os.geteuid() == 0:
-        reserve_uid_slots(found, max(1, jobs))
-    if not found.bwrap and not found.landlock_abi and not unsafe:
+    bwrap = bubblewrap() if mode != "fallback" else None
+    if mode == "bubblewrap" and not bwrap:
+        raise SandboxUnavailable(
+            "bubblewrap was asked for but is missing or refused here; install it "
+            "(apt-get install bubblewrap) or run with --sandbox fallback.")
+    uid_slots, uid_locks = reserve_uid_slots(max(1, jobs)) if os.geteuid() == 0 else (None, [])
+    offered = Capabilities(
+        bwrap=bwrap, landlock_abi=confine.landlock_abi(), seccomp=confine.seccomp_available(),
+        run_as_root=os.geteuid() == 0 and uid_slots is None, own_uids=uid_slots is not None,
+        tmpfs=can_mount_tmpfs(), own_namespaces=can_leave_namespaces(),
+        cpu_groups=tuple(cpu_groups(jobs)), jobs=max(1, jobs), unsafe=unsafe)
+    if not offered.bwrap and not offered.landlock_abi and not unsafe:
         raise SandboxUnavailable(
             "Neither bubblewrap nor Landlock is available, so submitted code could read "
             "and write anything the grader can. Install bubblewrap (apt-get install "
             "bubblewrap), or use a Linux kernel >= 5.13 with Landlock enabled; or, on a "
             "machine you do not mind losing, pass --unsafe-no-sandbox.")
     if fork:
-        _allow_fork_server(found, mode)
-    return found
+        refusal = fork_server_refusal(offered, mode)
+        if refusal:
+            raise SandboxUnavailable(refusal)
+        offered = forking(offered)
+    return Sandbox(offered, uid_slots, uid_locks)
 
 
-def _allow_fork_server(found: Sandbox, mode: str) -> None:
-    """A forked child has no bubblewrap namespaces: Landlock must keep it to its folders,
-    and it must not be able to reach the server it came from (another uid, or seccomp's
-    ban on ptrace where it runs as the grader's own uid)."""
-    refusal = fork_server_refusal(found, mode)
-    if refusal:
-        raise SandboxUnavailable(refusal)
-    found.fork, found.bwrap = True, None
+def forking(offered: Capabilities) -> Capabilities:
+    """The record with the children forked from a server: a forked child has no bubblewrap
+    namespaces, so Landlock must keep it to its folders, and it must not be able to reach
+    the server it came from (another uid, or seccomp's ban on ptrace where it runs as the
+    grader's own uid): fork_server_refusal says where it cannot."""
+    return replace(offered, fork=True, bwrap=None)
 
 
-def fork_server_refusal(found: Sandbox, mode: str) -> str:
-    """Why this sandbox cannot fork its children from a server ("" when it can)."""
+def fork_server_refusal(offered: Capabilities, mode: str) -> str:
+    """Why this machine cannot fork its children from a server ("" when it can)."""
     if mode == "bubblewrap":
         return ("--sandbox bubblewrap and --fork-server exclude each other: a forked child does "
                 "not run under bubblewrap. Choose one.")
-    if not found.landlock_abi or not (found.uid_slots is not None or found.seccomp):
+    if not offered.landlock_abi or not (offered.own_uids or offered.seccomp):
         return ("--fork-server needs Landlock (Linux >= 5.13), and either a grader running as "
                 "root (each child gets its own uid) or seccomp (pip install pyseccomp, with the "
                 "system's libseccomp2); grade without --fork-server here.")
     return ""
 
 
-def allow_fork_server_if_possible(found: Sandbox, mode: str) -> bool:
+def allow_fork_server_if_possible(sandbox: Sandbox, mode: str) -> bool:
     """Fork the children from a server where this sandbox allows it (the default for a batch
     of a framework chapter); else keep the sandbox as it is."""
-    if fork_server_refusal(found, mode):
+    if fork_server_refusal(sandbox.offered, mode):
         return False
-    found.fork, found.bwrap = True, None
+    sandbox.offered = forking(sandbox.offered)
     return True
 
 
-def protections(sandbox: Sandbox | None) -> list[str]:
+def protections(offered: Capabilities) -> list[str]:
     """What is enforced, in words an instructor can check; recorded in every result."""
-    sandbox = sandbox or Sandbox(unsafe=True)
     active = [
         "separate process per submission, fresh folders each round",
         "child code, program and inputs in a folder the child cannot write",
@@ -299,40 +163,40 @@ def protections(sandbox: Sandbox | None) -> list[str]:
         "inputs only: no references, no seed in the child",
         "results read as bounded, validated JSON and arrays; only the grader writes results",
         (f"folders limited to {DISK_LIMIT // 1024**2} MiB and {INODE_LIMIT} files per round "
-         + ("(a size-limited tmpfs of their own, apart from the grader's files)" if sandbox.tmpfs
+         + ("(a size-limited tmpfs of their own, apart from the grader's files)" if offered.tmpfs
             else "(watchdog)")),
     ]
-    active += _isolation_layers(sandbox)
-    if sandbox.unsafe:
+    active += _isolation_layers(offered)
+    if offered.unsafe:
         active.append("UNSAFE: graded with --unsafe-no-sandbox")
     return active
 
 
-def _isolation_layers(sandbox: Sandbox) -> list[str]:
+def _isolation_layers(offered: Capabilities) -> list[str]:
     layers = []
-    if sandbox.bwrap:
+    if offered.bwrap:
         layers += ["bubblewrap: read-only system and Python, rest of file system hidden",
                    "bubblewrap: no network", "bubblewrap: own PID namespace, dies with it",
                    "bubblewrap: own IPC namespace"]
-    if sandbox.uid_slots is not None:
+    if offered.own_uids:
         layers.append(f"own unprivileged uid per job ({UID_BASE}+), all its processes and IPC "
                       f"objects removed after each round, at most {PROCESS_LIMIT} processes "
                       "(threads included)")
-    elif sandbox.run_as_root:
+    elif offered.run_as_root:
         layers.append("runs as root without capabilities (this Python, or the temporary "
                       "folder, is not reachable by an unprivileged uid)")
-    layers += _namespace_layers(sandbox) + _neighbour_layers(sandbox)
+    layers += _namespace_layers(offered) + _neighbour_layers(offered)
     layers.append("no_new_privs")
-    if sandbox.landlock_abi:
-        layers.append(f"Landlock ABI {sandbox.landlock_abi}: reads only Python, system libraries "
+    if offered.landlock_abi:
+        layers.append(f"Landlock ABI {offered.landlock_abi}: reads only Python, system libraries "
                       "and its inputs; writes only its own folders"
-                      + ("; no TCP" if sandbox.landlock_abi >= 4 else "")
-                      + ("; no signals outside the sandbox" if sandbox.landlock_abi >= 6 else ""))
-    if sandbox.seccomp:
+                      + ("; no TCP" if offered.landlock_abi >= 4 else "")
+                      + ("; no signals outside the sandbox" if offered.landlock_abi >= 6 else ""))
+    if offered.seccomp:
         layers.append("seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
                       "non-UNIX sockets or raised rlimits; no System V IPC or POSIX message "
                       "queues; no change of its CPUs, nor of other processes' scheduling")
-    if not sandbox.fork:
+    if not offered.fork:
         layers.append("a child started before its submission was read, or whose exercises "
                       "run in worker processes, imports its framework (framework code only) "
                       "before it confines itself")
@@ -340,48 +204,40 @@ def _isolation_layers(sandbox: Sandbox) -> list[str]:
         layers.append("--fork-server: each child is forked from an interpreter that imported "
                       "numpy and its round's framework and nothing else, into its own session, "
                       "uid (root only) and namespaces (as above); bubblewrap does not apply")
-    if not sandbox.bwrap and not sandbox.landlock_abi:
+    if not offered.bwrap and not offered.landlock_abi:
         layers.append("bubblewrap and Landlock not available: network and file system "
                       "NOT isolated")
     return layers
 
 
-def _namespace_layers(sandbox: Sandbox) -> list[str]:
+def _namespace_layers(offered: Capabilities) -> list[str]:
     """What keeps a child's IPC objects (and network) from outliving it, outside bubblewrap."""
-    if sandbox.bwrap:
+    if offered.bwrap:
         return []
-    if sandbox.own_namespaces:
+    if offered.own_namespaces:
         return ["own IPC, network and host-name namespaces for every child that starts as "
                 "root (forked, or without a uid of its own): what it makes there dies with it"]
     return [("no IPC namespace of its own (the grader may not make one here): System V IPC "
-             "and POSIX message queues denied by seccomp") if sandbox.seccomp else
+             "and POSIX message queues denied by seccomp") if offered.seccomp else
             "no IPC namespace of its own and no seccomp: System V IPC NOT isolated"]
 
 
-def _neighbour_layers(sandbox: Sandbox) -> list[str]:
+def _neighbour_layers(offered: Capabilities) -> list[str]:
     """What keeps one submission from taking its neighbours' CPUs or process slots."""
     layers = ["own session and process group per child (setsid)"
-              + (", which it cannot leave (seccomp)" if sandbox.seccomp else "")]
-    if sandbox.cpu_groups:
-        groups = "; ".join(",".join(map(str, group)) for group in sandbox.cpu_groups)
-        shared = (f", {sandbox.jobs} job slots sharing {len(sandbox.cpu_groups)} groups"
-                  if sandbox.jobs > len(sandbox.cpu_groups) else "")
+              + (", which it cannot leave (seccomp)" if offered.seccomp else "")]
+    if offered.cpu_groups:
+        groups = "; ".join(",".join(map(str, group)) for group in offered.cpu_groups)
+        shared = (f", {offered.jobs} job slots sharing {len(offered.cpu_groups)} groups"
+                  if offered.jobs > len(offered.cpu_groups) else "")
         layers.append(f"CPU share: each job slot's child runs on its own CPUs only ({groups}"
-                      f"{shared})" + (", and may not change them (seccomp)" if sandbox.seccomp
+                      f"{shared})" + (", and may not change them (seccomp)" if offered.seccomp
                                        else ", but could change them (no seccomp)"))
     else:
         layers.append("CPU share: one child at a time (one job slot or one CPU), not pinned")
-    if sandbox.uid_slots is None:
+    if not offered.own_uids:
         layers.append(
             f"no uid of its own: no new processes (seccomp), threads only, and the child "
-            f"stopped past {TASK_LIMIT} threads (counted by the grader)" if sandbox.seccomp
+            f"stopped past {TASK_LIMIT} threads (counted by the grader)" if offered.seccomp
             else "no uid of its own and no seccomp: number of processes NOT limited")
     return layers
-
-
-# ---------------------------------------------------------------- folders
-
-
-# ---------------------------------------------------------------- running
-
-

@@ -14,14 +14,11 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autograder.sandbox.confined.confine import LIBC
 from autograder.sandbox.errors import SandboxFailure
+from autograder.sandbox.pools import Sandbox
 from autograder.sandbox.uid_slots import kill_uid, remove_ipc_of
-
-if TYPE_CHECKING:
-    from autograder.sandbox.sandbox import Sandbox
 
 DISK_LIMIT = 512 * 1024**2  # bytes a submission may keep in its folders, per round
 
@@ -120,8 +117,8 @@ def for_submission(sandbox: Sandbox) -> Iterator[Folders]:
     uid = sandbox.take_uid() if sandbox.uid_slots is not None else None
     cpus = sandbox.take_cpus()
     base = Path(tempfile.mkdtemp(prefix="grading-"))
-    folders = Folders(base, base / "ctrl", base / "work", base / "out", uid, sandbox.tmpfs,
-                      cpus)
+    folders = Folders(base, base / "ctrl", base / "work", base / "out", uid,
+                      sandbox.offered.tmpfs, cpus)
     try:
         base.chmod(0o711)
         folders.ctrl.mkdir(mode=0o750)

@@ -14,13 +14,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from autograder.sandbox.confined.confine import LIBC
 from autograder.sandbox.errors import SandboxFailure
-
-if TYPE_CHECKING:
-    from autograder.sandbox.sandbox import Sandbox
 
 UID_BASE = 64000  # the uids (and gids) of job slots: UID_BASE + slot
 
@@ -62,22 +58,22 @@ def _uid_can_reach(uid: int, folder: str) -> bool:
 
 
 
-def reserve_uid_slots(found: Sandbox, jobs: int) -> None:
+def reserve_uid_slots(jobs: int) -> tuple[queue.Queue | None, list[int]]:
     """Give each job slot a uid no other grader on this machine holds, when such a uid can
-    run Python; otherwise the child runs as root without capabilities (`run_as_root`)."""
+    run Python: (the free slot uids, the fds of their locks). (None, []) otherwise: the
+    child then runs as root without capabilities (Capabilities.run_as_root)."""
     try:
-        uids, found.uid_locks = claim_uids(jobs)
+        uids, locks = claim_uids(jobs)
     except OSError:  # no /run to hold the locks in: never risk sharing a uid
-        uids = []
-    found.run_as_root = (not uids or not _uid_can_run_python(uids[0])
-                         or not _uid_can_reach(uids[0], tempfile.gettempdir()))
-    if found.run_as_root:
-        release_uids(found.uid_locks)
-        found.uid_locks = []
-        return
-    found.uid_slots = queue.Queue()
+        uids, locks = [], []
+    if (not uids or not _uid_can_run_python(uids[0])
+            or not _uid_can_reach(uids[0], tempfile.gettempdir())):
+        release_uids(locks)
+        return None, []
+    slots: queue.Queue = queue.Queue()
     for uid in uids:
-        found.uid_slots.put(uid)
+        slots.put(uid)
+    return slots, locks
 
 
 

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from autograder.sandbox.children import (
     ChildResult,
@@ -17,15 +16,13 @@ from autograder.sandbox.children import (
     start_child,
     supervise_started,
 )
+from autograder.sandbox.pools import Sandbox
 from autograder.sandbox.submission_folders import (
     Folders,
     for_submission,
     fresh_round,
     install_child_files,
 )
-
-if TYPE_CHECKING:
-    from autograder.sandbox.sandbox import Sandbox
 
 
 @dataclass
@@ -60,7 +57,7 @@ class WarmChild:
             ready_read, ready_write = os.pipe()
             go_read, go_write = os.pipe()
             process = start_child(
-                sandbox, first_round,
+                sandbox.offered, first_round,
                 [str(ready_write), "--warm", str(go_read), json.dumps(allowed)],
                 (ready_write, go_read))
         except BaseException:
@@ -84,7 +81,8 @@ class WarmChild:
                 os.write(self.go, b"1")
             os.close(self.go)
             self.go = -1
-            return supervise_started(self.process, ready, self.first_round, deadline, sandbox)
+            return supervise_started(self.process, ready, self.first_round, deadline,
+                                     sandbox.offered)
 
     def stop(self) -> None:
         """End the child, if it still runs; its cleanup stay with its first_round."""
@@ -101,3 +99,10 @@ class WarmChild:
         """End the child and remove its cleanup (the uid slot goes back)."""
         self.stop()
         self.cleanup.close()
+
+
+def start_warm_children(sandbox: Sandbox, allowed: tuple[str, ...], count: int) -> None:
+    """Start `count` warm children for these frameworks, kept in the sandbox's pool until a
+    submission's part takes one (Sandbox.take_warm)."""
+    for _ in range(count):
+        sandbox.keep_warm(WarmChild.start(sandbox, allowed))

@@ -1,6 +1,7 @@
 """The package's layout keeps the architecture visible: each folder imports only the folders
-its `__init__` says it may, the confined child's code imports nothing of the grader, and no
-module outside the exercise tables grows past about 450 lines."""
+its `__init__` says it may, no modules import each other in a circle (annotation-only imports
+under `if TYPE_CHECKING:` count: they hide the same knot), the confined child's code imports
+nothing of the grader, and no module outside the exercise tables grows past about 450 lines."""
 
 from __future__ import annotations
 
@@ -55,8 +56,17 @@ def modules() -> list[tuple[str, Path]]:
 
 def imports(module: str, path: Path) -> list[tuple[str, bool]]:
     """(the autograder module each import names, whether it runs when the module loads)."""
+    return [(name, at_load) for name, at_load, _ in _imports(module, path)]
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, bool, bool]]:
+    """(the autograder module each import names, whether it runs when the module loads,
+    whether it is in a function: a deliberate lazy import, not a dependency of the module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top_level = {id(node) for node in tree.body}
+    in_functions = {id(inner) for node in ast.walk(tree)
+                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                    for inner in ast.walk(node)}
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -69,8 +79,51 @@ def imports(module: str, path: Path) -> list[tuple[str, bool]]:
             names = [_named(base, alias.name) for alias in node.names]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        found += [(name, id(node) in top_level) for name in names
+        found += [(name, id(node) in top_level, id(node) in in_functions) for name in names
                   if name.split(".")[0] == "autograder"]
+    return found
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Module -> the autograder modules it imports outside functions: when it loads, or
+    for annotations only (`if TYPE_CHECKING:`). A package's own `__init__` is left out as a
+    target: importing `autograder.grading.x` names the package, which imports nothing."""
+    known = {module for module, _ in modules()}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules():
+        graph[module] = {name for name, _, lazy in _imports(module, path)
+                         if not lazy and name in known and name != module
+                         and not (PACKAGE.parent / name.replace(".", "/")).is_dir()}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one module (Tarjan's algorithm), each
+    sorted: modules that import each other, however indirectly."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph.get(module, ())):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while (member := stack.pop()) != module:
+                group.append(member)
+            if group:
+                found.append(sorted([module, *group]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
     return found
 
 
@@ -94,6 +147,14 @@ def test_each_concern_imports_only_what_its_folder_allows():
                 wrong.append(f"{module} imports {name} ({here} may import "
                              f"{sorted(MAY_IMPORT[here]) or 'nothing of the grader'})")
     assert not wrong, "\n".join(wrong)
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """A circle, even through annotations only, means two modules cannot be understood, or
+    moved, one without the other: a type that both need belongs in a module below both."""
+    found = circles(module_graph())
+    assert not found, "modules importing each other: " + "; ".join(
+        " <-> ".join(group) for group in found)
 
 
 def test_the_confined_code_imports_the_standard_library_and_numpy_only():
@@ -140,3 +201,21 @@ def test_the_rule_itself_catches_a_wrong_direction(tmp_path, monkeypatch):
     refused = r"autograder\.sandbox\.bad imports autograder\.grading"
     with pytest.raises(AssertionError, match=refused):
         test_each_concern_imports_only_what_its_folder_allows()
+
+
+def test_the_circle_rule_catches_an_annotation_only_circle(tmp_path, monkeypatch):
+    """Two modules that import each other, one of them under `if TYPE_CHECKING:` only, are a
+    circle; the same import inside a function (a lazy one) is not."""
+    fake = tmp_path / "autograder" / "sandbox"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "pools.py").write_text("from autograder.sandbox import runner\n")
+    (fake / "runner.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from autograder.sandbox.pools import Pool\n")
+    (fake / "lazy.py").write_text("def f():\n    from autograder.sandbox import pools\n")
+    (fake / "uses_lazy.py").write_text("from autograder.sandbox import lazy\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "autograder")
+    assert circles(module_graph()) == [["autograder.sandbox.pools", "autograder.sandbox.runner"]]
+    with pytest.raises(AssertionError, match=r"sandbox\.pools <-> autograder\.sandbox\.runner"):
+        test_no_modules_import_each_other_in_a_circle()

@@ -67,9 +67,9 @@ def start(tmp_path: Path, fork_server: bool | None, count: int = 3) -> early.Sta
 def test_a_framework_batch_forks_by_default_where_the_machine_allows_it(tmp_path):
     started = start(tmp_path, None)
     try:
-        allowed = not sandbox.fork_server_refusal(started.sandbox, "auto")
-        assert started.sandbox.fork is allowed
-        assert (started.sandbox.bwrap is None) if allowed else True
+        allowed = not sandbox.fork_server_refusal(started.sandbox.offered, "auto")
+        assert started.sandbox.offered.fork is allowed
+        assert (started.sandbox.offered.bwrap is None) if allowed else True
     finally:
         started.sandbox.close()
 
@@ -77,8 +77,8 @@ def test_a_framework_batch_forks_by_default_where_the_machine_allows_it(tmp_path
 def test_no_fork_server_keeps_fresh_children(tmp_path):
     started = start(tmp_path, False)
     try:
-        assert not started.sandbox.fork
-        assert started.sandbox.bwrap == sandbox.bubblewrap()
+        assert not started.sandbox.offered.fork
+        assert started.sandbox.offered.bwrap == sandbox.bubblewrap()
     finally:
         started.sandbox.close()
 
@@ -90,8 +90,8 @@ def test_where_forking_is_refused_the_default_grades_with_fresh_children(tmp_pat
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
     started = start(tmp_path, None)
     try:
-        assert started.sandbox is not None and not started.sandbox.fork
-        assert started.sandbox.bwrap == "/usr/bin/bwrap"
+        assert started.sandbox is not None and not started.sandbox.offered.fork
+        assert started.sandbox.offered.bwrap == "/usr/bin/bwrap"
     finally:
         started.sandbox.close()
     assert start(tmp_path, True).sandbox is None  # asked for by name: refused, with the reason

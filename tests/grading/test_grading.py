@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import unicodedata
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +39,10 @@ from autograder.grading.verdicts import (
 from autograder.judging.cases import Case
 from autograder.judging.engine import INPUT_INDEPENDENT
 from autograder.sandbox import capacity, children, errors, sandbox
+from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
 from autograder.sandbox.confined.wire import STOPPING_ERRORS, validated_report
+from autograder.sandbox.pools import Sandbox
 
 from ..submissions import ROOT, write_all
 
@@ -206,7 +207,7 @@ def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
     """With only rlimits (--unsafe-no-sandbox), the child still dies alone."""
     assignment = prepare("03", seed=int(SEED))
     limits = children.Limits(per_exercise=3, per_submission=8)
-    run = GradingRun(int(SEED), limits, sandbox.Sandbox(unsafe=True),
+    run = GradingRun(int(SEED), limits, Sandbox(Capabilities(unsafe=True)),
                              {"03": assignment}, "03")
     for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
         result = grade_submission(run, read_submission(batch["folder"] / f"{stem}.ipynb", stem))
@@ -220,8 +221,8 @@ def test_grader_refuses_without_any_isolation(monkeypatch):
     with pytest.raises(errors.SandboxUnavailable, match="--unsafe-no-sandbox"):
         sandbox.detect("auto")
     unsafe = sandbox.detect("auto", unsafe=True)
-    assert "UNSAFE: graded with --unsafe-no-sandbox" in unsafe.layers()
-    assert any("NOT isolated" in layer for layer in unsafe.layers())
+    assert "UNSAFE: graded with --unsafe-no-sandbox" in sandbox.protections(unsafe.offered)
+    assert any("NOT isolated" in layer for layer in sandbox.protections(unsafe.offered))
 
 
 def test_a_sandbox_that_cannot_start_is_a_loud_grading_error(batch, tmp_path, monkeypatch):
@@ -387,13 +388,13 @@ def test_stored_mistakes_give_what_running_them_gives(tmp_path):
     assert save_known_mistakes(assignment, 3, tmp_path) == 0  # kept, not redone
     loaded = prepare("04", 3, tmp_path)
     for exercise in loaded.exercises:
-        assert exercise.known is not None
-        running = replace(exercise, known=None)
+        known = loaded.known.get(exercise.name)
+        assert known is not None
         for mistake in exercise.mistakes:
             for case in loaded.cases[exercise.name]:
-                kept = exercise.known(mistake, case)
+                kept = known(mistake, case)
                 assert kept is not None, (exercise.name, mistake.name, case.label)
-                assert exercise._same(running.run_mistake(mistake, case), kept), (
+                assert exercise._same(exercise.run_mistake(mistake, case), kept), (
                     exercise.name, mistake.name, case.label)
 
 
@@ -408,9 +409,10 @@ def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_
         f"a = prepare('04', 4, pathlib.Path({str(tmp_path)!r}))\n"
         "e = next(x for x in a.exercises if x.name == 'logaddexp')\n"
         "m = next(x for x in e.mistakes if 'cotangent' in x.hint)\n"
-        "failing = [(c, Attempt(value=e.known(m, c)), r)\n"
+        "known = a.known[e.name]\n"
+        "failing = [(c, Attempt(value=known(m, c)), r)\n"
         "           for c, r in zip(a.cases[e.name], a.references[e.name])]\n"
-        "shown = failure_to_show(e, failing)\n"
+        "shown = failure_to_show(e, failing, known=known)\n"
         "print(shown.hint == m.hint, sorted(x for x in sys.modules\n"
         "      if x.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
     done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
@@ -447,7 +449,7 @@ def test_a_lone_submission_runs_its_exercises_in_parts_at_once(batch, monkeypatc
     assignment = prepare("03", int(SEED), batch["cache"])
     spare = SpareSlots(1)
     run = GradingRun(int(SEED), children.Limits(per_exercise=10, per_submission=30),
-                             sandbox.Sandbox(unsafe=True), {"03": assignment}, "03",
+                             Sandbox(Capabilities(unsafe=True)), {"03": assignment}, "03",
                              spare=spare)
     both_running = threading.Barrier(2, timeout=20)  # broken unless two parts overlap
     parts, original = [], grade_module.run_part
@@ -474,11 +476,11 @@ def test_every_slot_is_idle_again_when_the_batch_ends(monkeypatch, tmp_path):
         return SubmissionResult(submission.path, submission.stem, "03")
 
     monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
-    run = GradingRun(1, children.Limits(), sandbox.Sandbox(unsafe=True), {})
+    run = GradingRun(1, children.Limits(), Sandbox(Capabilities(unsafe=True)), {})
     submissions = read_submissions([tmp_path / f"{n}.ipynb" for n in range(4)])
     batch_module.run_all(run, tmp_path, submissions, jobs=3)
     assert run.spare.take(10) == 3
-    lone = GradingRun(1, children.Limits(), sandbox.Sandbox(unsafe=True), {})
+    lone = GradingRun(1, children.Limits(), Sandbox(Capabilities(unsafe=True)), {})
     batch_module.run_all(lone, tmp_path, submissions[:1], jobs=3)
     assert seen[-1] == 2 and lone.spare.take(10) == 3  # a lone submission may use 2 more
 
@@ -502,7 +504,7 @@ def test_submissions_with_more_answers_start_first_and_keep_their_places(monkeyp
         return SubmissionResult(submission.path, submission.stem, "03")
 
     monkeypatch.setattr(batch_module, "grade_one", fake_grade_one)
-    run = GradingRun(1, children.Limits(), sandbox.Sandbox(unsafe=True), {})
+    run = GradingRun(1, children.Limits(), Sandbox(Capabilities(unsafe=True)), {})
     results = batch_module.run_all(run, tmp_path, submissions, jobs=1)
     assert started[0] == "answered.ipynb"
     assert [r.path for r in results] == paths

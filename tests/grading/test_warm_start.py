@@ -27,7 +27,8 @@ from autograder.grading import parts, preparation, rounds
 from autograder.grading import start as early
 from autograder.grading.parts import parts_and_workers
 from autograder.grading.warm_groups import warm_groups
-from autograder.sandbox import children, sandbox, warm_children
+from autograder.sandbox import children, warm_children
+from autograder.sandbox.pools import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION_06 = ROOT / "solutions" / "06_implicit_callbacks_checkpointing.ipynb"
@@ -83,7 +84,7 @@ class FakeWarmChild:
 
 def test_a_warm_child_is_taken_for_its_own_frameworks_only():
     slots: queue.Queue = queue.Queue()
-    box = sandbox.Sandbox(uid_slots=slots)
+    box = Sandbox(uid_slots=slots)
     jax_child, tf_child = FakeWarmChild(("jax",), 1, slots), FakeWarmChild(("tensorflow",), 2,
                                                                             slots)
     box.warm_children = [jax_child, tf_child]
@@ -95,7 +96,7 @@ def test_a_warm_child_is_taken_for_its_own_frameworks_only():
 
 def test_a_box_that_needs_a_uid_stops_an_idle_warm_child_rather_than_wait_forever():
     slots: queue.Queue = queue.Queue()  # every uid is held: this one by an idle warm child
-    box = sandbox.Sandbox(uid_slots=slots)
+    box = Sandbox(uid_slots=slots)
     idle = FakeWarmChild(("jax",), 64001, slots)
     box.warm_children = [idle]
     assert box.take_uid() == 64001
@@ -217,7 +218,7 @@ def test_one_slot_or_numpy_exercises_alone_take_no_workers():
 
 def test_closing_the_sandbox_stops_its_warm_children_and_fork_servers():
     slots: queue.Queue = queue.Queue()
-    box = sandbox.Sandbox(uid_slots=slots)
+    box = Sandbox(uid_slots=slots)
     idle, server = FakeWarmChild(("jax",), 1, slots), FakeWarmChild(("tensorflow",), 2, slots)
     box.warm_children, box.fork_servers = [idle], {("tensorflow",): server}
     box.close()

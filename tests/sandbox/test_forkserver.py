@@ -9,6 +9,7 @@ through it too (tests/sandbox/test_hostile.py, mode `fork`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -23,7 +24,9 @@ import pytest
 
 from autograder.exercises import for_chapter
 from autograder.sandbox import children, errors, forkserver, sandbox
+from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
+from autograder.sandbox.pools import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 # Appended to chapter 01's qa_gradients cell: every later GradientTape.gradient in this
@@ -153,9 +156,24 @@ def test_the_fork_server_is_refused_without_landlock(monkeypatch):
 def test_the_fork_server_is_refused_without_its_own_uid_or_seccomp(monkeypatch):
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
     monkeypatch.setattr(confine, "seccomp_available", lambda: False)
-    monkeypatch.setattr(sandbox, "reserve_uid_slots", lambda found, jobs: None)
+    monkeypatch.setattr(sandbox, "reserve_uid_slots", lambda jobs: (None, []))
     with pytest.raises(errors.SandboxUnavailable, match="seccomp"):
         sandbox.detect("auto", fork=True)
+
+
+def test_choosing_the_fork_server_makes_a_new_record_and_leaves_the_detected_one():
+    """What the machine offers is a frozen record: the grader's choice to fork replaces the
+    sandbox's record, and a record taken before (by a round already running) stays as it was."""
+    offered = Capabilities(bwrap="/usr/bin/bwrap", landlock_abi=4, seccomp=True)
+    box = Sandbox(offered)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        offered.fork = True  # type: ignore[misc]
+    assert sandbox.allow_fork_server_if_possible(box, "auto")
+    assert box.offered.fork and box.offered.bwrap is None
+    assert not offered.fork and offered.bwrap == "/usr/bin/bwrap"
+    refused = Sandbox(Capabilities(bwrap="/usr/bin/bwrap"))  # no Landlock: may not fork
+    assert not sandbox.allow_fork_server_if_possible(refused, "auto")
+    assert refused.offered == Capabilities(bwrap="/usr/bin/bwrap")
 
 
 def test_a_started_childs_exit_signal_is_readable_once_it_exits_and_not_before():

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import children, sandbox, uid_slots
+from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
+from autograder.sandbox.pools import Sandbox
 
 from ..submissions import ROOT
 
@@ -178,7 +180,7 @@ def test_the_cpus_are_shared_out_one_group_per_job_slot():
     assert sandbox.cpu_groups(4, [0, 1]) == [(0,), (1,)]  # more slots than CPUs: shared
     assert sandbox.cpu_groups(1, [0, 1, 2, 3]) == []  # one slot: no neighbour, not pinned
     assert sandbox.cpu_groups(8, [3]) == []
-    box = sandbox.Sandbox(cpu_groups=[(0,), (1,), (2,)])
+    box = Sandbox(Capabilities(cpu_groups=((0,), (1,), (2,))))
     first, second = box.take_cpus(), box.take_cpus()
     assert first != second
     # A round whose child forks two workers (in slots the grader reserved) borrows one more
@@ -189,7 +191,7 @@ def test_the_cpus_are_shared_out_one_group_per_job_slot():
         box.give_cpus(group)
     box.give_cpus(first)
     assert box.take_cpus() == first
-    assert sandbox.Sandbox().take_cpus() == ()
+    assert Sandbox().take_cpus() == ()
 
 
 def test_the_supervisor_counts_every_thread_below_a_child():

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import sandbox, submission_folders
+from autograder.sandbox import submission_folders
+from autograder.sandbox.capabilities import Capabilities
+from autograder.sandbox.pools import Sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,12 +59,12 @@ def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(
     monkeypatch.setattr(submission_folders, "DISK_LIMIT", 4 * 2**20)
     monkeypatch.setattr(submission_folders, "INODE_LIMIT", 50)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    box = sandbox.Sandbox(unsafe=True, tmpfs=submission_folders.can_mount_tmpfs())
-    assert box.tmpfs == (os.geteuid() == 0)
+    box = Sandbox(Capabilities(unsafe=True, tmpfs=submission_folders.can_mount_tmpfs()))
+    assert box.offered.tmpfs == (os.geteuid() == 0)
     with submission_folders.for_submission(box) as folders:
         first = submission_folders.fresh_round(folders, 1)
         fill(first.work)
-        if box.tmpfs:
+        if box.offered.tmpfs:
             assert mounted(first.work.parent) and not mounted(folders.base)
             assert submission_folders.filled(first)
         else:
@@ -70,9 +72,10 @@ def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(
         (folders.ctrl / "program.json").write_bytes(b"x" * 2**20)  # the grader's own room
         second = submission_folders.fresh_round(folders, 2)
         assert not first.work.parent.exists() and not list(second.work.iterdir())
-        full = submission_folders.filled if box.tmpfs else submission_folders.over_disk_quota
+        full = (submission_folders.filled if box.offered.tmpfs
+                else submission_folders.over_disk_quota)
         assert not full(second)
-        assert mounted(second.work.parent) if box.tmpfs else True
+        assert mounted(second.work.parent) if box.offered.tmpfs else True
     assert not folders.base.exists() and not mounted(second.work.parent)
 
 
