@@ -1,7 +1,8 @@
 """A fork server: one interpreter that has imported numpy and a framework, forked per round.
 
-A fresh Python pays a framework's import in every child: TensorFlow about 3-4 s, JAX about
-1 s, most of what grading one more framework submission costs. With `grade --fork-server`
+A fresh Python pays a framework's import in every child, most of what grading one more
+framework submission costs (docs/grading-speed.md; when the grader forks, and what a forked
+child gives up: docs/security.md, "The fork server"). With `grade --fork-server`
 the grader starts one server per set of allowed frameworks (none, for the numpy rounds) for
 the whole batch. The server imports them (child.preload) and nothing else: it never sees a
 submission, a case or a reference. For each round the grader sends it the round's folders, uid and

@@ -1,13 +1,15 @@
 """Every repository path the docs and the code's own explanations name exists.
 
-A renamed module leaves its old name behind in prose (a `grading.py` that no longer existed was
-named in three places); nothing else would notice. What is read, and what counts as a path:
+A renamed module leaves its old name behind in prose (the harness's docstring named a
+`grading.py` long after it was split up); nothing else would notice. What is read, and what
+counts as a path:
 
-* **Where**: docs/*.md and README*.md (inline `code` spans and the targets of relative links,
-  not fenced blocks, which hold commands with example paths); in autograder/, coursekit/ and
-  benchmarks/, the comments and docstrings of every .py file; the comments of the top-level
-  configuration (requirements*.txt, pyproject.toml, environment.yml, Makefile, .ci/run,
-  postBuild). Of these, every whitespace-separated word is a candidate.
+* **Where**: docs/*.md, README*.md and CHANGELOG.md (inline `code` spans and the targets of
+  relative links, not fenced blocks, which hold commands with example paths); in autograder/,
+  coursekit/ and benchmarks/, the comments and docstrings of every .py file; the comments of
+  the top-level configuration (requirements*.txt, pyproject.toml, environment.yml, Makefile,
+  .ci/run, postBuild). Of these, every whitespace-separated word is a candidate, less any
+  `#anchor`.
 * **A path** is a word with a '/' whose first part is the name of a folder of the repository
   (`tests/sandbox/test_hostile.py`, `grading/verdicts.py`, `../README.md`), or a bare module
   name (`grade.py`). Not a path: words whose first part names no folder of the repository
@@ -36,6 +38,7 @@ CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 EDGES = "`'\"()[],;:.!?*"  # stripped from a word's ends ('*' only after the glob test)
+DOCS = ("docs/*.md", "README*.md", "CHANGELOG.md")
 CODE_FOLDERS = ("autograder", "coursekit", "benchmarks")
 CONFIGURATION = ("requirements.txt", "requirements-grader.txt", "requirements-learner.txt",
                  "pyproject.toml", "environment.yml", "Makefile", ".ci/run", "postBuild")
@@ -86,7 +89,7 @@ def words_of(name: str, text: str) -> list[str]:
 
 def as_path(word: str, folders: set[str]) -> str | None:
     """The repository path `word` names, or None when it names none (see the module's rules)."""
-    word = word.strip(EDGES.replace("*", ""))
+    word = word.split("#")[0].strip(EDGES.replace("*", ""))
     if word.endswith("*") and "/" not in word:
         return None
     word = word.rstrip(EDGES)
@@ -129,7 +132,7 @@ def _normal(path: str) -> str:
 def named_files(files: set[str]) -> list[str]:
     """The files whose words are read (the module's "Where")."""
     docs = [path for path in files
-            if fnmatch.fnmatch(path, "docs/*.md") or fnmatch.fnmatch(path, "README*.md")]
+            if any(fnmatch.fnmatch(path, doc) for doc in DOCS)]
     code = [path for path in files if path.endswith(".py")
             and PurePosixPath(path).parts[0] in CODE_FOLDERS]
     configuration = [path for path in CONFIGURATION if path in files]
