@@ -153,6 +153,44 @@ def missing_paths(root: Path) -> list[str]:
     return sorted(set(missing))
 
 
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$", re.M)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def broken_anchors(root: Path) -> list[str]:
+    """'file: link' for every relative link whose #anchor names no heading of its target."""
+    broken = []
+    for name in [path for path in named_files(known_files(root)) if path.endswith(".md")]:
+        for target in LINK.findall(FENCE.sub("", (root / name).read_text(encoding="utf-8"))):
+            page, _, anchor = target.partition("#")
+            if not anchor or ":" in page:
+                continue
+            file = root / _normal(str(PurePosixPath(name).parent / page)) if page else root / name
+            headings = FENCE.sub("", file.read_text(encoding="utf-8")) if file.is_file() else ""
+            if anchor not in {slug(heading) for heading in HEADING.findall(headings)}:
+                broken.append(f"{name}: {target}")
+    return broken
+
+
+def test_every_link_to_a_section_names_a_heading_there():
+    broken = broken_anchors(ROOT)
+    assert not broken, "no such section:\n" + "\n".join(broken)
+
+
+def test_a_link_to_a_missing_section_is_found(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n## The `grade` command: flags\n")
+    (tmp_path / "README.md").write_text(
+        "[flags](docs/guide.md#the-grade-command-flags), [gone](docs/guide.md#gone),\n"
+        "[here](#readme), [web](https://example.org/x#y)\n\n# README\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert broken_anchors(tmp_path) == ["README.md: docs/guide.md#gone"]
+
+
 def test_every_path_the_docs_and_docstrings_name_exists():
     missing = missing_paths(ROOT)
     assert not missing, "named but not in the repository:\n" + "\n".join(missing)
