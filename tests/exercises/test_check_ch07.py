@@ -9,7 +9,6 @@ import jax.numpy as jnp
 import nbformat
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from autograder import check
 from autograder.exercises import ch07_jacobians as ch
@@ -270,6 +269,8 @@ def test_failing_case_names_the_test_function():
 
 
 def _tf_tape_jacobian(fn, x):
+    import tensorflow as tf  # here, not at the top: the GPU check runs this file without it
+
     x = tf.constant(x)
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -279,6 +280,8 @@ def _tf_tape_jacobian(fn, x):
 
 @pytest.mark.parametrize("case", ch.JACOBIAN_VIA_VJP.edge_cases(), ids=lambda c: c.label)
 def test_tf_reference_is_what_tape_jacobian_computes(case):
+    import tensorflow as tf  # here, not at the top: the GPU check runs this file without it
+
     name, x = case.values()
     tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_vector_function(tf, name, t), x)
     expected = tape.jacobian(y, xt).numpy()
@@ -289,6 +292,8 @@ def test_tf_reference_is_what_tape_jacobian_computes(case):
 
 @pytest.mark.parametrize("case", ch.BATCH_JACOBIAN.edge_cases(), ids=lambda c: c.label)
 def test_tape_batch_jacobian_is_right_only_for_independent_rows(case):
+    import tensorflow as tf  # here, not at the top: the GPU check runs this file without it
+
     name, x = case.values()
     tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_batch_function(tf, name, t), x)
     batch = tape.batch_jacobian(y, xt).numpy()
@@ -309,6 +314,8 @@ def _exercise_cases(exercise):
 
 
 def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
+    import tensorflow as tf  # here, not at the top: the GPU check runs this file without it
+
     case = ch.HVP.edge_cases()[0]
     name, x, v = case.values()
     xt = tf.constant(x)
