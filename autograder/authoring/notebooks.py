@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbformat import NotebookNode
 
 if TYPE_CHECKING:
@@ -93,7 +94,9 @@ def execute(notebook: NotebookNode, directory: Path) -> NotebookNode:
 
     No execution timestamps are recorded (nbclient's `record_timing`), and any left from an
     older build are removed: they changed every line of `metadata.execution` on each rebuild,
-    burying the changes a reviewer should see."""
+    burying the changes a reviewer should see. For the same reason consecutive stream outputs
+    are merged (nbconvert's CoalesceStreamsPreprocessor): how a cell's printing was split into
+    messages depends on when the kernel flushed, not on what it printed."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     without_run_records(notebook)
     client = NotebookClient(
@@ -104,6 +107,7 @@ def execute(notebook: NotebookNode, directory: Path) -> NotebookNode:
         resources={"metadata": {"path": str(directory)}},
     )
     client.execute()
+    CoalesceStreamsPreprocessor().preprocess(notebook, {})
     return notebook
 
 

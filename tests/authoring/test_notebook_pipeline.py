@@ -123,3 +123,11 @@ def test_no_generated_notebook_holds_execution_timestamps():
              if "execution" in cell.metadata]
     assert not timed, f"{len(timed)} cells keep execution timestamps, e.g. {timed[:3]}: " \
                       "rebuild them with `make course`"
+
+
+def test_a_cells_printing_is_stored_as_one_stream_however_the_kernel_flushed_it(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import time\nprint('a', flush=True)\ntime.sleep(0.2)\nprint('b', flush=True)\n"
+        "time.sleep(0.2)\nprint('c')")])
+    outputs = notebooks.execute(notebook, tmp_path).cells[0].outputs
+    assert [(o.name, o.text) for o in outputs] == [("stdout", "a\nb\nc\n")]
