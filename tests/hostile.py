@@ -251,7 +251,7 @@ MAKE_IPC = (
 # Seconds the busy attack keeps its processes and threads busy: the neighbours' timing is
 # measured in test_neighbours.py (a longer run); here it must merely cost nothing but its row.
 BUSY_SECONDS = 2
-# As many busy processes as it may start (the issue's 500: a grading error for its own row
+# As many busy processes as it may start (500 once gave a grading error for its own row
 # and 18-61 s for its neighbours'), and threads that hash without the GIL, so they take a CPU
 # each. `_STARTED` counts the processes.
 BUSY = (

@@ -90,7 +90,7 @@ tangent_sine = _log1pexp(stable, lambda x, t: jax.nn.sigmoid(x) * jnp.sin(t))
 
 @jax.custom_jvp
 def unstable_rule_primal(x):
-    """The issue's false pass: stable itself, but the rule's primal overflows, and jax.jvp
+    """A false pass once seen: stable itself, but the rule's primal overflows, and jax.jvp
     and jax.vjp return the rule's primal ([inf, inf] at float32 x = [100, 1000])."""
     return jnp.logaddexp(x, 0.0)
 
@@ -136,7 +136,7 @@ def test_the_rules_primal_is_what_overflows():
     assert np.isinf(jax.jvp(unstable_rule_primal, (x,), (jnp.ones_like(x),))[0]).all()
 
 
-def test_log1pexp_edges_are_the_issues_points():
+def test_log1pexp_edges_reach_the_magnitudes_where_softplus_overflows():
     points = {float(v) for case in LOG1PEXP.edge_cases() for v in case.arg("x")}
     assert {-1000.0, -100.0, 100.0, 1000.0} <= points
 

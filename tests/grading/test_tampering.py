@@ -18,7 +18,7 @@ from autograder.grading.tampering import read_findings
 from ..submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
 from ..tampering_attacks import STOPPED_BY_THE_CHILD, tampering_attacks
 
-ISSUE_ATTACKS = [
+WAYS_IN = [
     'import sys\nsys.modules["harness"].invoker = lambda *a, **k: (lambda fn, *args: fn(*args))',
     "import harness\nharness.ch01_chain_rule.invoke_rows = lambda fn, *a: fn(*a)",
     "harness.method._refused = lambda o, l, u: o",
@@ -34,7 +34,7 @@ ISSUE_ATTACKS = [
 ]
 
 
-@pytest.mark.parametrize("source", ISSUE_ATTACKS)
+@pytest.mark.parametrize("source", WAYS_IN)
 def test_each_way_into_the_interpreter_is_refused(source):
     found = read_findings(["import numpy as np", source])
     assert found and found[0].refused and found[0].cell == 2, found

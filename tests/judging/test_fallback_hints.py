@@ -35,7 +35,7 @@ def test_every_exercise_has_a_fallback_for_exceptions_and_for_wrong_values(name)
     (JACOBIAN_BY_ROWS, "TypeError", "dot_general"),
     (JACOBIAN_VIA_VJP, "TypeError", "jnp.reshape"),
 ])
-def test_the_issues_exceptions_get_a_hint_by_their_type(exercise, type_name, words):
+def test_a_learners_typical_exception_gets_a_hint_by_its_type(exercise, type_name, words):
     assert words in exception_hint(exercise, type_name)
 
 

@@ -2,7 +2,7 @@
 at least CLEAR_MARGIN on the cases a notebook check runs (a backward pass with too
 few fixed-point iterations was off by 2.3e-4 against 1e-4 allowed).
 
-Each wrong answer here is one the issue lists, written as a learner would; the cases that
+Each wrong answer here is written as a learner would write it; the cases that
 catch it (large a for the fixed point, asymmetric bounds, several limits) are the ones the
 strategies draw, so a narrower strategy makes these tests fail."""
 
