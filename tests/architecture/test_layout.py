@@ -86,14 +86,13 @@ def _imports(module: str, path: Path) -> list[tuple[str, bool, bool]]:
 
 def module_graph() -> dict[str, set[str]]:
     """Module -> the autograder modules it imports outside functions: when it loads, or
-    for annotations only (`if TYPE_CHECKING:`). A package's own `__init__` is left out as a
-    target: importing `autograder.grading.x` names the package, which imports nothing."""
+    for annotations only (`if TYPE_CHECKING:`). A package stands for its `__init__`, where
+    a name imported from it (`from autograder.exercises import for_chapter`) is defined."""
     known = {module for module, _ in modules()}
     graph: dict[str, set[str]] = {}
     for module, path in modules():
         graph[module] = {name for name, _, lazy in _imports(module, path)
-                         if not lazy and name in known and name != module
-                         and not (PACKAGE.parent / name.replace(".", "/")).is_dir()}
+                         if not lazy and name in known and name != module}
     return graph
 
 
