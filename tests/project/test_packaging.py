@@ -34,6 +34,12 @@ def installed(tmp_path_factory) -> Install:
     return installed_course(tmp_path_factory.mktemp("installed"))
 
 
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel, built once from a clean copy of the checkout."""
+    return build_wheel(ROOT, tmp_path_factory.mktemp("wheel"))
+
+
 @pytest.fixture
 def outside(tmp_path) -> Path:
     """A working folder that is not the checkout (and not inside it)."""
@@ -49,8 +55,7 @@ def python_json(install: Install, code: str, cwd: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_wheel_carries_every_module_of_the_packages(tmp_path):
-    wheel = build_wheel(ROOT, tmp_path)
+def test_the_wheel_carries_every_module_of_the_packages(wheel):
     expected = package_modules()
     assert "autograder/exercises/ch03_unbroadcasting.py" in expected  # the listing works
     missing = sorted(expected - wheel_modules(wheel))
@@ -58,10 +63,9 @@ def test_the_wheel_carries_every_module_of_the_packages(tmp_path):
     assert not any(name.startswith("tests/") for name in wheel_modules(wheel))
 
 
-def test_the_wheel_names_its_licence_and_carries_its_text(tmp_path):
+def test_the_wheel_names_its_licence_and_carries_its_text(wheel):
     """The wheel holds code only, under MIT: its metadata says so (an SPDX expression, PEP 639)
     and carries LICENSE word for word; the prose licence goes with the prose, not here."""
-    wheel = build_wheel(ROOT, tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         info = next(name.rsplit("/", 1)[0] for name in names
