@@ -87,8 +87,10 @@ def words_of(name: str, text: str) -> list[str]:
     return python_words(text) if name.endswith(".py") else comment_words(text)
 
 
-def as_path(word: str, folders: set[str]) -> str | None:
+def as_path(word: str, folder_names: set[str]) -> str | None:
     """The repository path `word` names, or None when it names none (see the module's rules)."""
+    if "/" not in word and ".py" not in word:
+        return None  # most words: neither a folder path nor a module
     word = word.split("#")[0].strip(EDGES.replace("*", ""))
     if word.endswith("*") and "/" not in word:
         return None
@@ -99,8 +101,7 @@ def as_path(word: str, folders: set[str]) -> str | None:
     parts = PurePosixPath(word)
     if "/" not in word:
         return word if parts.suffix == ".py" and parts.stem.isidentifier() else None
-    folder_names = {PurePosixPath(folder).name for folder in folders} | {".."}
-    return word if parts.parts[0] in folder_names else None
+    return word if parts.parts[0] in folder_names or parts.parts[0] == ".." else None
 
 
 def exists(path: str, naming_file: str, files: set[str], folders: set[str]) -> bool:
@@ -143,11 +144,12 @@ def missing_paths(root: Path) -> list[str]:
     """'file: path' for every path a doc, comment or docstring names that does not exist."""
     files = known_files(root)
     folders = folders_of(files)
+    names = {PurePosixPath(folder).name for folder in folders}
     missing = []
     for name in named_files(files):
         text = (root / name).read_text(encoding="utf-8")
         for word in words_of(name, text):
-            path = as_path(word, folders)
+            path = as_path(word, names)
             if path and not exists(path, name, files, folders):
                 missing.append(f"{name}: {path}")
     return sorted(set(missing))
