@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from autograder.exercises.common import rng_array
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
+from autograder.judging.derived import jacobian_reference, vjp_reference
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
@@ -27,10 +29,9 @@ QA_INVOKE = "ch01_chain_rule:invoke_qa"  # the same, and the method: two parts t
 ROWS_INVOKE = "ch01_chain_rule:invoke_rows"  # the same, and the method: one VJP per row, no jacrev
 
 
-def _rng_array(
-    rng: np.random.Generator, shape: tuple[int, ...], dtype: Any, bound: float = 1.5
-) -> np.ndarray:
-    return np.asarray(rng.uniform(-bound, bound, size=shape).round(2), dtype=dtype)
+def _rng_array(rng: np.random.Generator, shape: Shape, dtype: Any, bound: float = 1.5
+               ) -> np.ndarray:
+    return rng_array(rng, shape, dtype, bound, decimals=2)
 
 
 def _seeded_arrays(
@@ -86,27 +87,11 @@ def _flat_sizes(jacobian_shape: Any, x_shape: tuple[int, ...]) -> tuple[tuple[in
     return y_shape, int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
 
 
-def _tape_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
-    jacobian, x_shape = case.values()
+def _linear(xp: Any, jacobian: Any, x: Any, x_shape: Shape) -> Any:
+    """y = J x, the Jacobian read as a matrix (entries of y, entries of x)."""
     y_shape, rows, cols = _flat_sizes(jacobian.shape, x_shape)
-    matrix = tf.reshape(tf.constant(jacobian), (rows, cols))
-    x = tf.zeros(x_shape, dtype=jacobian.dtype)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.reshape(tf.linalg.matvec(matrix, tf.reshape(x, (cols,))), y_shape)  # y = J x
-    return (tape.gradient(y, x).numpy(),)
-
-
-def _tape_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp, jacobian, x_shape = jax.numpy, arrays["jacobian"], params["x_shape"]
-    y_shape, rows, cols = _flat_sizes(jacobian.shape, x_shape)
-    matrix = jacobian.reshape(rows, cols)
-
-    def linear(x: Any) -> Any:  # y = J x
-        return (matrix @ x.reshape(cols)).reshape(y_shape)
-
-    y, pullback = jax.vjp(linear, jnp.zeros(x_shape, jacobian.dtype))
-    return pullback(jnp.ones_like(y))
+    return xp.reshape(xp.matmul(xp.reshape(jacobian, (rows, cols)), xp.reshape(x, (cols,))),
+                      y_shape)
 
 
 def _sums_x_axes(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
@@ -134,13 +119,12 @@ def _sums_everything(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarr
 
 
 PREDICT_TAPE_GRADIENT = Exercise(
-    name="predict_tape_gradient",
-    returns="ndarray",
+    signature="predict_tape_gradient(jacobian, x_shape) -> ndarray",
     outputs=("gradient",),
-    strategy=_tape_case,
-    edge_cases=_tape_edges,
-    tf_reference=_tape_tf,
-    jax_reference=_tape_jax,
+    cases=_tape_case,
+    edges=_tape_edges,
+    reference=vjp_reference(_linear, wrt=("x",), cotangent=None, inputs={
+        "x": lambda xp, jacobian, x_shape: xp.zeros(x_shape, jacobian.dtype)}),
     references_text=(
         "tf.GradientTape.gradient(y, x) without output_gradients, and jax.vjp with a ones "
         "cotangent, for y = J x"
@@ -249,24 +233,6 @@ def _qa_edges() -> list[Case]:
     return cases
 
 
-def _qa_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
-    x, w, b, y0 = (tf.constant(v) for v in case.values())
-    with tf.GradientTape() as tape:
-        tape.watch([w, b])
-        loss = tf.reduce_mean(tf.square(tf.tanh(x @ w + b) - y0))
-    grad_w, grad_b = tape.gradient(loss, [w, b])
-    return grad_w.numpy(), grad_b.numpy()
-
-
-def _qa_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp, x, y0 = jax.numpy, arrays["x"], arrays["y0"]
-
-    def loss(w: Any, b: Any) -> Any:
-        return jnp.mean(jnp.square(jnp.tanh(x @ w + b) - y0))
-
-    return jax.grad(loss, argnums=(0, 1))(arrays["W"], arrays["b"])
-
-
 def _qa_right(*qa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     g_h = _g_h(*qa)
     return qa[0].T @ g_h, g_h.sum(axis=0)
@@ -367,13 +333,13 @@ SUMMED_HINT = (
 )
 
 QA_GRADIENTS = Exercise(
-    name="qa_gradients",
-    returns="(grad_W, grad_b)",
+    signature="qa_gradients(x, W, b, y0) -> (grad_W, grad_b)",
     outputs=("grad_W", "grad_b"),
-    strategy=_qa_case,
-    edge_cases=_qa_edges,
-    tf_reference=_qa_tf,
-    jax_reference=_qa_jax,
+    cases=_qa_case,
+    edges=_qa_edges,
+    reference=vjp_reference(
+        lambda xp, x, W, b, y0: xp.mean(xp.square(xp.tanh(x @ W + b) - y0)), wrt=("W", "b"),
+        cotangent=None),
     references_text=(
         "tf.GradientTape and jax.grad of loss = mean((tanh(x @ W + b) - y0)**2), each "
         "differentiated in one piece"
@@ -487,20 +453,6 @@ def _rows_edges() -> list[Case]:
     ]
 
 
-def _rows_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
-    x, w, b = (tf.constant(v) for v in case.values())
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = tf.tanh(tf.linalg.matvec(w, x, transpose_a=True) + b)
-    # A while-loop Jacobian: pfor would retrace a tf.function per case and warn about it.
-    return (tape.jacobian(y, x, experimental_use_pfor=False).numpy(),)
-
-
-def _rows_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp, w, b = jax.numpy, arrays["W"], arrays["b"]
-    return (jax.jacrev(lambda x: jnp.tanh(x @ w + b))(arrays["x"]),)
-
-
 def _rows_right(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     x, w, b = (v.astype(np.float64) for v in (x, w, b))
     return (1 - np.tanh(x @ w + b) ** 2)[:, None] * w.T
@@ -538,13 +490,11 @@ def _without_b(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 JACOBIAN_BY_ROWS = Exercise(
-    name="jacobian_by_rows",
-    returns="ndarray",
+    signature="jacobian_by_rows(x, W, b) -> ndarray",
     outputs=("jacobian",),
-    strategy=_rows_case,
-    edge_cases=_rows_edges,
-    tf_reference=_rows_tf,
-    jax_reference=_rows_jax,
+    cases=_rows_case,
+    edges=_rows_edges,
+    reference=jacobian_reference(lambda xp, x, W, b: xp.tanh(xp.matmul(x, W) + b), wrt="x"),
     references_text="tf.GradientTape.jacobian and jax.jacrev of y = tanh(x @ W + b)",
     mistakes=(
         Mistake(

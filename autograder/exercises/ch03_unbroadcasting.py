@@ -1,24 +1,22 @@
 """Chapter 03 exercises: `unbroadcast(g, shape)` and `matmul_vjp(g, a, b)`, and the guesses
 asked before the chapter's traps (`PREDICTIONS`).
 
-The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`.
-The private `_sum_to` below only builds the known wrong answers (learner functions with
-one piece broken); verdicts always come from TensorFlow and JAX.
+The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`,
+each written once (`vjp_reference`). The private `_sum_to` below only builds the known wrong
+answers (learner functions with one piece broken); verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from autograder.exercises.common import rng_array
 from autograder.judging.cases import Case, Profile, dtypes, float_arrays
+from autograder.judging.derived import vjp_reference
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
-
-Pair = tuple[np.ndarray, np.ndarray]
 
 
 def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -32,8 +30,8 @@ def _swap(x: np.ndarray) -> np.ndarray:
     return np.swapaxes(x, -1, -2)
 
 
-def _rng_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    return rng.uniform(-3, 3, size=shape).round(1).astype(dtype)
+def _size_one_axes(shape: tuple[int, ...], offset: int = 0) -> tuple[int, ...]:
+    return tuple(offset + i for i, n in enumerate(shape) if n == 1)
 
 
 # ---------------------------------------------------------------- unbroadcast
@@ -41,11 +39,8 @@ def _rng_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> 
 
 @st.composite
 def _unbroadcast_case(draw: st.DrawFn, profile: Profile) -> Case:
-    shapes = draw(
-        hnp.mutually_broadcastable_shapes(
-            num_shapes=2, min_dims=0, max_dims=profile.max_dims, max_side=profile.max_side
-        )
-    )
+    shapes = draw(hnp.mutually_broadcastable_shapes(
+        num_shapes=2, min_dims=0, max_dims=profile.max_dims, max_side=profile.max_side))
     g = draw(float_arrays(draw(dtypes()), shapes.result_shape))
     return Case((("g", g), ("shape", shapes.input_shapes[0])))
 
@@ -59,128 +54,66 @@ def _unbroadcast_edges() -> list[Case]:
         ((2, 3), (1, 1), np.float32, "only size-1 axes"),
         ((3,), (3,), np.float32, "nothing was broadcast"),
     ]
-    return [
-        Case((("g", _rng_array(rng, g_shape, dt)), ("shape", s)), label=label)
-        for g_shape, s, dt, label in pairs
-    ]
+    return [Case((("g", rng_array(rng, g_shape, dtype)), ("shape", shape)), label=label)
+            for g_shape, shape, dtype, label in pairs]
 
 
-def _unbroadcast_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
-    g, shape = case.values()
-    x = tf.zeros(shape, dtype=g.dtype)
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.broadcast_to(x, g.shape)
-    return (tape.gradient(y, x, output_gradients=tf.constant(g)).numpy(),)
-
-
-def _unbroadcast_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    g, shape = arrays["g"], params["shape"]
-    x = jax.numpy.zeros(shape, g.dtype)
-    _, vjp = jax.vjp(lambda x: jax.numpy.broadcast_to(x, g.shape), x)
-    return vjp(g)
-
-
-def _leading_only(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    return g.sum(axis=tuple(range(g.ndim - len(shape))))
+def _mean_instead_of_sum(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    averaged = g.mean(axis=tuple(range(g.ndim - len(shape))))
+    return averaged.mean(axis=_size_one_axes(shape), keepdims=True).astype(g.dtype)
 
 
 def _no_keepdims(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     leading = g.ndim - len(shape)
-    ones = tuple(leading + i for i, n in enumerate(shape) if n == 1)
-    return g.sum(axis=tuple(range(leading)) + ones)
-
-
-def _mean_instead_of_sum(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    leading = g.ndim - len(shape)
-    averaged = g.mean(axis=tuple(range(leading)))
-    ones = tuple(i for i, n in enumerate(shape) if n == 1)
-    return averaged.mean(axis=ones, keepdims=True).astype(g.dtype)
+    return g.sum(axis=tuple(range(leading)) + _size_one_axes(shape, leading))
 
 
 def _left_aligned(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     summed = g.sum(axis=tuple(range(len(shape), g.ndim)))
-    ones = tuple(i for i, n in enumerate(shape) if n == 1)
-    return summed.sum(axis=ones, keepdims=True)
-
-
-def _ignores_cotangent(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    return _sum_to(np.ones_like(g), shape)
-
-
-def _copied_hand_computation(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    # Section 2's line for (6, 4, 5) -> (4, 1), copied: the axes of one pair of shapes.
-    return g.sum(axis=0).sum(axis=1, keepdims=True)
+    return summed.sum(axis=_size_one_axes(shape), keepdims=True)
 
 
 UNBROADCAST = Exercise(
-    name="unbroadcast",
-    returns="ndarray",
+    signature="unbroadcast(g, shape) -> ndarray",
     outputs=("result",),
-    strategy=_unbroadcast_case,
-    edge_cases=_unbroadcast_edges,
-    tf_reference=_unbroadcast_tf,
-    jax_reference=_unbroadcast_jax,
+    cases=_unbroadcast_case,
+    edges=_unbroadcast_edges,
+    reference=vjp_reference(lambda xp, x, g: xp.broadcast_to(x, g.shape), wrt=("x",),
+                            inputs={"x": lambda xp, g, shape: xp.zeros(shape, g.dtype)}),
     references_text="jax.vjp and tf.GradientTape of broadcast_to(x, g.shape)",
     invoke="course_helpers:invoke_own_code",  # refuses coursekit's broadcast_plan
     mistakes=(
-        Mistake(
-            "leading_only",
-            "You summed away the missing leading axes but not the size-1 axes. Where `shape` "
-            "has 1 and g has n > 1, that input was stretched too: sum over that axis with "
-            "keepdims=True.",
-            _leading_only,
-        ),
-        Mistake(
-            "no_keepdims",
-            "You summed over the right axes but dropped the size-1 ones. Sum those with "
-            "keepdims=True so the result has exactly `shape`.",
-            _no_keepdims,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your result does not depend on the values in g (it equals unbroadcasting a "
-            "cotangent of ones). Sum the incoming cotangent itself.",
-            _ignores_cotangent,
-        ),
-        Mistake(
-            "mean",
-            "You averaged instead of summing. Each copy made by broadcasting contributes its "
-            "own cotangent, and the VJP adds them up.",
-            _mean_instead_of_sum,
-        ),
-        Mistake(
-            "left_aligned",
-            "You lined the shapes up from the left. Broadcasting aligns shapes from the "
-            "right: the axes g has in addition are its leading ones.",
-            _left_aligned,
-        ),
-        Mistake(
-            "copied_hand_computation",
-            "You summed fixed axes (0, then 1 with keepdims=True): that is section 2's "
-            "computation for broadcasting (4, 1) to (6, 4, 5) only. Work the axes out from "
-            "g.ndim and `shape`: how many leading axes `shape` lacks, and where it has 1.",
-            _copied_hand_computation,
-        ),
+        Mistake("leading_only", "You summed away the missing leading axes but not the size-1 "
+                "axes. Where `shape` has 1 and g has n > 1, that input was stretched too: sum "
+                "over that axis with keepdims=True.",
+                lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape))))),
+        Mistake("no_keepdims", "You summed over the right axes but dropped the size-1 ones. Sum "
+                "those with keepdims=True so the result has exactly `shape`.", _no_keepdims),
+        Mistake("ignores_cotangent", "Your result does not depend on the values in g (it equals "
+                "unbroadcasting a cotangent of ones). Sum the incoming cotangent itself.",
+                lambda g, shape: _sum_to(np.ones_like(g), shape)),
+        Mistake("mean", "You averaged instead of summing. Each copy made by broadcasting "
+                "contributes its own cotangent, and the VJP adds them up.", _mean_instead_of_sum),
+        Mistake("left_aligned", "You lined the shapes up from the left. Broadcasting aligns "
+                "shapes from the right: the axes g has in addition are its leading ones.",
+                _left_aligned),
+        # Section 2's line for (6, 4, 5) -> (4, 1), copied: the axes of one pair of shapes.
+        Mistake("copied_hand_computation", "You summed fixed axes (0, then 1 with "
+                "keepdims=True): that is section 2's computation for broadcasting (4, 1) to "
+                "(6, 4, 5) only. Work the axes out from g.ndim and `shape`: how many leading "
+                "axes `shape` lacks, and where it has 1.",
+                lambda g, shape: g.sum(axis=0).sum(axis=1, keepdims=True)),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Sum g over its extra "
-            "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and return "
-            "an array of exactly `shape`."
-        ),
-        "exception": (
-            "g cannot simply be reshaped or indexed to `shape`: its extra axes hold "
-            "contributions that must be added up (summed)."
-        ),
-        "shape": (
-            "The result must have exactly `shape`: sum away g's extra leading axes, then "
-            "sum with keepdims=True every axis where `shape` has 1 and g does not."
-        ),
-        "value": (
-            "The shape is right but the values are not: sum (do not average, do not pick) "
-            "over exactly the broadcast axes."
-        ),
+        "error": "The traceback names the line of your code that raised. Sum g over its extra "
+                 "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and "
+                 "return an array of exactly `shape`.",
+        "exception": "g cannot simply be reshaped or indexed to `shape`: its extra axes hold "
+                     "contributions that must be added up (summed).",
+        "shape": "The result must have exactly `shape`: sum away g's extra leading axes, then "
+                 "sum with keepdims=True every axis where `shape` has 1 and g does not.",
+        "value": "The shape is right but the values are not: sum (do not average, do not pick) "
+                 "over exactly the broadcast axes.",
     },
     reference_implementation="ch03_unbroadcasting:unbroadcast",  # matmul_vjp is checked with it
 )
@@ -191,14 +124,9 @@ UNBROADCAST = Exercise(
 
 @st.composite
 def _matmul_case(draw: st.DrawFn, profile: Profile) -> Case:
-    shapes = draw(
-        hnp.mutually_broadcastable_shapes(
-            signature="(m,n),(n,p)->(m,p)",
-            min_dims=0,
-            max_dims=profile.max_dims - 2,
-            max_side=profile.max_side,
-        )
-    )
+    shapes = draw(hnp.mutually_broadcastable_shapes(
+        signature="(m,n),(n,p)->(m,p)", min_dims=0, max_dims=profile.max_dims - 2,
+        max_side=profile.max_side))
     dtype = draw(dtypes())
     a_shape, b_shape = shapes.input_shapes
     g = draw(float_arrays(dtype, shapes.result_shape))
@@ -211,12 +139,8 @@ def _matmul_edges() -> list[Case]:
     rng = np.random.default_rng(4)
     qa_x = np.array([[[1, 1], [2, 3]], [[4, 5], [6, 7]]], dtype=np.float32)
     qa_y = np.array([[3, -7], [-1, 5]], dtype=np.float32)
-    cases = [
-        Case(
-            (("g", _rng_array(rng, (2, 2, 2), np.float32)), ("a", qa_x), ("b", qa_y)),
-            label="the Q&A case, (2,2,2) @ (2,2)",
-        )
-    ]
+    cases = [Case((("g", rng_array(rng, (2, 2, 2), np.float32)), ("a", qa_x), ("b", qa_y)),
+                  label="the Q&A case, (2,2,2) @ (2,2)")]
     shapes = [
         ((4, 4, 8), (8, 8), np.float32, "a batch times a shared weight"),
         ((6, 6, 5, 4), (4, 3), np.float32, "two batch axes"),
@@ -224,41 +148,13 @@ def _matmul_edges() -> list[Case]:
         ((2, 3), (3, 2), np.float32, "plain 2-D"),
     ]
     for a_shape, b_shape, dtype, label in shapes:
-        a = _rng_array(rng, a_shape, dtype)
-        b = _rng_array(rng, b_shape, dtype)
-        g = _rng_array(rng, np.matmul(a, b).shape, dtype)
+        a, b = rng_array(rng, a_shape, dtype), rng_array(rng, b_shape, dtype)
+        g = rng_array(rng, np.matmul(a, b).shape, dtype)
         cases.append(Case((("g", g), ("a", a), ("b", b)), label=label))
     return cases
 
 
-def _matmul_tf(tf: Any, case: Case) -> tuple[np.ndarray, np.ndarray]:
-    g, a, b = (tf.constant(v) for v in case.values())
-    with tf.GradientTape() as tape:
-        tape.watch([a, b])
-        y = tf.linalg.matmul(a, b)
-    grad_a, grad_b = tape.gradient(y, [a, b], output_gradients=g)
-    return grad_a.numpy(), grad_b.numpy()
-
-
-def _matmul_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    _, vjp = jax.vjp(jax.numpy.matmul, arrays["a"], arrays["b"])
-    return vjp(arrays["g"])
-
-
-def _batch_not_summed(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
-    return g @ _swap(b), _swap(a) @ g
-
-
-def _all_axes_transposed(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
-    return _sum_to(g @ np.transpose(b), a.shape), _sum_to(np.transpose(a) @ g, b.shape)
-
-
-def _matmul_ignores_cotangent(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
-    ones = np.ones_like(g)
-    return _sum_to(ones @ _swap(b), a.shape), _sum_to(_swap(a) @ ones, b.shape)
-
-
-def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
+def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, ...]:
     # Section 3's per-matrix rule copied (a loop over the first axis, `.T` on the slices),
     # then unbroadcast: right for a 3-D a times a 2-D b only.
     g_a = np.stack([g_i @ b.T for g_i in g])
@@ -266,76 +162,51 @@ def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
     return _sum_to(g_a, a.shape), _sum_to(g_b, b.shape)
 
 
-def _swapped_outputs(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> Pair:
-    return _sum_to(_swap(a) @ g, b.shape), _sum_to(g @ _swap(b), a.shape)
-
-
 MATMUL_VJP = Exercise(
-    name="matmul_vjp",
-    returns="(grad_a, grad_b)",
+    signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
     outputs=("grad_a", "grad_b"),
-    strategy=_matmul_case,
-    edge_cases=_matmul_edges,
-    tf_reference=_matmul_tf,
-    jax_reference=_matmul_jax,
+    cases=_matmul_case,
+    edges=_matmul_edges,
+    reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape(tf.linalg.matmul)",
     mistakes=(
-        Mistake(
-            "batch_not_summed",
-            "The cotangent of an operand whose batch axes were broadcast still has the batch "
-            "axes: TensorFlow.js would stop here with \"Error in gradient for op BatchMatMul. "
-            "The gradient of input 'b' has shape …, which does not match the shape of the "
-            "input …\". Reduce each cotangent to its operand's shape with your unbroadcast.",
-            _batch_not_summed,
-        ),
-        Mistake(
-            "all_axes_transposed",
-            "np.transpose(x) and x.T reverse ALL axes; a batch of matrices must transpose "
-            "only the last two. Use np.swapaxes(x, -1, -2) (or x.mT).",
-            _all_axes_transposed,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your cotangents do not depend on the values in g (they equal what a cotangent of "
-            "ones gives). Multiply by the incoming cotangent g.",
-            _matmul_ignores_cotangent,
-        ),
-        Mistake(
-            "swapped_outputs",
-            "You returned (grad_b, grad_a). Return the cotangent of a first.",
-            _swapped_outputs,
-        ),
-        Mistake(
-            "first_axis_loop",
-            "You looped over the first axis, as the per-matrix demo of section 3 does: that "
-            "is right only for a 3-D a times a 2-D b. Batch axes may be several, on either "
-            "operand, and size-1 ones broadcast: transpose every matrix of the batch at once "
-            "(the last two axes), multiply, then unbroadcast each cotangent.",
-            _first_axis_loop,
-        ),
+        Mistake("batch_not_summed", "The cotangent of an operand whose batch axes were "
+                "broadcast still has the batch axes: TensorFlow.js would stop here with \"Error "
+                "in gradient for op BatchMatMul. The gradient of input 'b' has shape …, which "
+                "does not match the shape of the input …\". Reduce each cotangent to its "
+                "operand's shape with your unbroadcast.",
+                lambda g, a, b: (g @ _swap(b), _swap(a) @ g)),
+        Mistake("all_axes_transposed", "np.transpose(x) and x.T reverse ALL axes; a batch of "
+                "matrices must transpose only the last two. Use np.swapaxes(x, -1, -2) (or "
+                "x.mT).", lambda g, a, b: (_sum_to(g @ np.transpose(b), a.shape),
+                                           _sum_to(np.transpose(a) @ g, b.shape))),
+        Mistake("ignores_cotangent", "Your cotangents do not depend on the values in g (they "
+                "equal what a cotangent of ones gives). Multiply by the incoming cotangent g.",
+                lambda g, a, b: (_sum_to(np.ones_like(g) @ _swap(b), a.shape),
+                                 _sum_to(_swap(a) @ np.ones_like(g), b.shape))),
+        Mistake("swapped_outputs", "You returned (grad_b, grad_a). Return the cotangent of a "
+                "first.", lambda g, a, b: (_sum_to(_swap(a) @ g, b.shape),
+                                           _sum_to(g @ _swap(b), a.shape))),
+        Mistake("first_axis_loop", "You looped over the first axis, as the per-matrix demo of "
+                "section 3 does: that is right only for a 3-D a times a 2-D b. Batch axes may be "
+                "several, on either operand, and size-1 ones broadcast: transpose every matrix "
+                "of the batch at once (the last two axes), multiply, then unbroadcast each "
+                "cotangent.", _first_axis_loop),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. grad_a = g @ "
-            "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two axes "
-            "only), each then unbroadcast to its input's shape; print the shapes of the product "
-            "that failed."
-        ),
-        "exception": (
-            "A matmul shape error inside the rule usually means one of two things: "
-            "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must swap "
-            "only the last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the wrong "
-            "order (grad_a = g @ b^T, grad_b = a^T @ g)."
-        ),
-        "shape": (
-            "grad_a must have a's shape and grad_b b's shape. For y = a @ b: "
-            "grad_a = g @ b^T and grad_b = a^T @ g with ^T swapping the last two axes, then "
-            "each reduced to its operand's shape (unbroadcast) over broadcast batch axes."
-        ),
-        "value": (
-            "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ g) "
-            "and that ^T swaps only the last two axes."
-        ),
+        "error": "The traceback names the line of your code that raised. grad_a = g @ "
+                 "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two "
+                 "axes only), each then unbroadcast to its input's shape; print the shapes of "
+                 "the product that failed.",
+        "exception": "A matmul shape error inside the rule usually means one of two things: "
+                     "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must "
+                     "swap only the last two (np.swapaxes(x, -1, -2) or x.mT); or a product in "
+                     "the wrong order (grad_a = g @ b^T, grad_b = a^T @ g).",
+        "shape": "grad_a must have a's shape and grad_b b's shape. For y = a @ b: grad_a = g @ "
+                 "b^T and grad_b = a^T @ g with ^T swapping the last two axes, then each reduced "
+                 "to its operand's shape (unbroadcast) over broadcast batch axes.",
+        "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ "
+                 "g) and that ^T swaps only the last two axes.",
     },
     depends_on=("unbroadcast",),  # checked with the reference unbroadcast in its place
 )

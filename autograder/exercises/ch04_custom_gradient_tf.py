@@ -22,8 +22,11 @@ from hypothesis.extra import numpy as hnp
 
 from autograder.harness import english
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
+from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake, learner_function
 from autograder.judging.prediction import Prediction
+
+WHY = "TODO(issue 41): written before references were derived from one forward"
 
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
@@ -161,13 +164,11 @@ _logaddexp_ignores_cotangent = _logaddexp_mistake(
 
 
 LOGADDEXP = Exercise(
-    name="logaddexp",
-    returns="tensor y (with a custom gradient for a and b)",
+    signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
     outputs=("y", "grad_a", "grad_b"),
-    strategy=_logaddexp_case,
-    edge_cases=_logaddexp_edges,
-    tf_reference=_logaddexp_tf,
-    jax_reference=_logaddexp_jax,
+    cases=_logaddexp_case,
+    edges=_logaddexp_edges,
+    reference=two_references(tf=_logaddexp_tf, jax=_logaddexp_jax, why=WHY),
     references_text="jax.vjp(jax.nn.logsumexp) and tf.GradientTape(tf.reduce_logsumexp)",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
@@ -367,13 +368,13 @@ _normalize_ignores_cotangent = _normalize_mistake(
 
 
 SAFE_NORMALIZE = Exercise(
-    name="safe_normalize",
-    returns="tensor: each row of v divided by its norm, 0 for an all-zero row",
+    signature=(
+        "safe_normalize(v) -> tensor: each row of v divided by its norm, 0 for an all-zero row"
+    ),
     outputs=("y", "grad_v"),
-    strategy=_normalize_case,
-    edge_cases=_normalize_edges,
-    tf_reference=_normalize_tf,
-    jax_reference=_normalize_jax,
+    cases=_normalize_case,
+    edges=_normalize_edges,
+    reference=two_references(tf=_normalize_tf, jax=_normalize_jax, why=WHY),
     references_text="jax.vjp and tf.GradientTape of the double-where v / norm(v)",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
@@ -559,13 +560,14 @@ _clip_fixed_limit = _clip_learner(_identity, lambda tf, g, max_norm: _by_norm(tf
 
 
 CLIP_COTANGENT_NORM = Exercise(
-    name="clip_cotangent_norm",
-    returns="tensor x, its cotangent rescaled to an L2 norm of at most max_norm",
+    signature=(
+        "clip_cotangent_norm(x, max_norm) -> tensor x, its cotangent rescaled to an L2 norm of at "
+        "most max_norm"
+    ),
     outputs=("y", "grad_x"),
-    strategy=_clip_case,
-    edge_cases=_clip_edges,
-    tf_reference=_clip_tf,
-    jax_reference=_clip_jax,
+    cases=_clip_case,
+    edges=_clip_edges,
+    reference=two_references(tf=_clip_tf, jax=_clip_jax, why=WHY),
     references_text="jax.custom_vjp (identity, rescaled cotangent) and tf.clip_by_norm",
     invoke="ch04_custom_gradient_tf:invoke_clip",
     frameworks=FRAMEWORKS,
@@ -711,13 +713,14 @@ _quantize_ignores_cotangent = _quantize_learner(
 
 
 QUANTIZE_STE = Exercise(
-    name="quantize_ste",
-    returns="tensor: x clipped to [0, 1] and rounded to `levels` levels, straight through",
+    signature=(
+        "quantize_ste(x, levels) -> tensor: x clipped to [0, 1] and rounded to `levels` levels, "
+        "straight through"
+    ),
     outputs=("y", "grad_x"),
-    strategy=_quantize_case,
-    edge_cases=_quantize_edges,
-    tf_reference=_quantize_tf,
-    jax_reference=_quantize_jax,
+    cases=_quantize_case,
+    edges=_quantize_edges,
+    reference=two_references(tf=_quantize_tf, jax=_quantize_jax, why=WHY),
     references_text=(
         "tf.stop_gradient's straight-through form over tf.clip_by_value, and jax.vjp of "
         "the analytic window"
@@ -857,13 +860,14 @@ _td_stops_bootstrap_only = _td_learner(_keep, _keep, _stop)
 
 
 TD_LOSS = Exercise(
-    name="td_loss",
-    returns="tensor: the squared TD error at each step, its target held constant",
+    signature=(
+        "td_loss(values, rewards, gamma) -> tensor: the squared TD error at each step, its target "
+        "held constant"
+    ),
     outputs=("loss", "grad_values", "grad_rewards"),
-    strategy=_td_case,
-    edge_cases=_td_edges,
-    tf_reference=_td_tf,
-    jax_reference=_td_jax,
+    cases=_td_case,
+    edges=_td_edges,
+    reference=two_references(tf=_td_tf, jax=_td_jax, why=WHY),
     references_text="tf.stop_gradient and jax.lax.stop_gradient on the target",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
@@ -995,13 +999,13 @@ _layer_ignores_cotangent = _layer_learner(
 
 
 TANH_LAYER = Exercise(
-    name="tanh_layer",
-    returns="tensor tanh(x @ w), w a tf.Variable read inside a custom gradient",
+    signature=(
+        "tanh_layer(x, w) -> tensor tanh(x @ w), w a tf.Variable read inside a custom gradient"
+    ),
     outputs=("y", "grad_x", "grad_w"),
-    strategy=_tanh_case,
-    edge_cases=_tanh_edges,
-    tf_reference=_tanh_tf,
-    jax_reference=_tanh_jax,
+    cases=_tanh_case,
+    edges=_tanh_edges,
+    reference=two_references(tf=_tanh_tf, jax=_tanh_jax, why=WHY),
     references_text="jax.vjp(jnp.tanh(x @ w)) and tf.GradientTape over a tf.Variable",
     invoke="ch04_custom_gradient_tf:invoke_layer",
     frameworks=FRAMEWORKS,

@@ -18,20 +18,22 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.exercises.ch05_custom_derivatives_jax import (
-    EXCEPTION_HINT,
-    FWD_PRIMAL_HINT,
-    _between,
-    _dtype_and_shape,
-    _elementwise,
-    _jax,
-    _learner,
-    _primal_hints,
-    _rng_vector,
+from autograder.exercises.ch05_custom_derivatives_jax import EXCEPTION_HINT, FWD_PRIMAL_HINT
+from autograder.exercises.common import (
+    between,
+    built_learner,
+    elementwise,
+    elementwise_dtype_and_shape,
+    lazy_jax,
+    primal_hints,
+    rng_array,
 )
 from autograder.judging.cases import Case, Profile, dtype_and_shape, float_arrays
+from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
+
+WHY = "TODO(issue 41): written before references were derived from one forward"
 
 FRAMEWORKS = ("jax",)
 
@@ -64,8 +66,8 @@ FIXED_POINT_UNROLLED_APART = 175.0
 
 @st.composite
 def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(_dtype_and_shape(profile))
-    a = draw(_between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
+    dtype, shape = draw(elementwise_dtype_and_shape(profile))
+    a = draw(between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
     g = draw(float_arrays(dtype, shape))
     return Case((("a", a), ("g", g)))
 
@@ -81,7 +83,8 @@ def _fixed_point_edges() -> list[Case]:
         ([25.0, 40.0, 55.0, 70.0, 85.0, 100.0], np.float32, "large a, float32"),
     ]
     return [
-        Case((("a", np.asarray(a, dtype)), ("g", _rng_vector(rng, len(a), dtype))), label=label)
+        Case((("a", np.asarray(a, dtype)), ("g", rng_array(rng, (len(a),), dtype, decimals=2))),
+             label=label)
         for a, dtype, label in points
     ]
 
@@ -103,7 +106,7 @@ def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -
 
     a, g = arrays["a"], arrays["g"]
     x, vjp_fn = jax.vjp(closed_form, a)
-    return x, x, vjp_fn(g)[0], _elementwise(jax, jax.grad(closed_form), a)
+    return x, x, vjp_fn(g)[0], elementwise(jax, jax.grad(closed_form), a)
 
 
 FIXED_POINT_ITERATIONS = 300
@@ -111,7 +114,7 @@ FIXED_POINT_ITERATIONS = 300
 
 def _solve(a: Any) -> Any:
     """The notebook's given solver: FIXED_POINT_ITERATIONS of x <- a / (1 + x) from 0."""
-    jax = _jax()
+    jax = lazy_jax()
     return jax.lax.fori_loop(
         0, FIXED_POINT_ITERATIONS, lambda i, x: a / (1 + x), jax.numpy.zeros_like(a)
     )
@@ -119,12 +122,12 @@ def _solve(a: Any) -> Any:
 
 def _unrolled(a: Any, x: Any, g: Any) -> Any:
     """bwd as reverse mode through the solver's loop: the derivative of 300 iterations."""
-    return _jax().vjp(_solve, a)[1](g)[0]
+    return lazy_jax().vjp(_solve, a)[1](g)[0]
 
 
 def _fixed_point_learner(backward: Any) -> Any:
     """A learner's fixed_point: the given solver, residuals (a, x), and `backward`."""
-    jax = _jax()
+    jax = lazy_jax()
     solve = _solve
 
     @jax.custom_vjp
@@ -144,17 +147,15 @@ def _fixed_point_learner(backward: Any) -> Any:
 
 
 def _fixed_point_mistake(backward: Any) -> Any:
-    return _learner("fixed_point", "a", lambda: _fixed_point_learner(backward))
+    return built_learner("fixed_point", "a", lambda: _fixed_point_learner(backward))
 
 
 FIXED_POINT = Exercise(
-    name="fixed_point",
-    returns="x with x = a / (1 + x), a jax.custom_vjp function",
+    signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
     outputs=("value", "vjp_primal", "vjp", "grad"),
-    strategy=_fixed_point_case,
-    edge_cases=_fixed_point_edges,
-    tf_reference=_fixed_point_tf,
-    jax_reference=_fixed_point_jax,
+    cases=_fixed_point_case,
+    edges=_fixed_point_edges,
+    reference=two_references(tf=_fixed_point_tf, jax=_fixed_point_jax, why=WHY),
     references_text=(
         "JAX's and TensorFlow's derivatives of the closed form x = 2a / (1 + sqrt(1 + 4a))"
     ),
@@ -193,7 +194,7 @@ FIXED_POINT = Exercise(
     hints_by_kind={
         "exception": EXCEPTION_HINT,
         "error": EXCEPTION_HINT,
-        **_primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
+        **primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
         "value": "From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
         "the VJP multiplies the cotangent g by that.",
     },
@@ -205,8 +206,8 @@ FIXED_POINT = Exercise(
 
 @st.composite
 def _bessel_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(_dtype_and_shape(profile))
-    magnitude = draw(_between(dtype, shape, 0.25, 8.0))
+    dtype, shape = draw(elementwise_dtype_and_shape(profile))
+    magnitude = draw(between(dtype, shape, 0.25, 8.0))
     signs = draw(hnp.arrays(dtype, shape, elements=st.sampled_from([-1.0, 1.0])))
     x = (magnitude * signs).astype(dtype)
     t = draw(float_arrays(dtype, shape))
@@ -220,7 +221,8 @@ def _bessel_edges() -> list[Case]:
         ([-5.0, -0.25, 0.25, 1.0, 2.0, 6.0], np.float64, "float64"),
     ]
     return [
-        Case((("x", np.asarray(x, dtype)), ("t", _rng_vector(rng, len(x), dtype))), label=label)
+        Case((("x", np.asarray(x, dtype)), ("t", rng_array(rng, (len(x),), dtype, decimals=2))),
+             label=label)
         for x, dtype, label in points
     ]
 
@@ -269,8 +271,8 @@ def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
 
     x, t = arrays["x"], arrays["t"]
     y, jvp = jax.jvp(i0e, (x,), (t,))
-    return (y, y, jvp, _elementwise(jax, jax.grad(i0e), x),
-            _elementwise(jax, jax.grad(jax.grad(i0e)), x))
+    return (y, y, jvp, elementwise(jax, jax.grad(i0e), x),
+            elementwise(jax, jax.grad(jax.grad(i0e)), x))
 
 
 def external_i0e(v: np.ndarray) -> np.ndarray:
@@ -279,7 +281,7 @@ def external_i0e(v: np.ndarray) -> np.ndarray:
 
 
 def _bessel_learner(tangent: Any) -> Any:
-    jax = _jax()
+    jax = lazy_jax()
 
     @jax.custom_jvp
     def bessel_i0e(x: Any) -> Any:
@@ -295,15 +297,15 @@ def _bessel_learner(tangent: Any) -> Any:
 
 
 def _bessel_mistake(tangent: Any) -> Any:
-    return _learner("bessel_i0e", "x", lambda: _bessel_learner(tangent))
+    return built_learner("bessel_i0e", "x", lambda: _bessel_learner(tangent))
 
 
 def _special() -> Any:
-    return _jax().scipy.special
+    return lazy_jax().scipy.special
 
 
 def _sign(x: Any) -> Any:
-    return _jax().numpy.sign(x)
+    return lazy_jax().numpy.sign(x)
 
 
 PRODUCT_RULE_HINT = (
@@ -313,13 +315,13 @@ PRODUCT_RULE_HINT = (
 )
 
 BESSEL_I0E = Exercise(
-    name="bessel_i0e",
-    returns="exp(-|x|) * I0(x) through jax.pure_callback, with a jax.custom_jvp rule",
+    signature=(
+        "bessel_i0e(x) -> exp(-|x|) * I0(x) through jax.pure_callback, with a jax.custom_jvp rule"
+    ),
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
-    strategy=_bessel_case,
-    edge_cases=_bessel_edges,
-    tf_reference=_bessel_tf,
-    jax_reference=_bessel_jax,
+    cases=_bessel_case,
+    edges=_bessel_edges,
+    reference=two_references(tf=_bessel_tf, jax=_bessel_jax, why=WHY),
     references_text=(
         "JAX's derivatives of i0e's integral (mean of exp(x cos t - |x|)) and TensorFlow's of "
         "tf.math.special.bessel_i0e (value, JVP, vmap of grad, second derivative)"
@@ -354,7 +356,7 @@ BESSEL_I0E = Exercise(
     hints_by_kind={
         "exception": EXCEPTION_HINT,
         "error": EXCEPTION_HINT,
-        **_primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
+        **primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
         "value": "Right shape, wrong numbers: the value is external_i0e(x), and the tangent "
         "output is i0e's derivative times t. " + PRODUCT_RULE_HINT,
         "dtype": "np.i0 may return another dtype than x: cast inside the callback "
@@ -434,7 +436,7 @@ def _remat_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tupl
 
 def _remat_mistake(build: Any) -> Any:
     def make() -> Any:
-        jax = _jax()
+        jax = lazy_jax()
         jnp = jax.numpy
 
         def layer(w: Any, h: Any) -> Any:
@@ -442,7 +444,7 @@ def _remat_mistake(build: Any) -> Any:
 
         return build(jax, jnp, layer)
 
-    return _learner("remat_net", "w, x", make)
+    return built_learner("remat_net", "w, x", make)
 
 
 def _pieces(jax: Any, layer: Any, sizes: tuple[int, ...]) -> Any:
@@ -474,14 +476,14 @@ def _one_layer_short(jax: Any, jnp: Any, layer: Any) -> Any:
 
 
 REMAT_NET = Exercise(
-    name="remat_net",
-    returns="the net's loss, whose backward pass keeps at most 4 arrays, recomputes no "
-    "checkpointed piece of more than 3 layers, and each layer at most once",
+    signature=(
+        "remat_net(w, x) -> the net's loss, whose backward pass keeps at most 4 arrays, recomputes"
+        " no checkpointed piece of more than 3 layers, and each layer at most once"
+    ),
     outputs=("value", "vjp_primal", "grad_w", "grad_x"),
-    strategy=_remat_case,
-    edge_cases=_remat_edges,
-    tf_reference=_remat_tf,
-    jax_reference=_remat_jax,
+    cases=_remat_case,
+    edges=_remat_edges,
+    reference=two_references(tf=_remat_tf, jax=_remat_jax, why=WHY),
     references_text="the same net checkpointed within the budget, with TensorFlow's "
     "tf.recompute_grad and with JAX's jax.checkpoint",
     invoke=REMAT_INVOKE,

@@ -19,8 +19,11 @@ import numpy as np
 from hypothesis import strategies as st
 
 from autograder.judging.cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
+from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
+
+WHY = "TODO(issue 41): written before references were derived from one forward"
 
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
@@ -363,13 +366,11 @@ JACOBIAN_HINTS = {
 }
 
 JACOBIAN_VIA_VJP = Exercise(
-    name="jacobian_via_vjp",
-    returns="ndarray of shape y.shape + x.shape",
+    signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
     outputs=("jacobian",),
-    strategy=_vector_case,
-    edge_cases=_vector_edges,
-    tf_reference=_vector_tf,
-    jax_reference=_vector_jax,
+    cases=_vector_case,
+    edges=_vector_edges,
+    reference=two_references(tf=_vector_tf, jax=_vector_jax, why=WHY),
     references_text="jax.jacrev and tf.GradientTape",
     invoke="ch07_jacobians:invoke_jacobian_vjp",
     frameworks=FRAMEWORKS,
@@ -396,13 +397,11 @@ JACOBIAN_VIA_VJP = Exercise(
 )
 
 JACOBIAN_VIA_JVP = Exercise(
-    name="jacobian_via_jvp",
-    returns="ndarray of shape y.shape + x.shape",
+    signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
     outputs=("jacobian",),
-    strategy=_vector_case,
-    edge_cases=_vector_edges,
-    tf_reference=_vector_tf,
-    jax_reference=_vector_jax_forward,
+    cases=_vector_case,
+    edges=_vector_edges,
+    reference=two_references(tf=_vector_tf, jax=_vector_jax_forward, why=WHY),
     references_text="jax.jacfwd and tf.GradientTape",
     invoke="ch07_jacobians:invoke_jacobian_jvp",
     frameworks=FRAMEWORKS,
@@ -467,13 +466,11 @@ def _full_returned(f: Any, x: Any) -> tuple[Any, Any]:
 
 
 BATCH_JACOBIAN = Exercise(
-    name="batch_jacobian",
-    returns="(jacobian (B, m, n), independent)",
+    signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
     outputs=("jacobian", "independent"),
-    strategy=_batch_case,
-    edge_cases=_batch_edges,
-    tf_reference=_batch_tf,
-    jax_reference=_batch_jax,
+    cases=_batch_case,
+    edges=_batch_edges,
+    reference=two_references(tf=_batch_tf, jax=_batch_jax, why=WHY),
     references_text="the diagonal blocks of the Jacobian from jax.jacrev and from tf.GradientTape",
     invoke="ch07_jacobians:invoke_batch",
     frameworks=FRAMEWORKS,
@@ -561,13 +558,11 @@ def _hvp_swapped(f: Any, x: Any, v: Any) -> Any:
 
 
 HVP = Exercise(
-    name="hvp",
-    returns="ndarray of x's shape",
+    signature="hvp(f, x, v) -> ndarray of x's shape",
     outputs=("hvp",),
-    strategy=_hvp_case,
-    edge_cases=_hvp_edges,
-    tf_reference=_hvp_tf,
-    jax_reference=_hvp_jax,
+    cases=_hvp_case,
+    edges=_hvp_edges,
+    reference=two_references(tf=_hvp_tf, jax=_hvp_jax, why=WHY),
     references_text="second derivatives by JAX and by nested tf GradientTapes",
     invoke="ch07_jacobians:invoke_hvp",
     frameworks=FRAMEWORKS,

@@ -45,6 +45,26 @@ def grading_profile(grading_seed: int) -> Profile:
     return Profile("grading", max_examples=120, max_side=6, max_dims=5, seed=grading_seed)
 
 
+class AmbiguousArgument(ValueError):
+    """A case argument that is a numpy scalar (np.float32(1.5), or what numpy's rounding of a
+    0-d array gives): it is no np.ndarray, so it would be taken for a static parameter (closed
+    over, never traced) although it is meant as an array. The exercise that built the case
+    adds its name to the message (Exercise.edge_cases, Exercise.strategy)."""
+
+    def __init__(self, name: str, value: Any, exercise: str = "") -> None:
+        self.name, self.value = name, value
+        where = f"Exercise {exercise}: " if exercise else ""
+        super().__init__(
+            f"{where}case argument {name!r} is a numpy scalar ({value.dtype} {value!r}), which "
+            "could be an array or a static parameter: write np.asarray(value) for an array "
+            "(e.g. a 0-d cotangent), or a Python number (float(value), int(value)) for a "
+            "static parameter.")
+
+    def naming(self, exercise: str) -> AmbiguousArgument:
+        """The same error, its message naming the exercise."""
+        return AmbiguousArgument(self.name, self.value, exercise)
+
+
 @dataclass(frozen=True, eq=False)
 class Case:
     """One call of a learner's function: positional arguments by name, in order.
@@ -55,6 +75,11 @@ class Case:
 
     args: Params
     label: str = ""
+
+    def __post_init__(self) -> None:
+        for name, value in self.args:
+            if isinstance(value, np.generic):
+                raise AmbiguousArgument(name, value)
 
     def values(self) -> tuple[Any, ...]:
         return tuple(value for _, value in self.args)

@@ -1,4 +1,4 @@
-"""What an exercise is, as data: its cases, its two references, and the mistakes it knows.
+"""What an exercise is, as data: its cases, its references, and the mistakes it knows.
 
 One `Exercise` serves both the in-notebook check and the classroom grader. Known mistakes
 are kept as data too: each is a wrong learner function, with the learner's own signature,
@@ -10,8 +10,10 @@ equals that wrong answer on every failing case seen, and each can be tested on i
 from __future__ import annotations
 
 import ast
+import builtins
 import inspect
 import re
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -22,8 +24,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from autograder import harness
-from autograder.judging.cases import Case, Profile
+from autograder.judging.cases import AmbiguousArgument, Case, Profile
 from autograder.judging.compare import Mismatch, outputs_match
+from autograder.judging.derived import Reference
 from autograder.locale import say
 
 Outputs = tuple[np.ndarray, ...]
@@ -61,25 +64,27 @@ KnownOutputs = Callable[[Mistake, Case], Any]
 class Exercise:
     """A function the learner writes, and everything needed to judge it.
 
-    Its parameters are written once, by the functions that have them: `signature` reads them
-    from the first known mistake (a wrong learner function, with the learner's own
-    parameters), or, for an exercise with no mistakes, from its reference implementation
-    (`reference_implementation`). `returns` says in words what the function gives back.
-    Everything the harness and the grader need of an exercise is declared here: adding one
-    is its solution cell and this declaration (docs/maintainer-guide.md, "Adding an
-    exercise").
+    `signature` is the learner's function as messages show it, "unbroadcast(g, shape) ->
+    ndarray": its name, its parameters (a case's arguments, in order) and in words what it
+    gives back. It is checked when declared against the known mistakes' parameters (each a
+    learner function) and the names the reference reads, and against the reference
+    implementation's by `declaration_problems`. `cases(profile)` draws cases and `edges()`
+    builds the hand-picked ones; read them through `strategy` and `edge_cases`, which name
+    the exercise when a case is malformed. `reference` gives what TensorFlow and JAX compute
+    (derived.py: one forward for both, or two written by hand with the reason). The keys of
+    `hints_by_kind` are kinds a check can report (HINT_KINDS, "<kind>:<output>",
+    "exception:<TypeName>"); an unknown one fails here. Everything the harness and the grader
+    need of an exercise is declared here (docs/maintainer-guide.md, "Adding an exercise").
     """
 
-    name: str
-    returns: str
+    signature: str
     outputs: tuple[str, ...]
-    strategy: Callable[[Profile], st.SearchStrategy[Case]]
-    edge_cases: Callable[[], list[Case]]
-    tf_reference: Callable[[Any, Case], Outputs]
-    jax_reference: Callable[[Any, dict[str, Any], dict[str, Any]], Outputs]
+    cases: Callable[[Profile], st.SearchStrategy[Case]]
+    edges: Callable[[], list[Case]]
+    reference: Reference
     references_text: str
-    # "03": by default that of the module declaring the exercise (where its references are),
-    # ch03_unbroadcasting.py, so a chapter's number is written once, in its file name.
+    # "03": by default that of the module declaring the exercise, ch03_unbroadcasting.py, so a
+    # chapter's number is written once, in its file name.
     chapter: str = ""
     mistakes: tuple[Mistake, ...] = ()
     hints_by_kind: dict[str, str] = field(default_factory=dict)
@@ -105,7 +110,19 @@ class Exercise:
     # need (grading/slicing.py), and these reads are invisible in the learner's code.
     namespace_reads: tuple[str, ...] = ()
 
+    # Read from `signature`: the learner's function's name, its parameters, what it returns.
+    name: str = field(init=False)
+    parameters: tuple[str, ...] = field(init=False, repr=False)
+    returns: str = field(init=False, repr=False)
+    # The module declaring the exercise ("autograder.exercises.ch03_unbroadcasting"): by
+    # default the caller's (a copy made by dataclasses.replace keeps the original's).
+    module: str = field(default="", repr=False)
+
     def __post_init__(self) -> None:
+        name, params, returns = read_signature(self.signature)
+        for key, value in (("name", name), ("parameters", params), ("returns", returns),
+                           ("module", self.module or _declaring_module())):
+            object.__setattr__(self, key, value)
         for key in ("invoke", "reference_implementation"):  # a misspelt name fails here
             if getattr(self, key):
                 try:
@@ -113,28 +130,83 @@ class Exercise:
                 except ValueError as error:
                     raise ValueError(f"Exercise {self.name}: {key}: {error}") from None
         if not self.chapter:
-            object.__setattr__(self, "chapter", chapter_of(self.tf_reference.__module__))
+            object.__setattr__(self, "chapter", chapter_of(self.module))
+        if not self.mistakes and not self.reference_implementation:
+            raise ValueError(f"Exercise {self.name} has no mistake and no harness reference to "
+                             "check its signature against: give it a known mistake, or declare "
+                             "its reference_implementation=\"chNN_<topic>:<function>\".")
+        problems = [*self._signature_problems(), *self._hint_problems()]
+        if problems:
+            raise ValueError("\n".join(f"Exercise {self.name}: {p}" for p in problems))
         reads = self.namespace_reads
         if not isinstance(reads, tuple) or not all(
                 isinstance(n, str) and n.isidentifier() for n in reads):
             raise ValueError(f"Exercise {self.name}: namespace_reads is a tuple of names, "
                              f"not {reads!r}.")
-        if not self.mistakes and not self.reference_implementation:
-            raise ValueError(f"{self.name} has no mistake and no harness reference to take "
-                             "its parameters from: give it a known mistake, or declare its "
-                             "reference_implementation=\"chNN:<function>\".")
+
+    def _signature_problems(self) -> list[str]:
+        """Where a mistake or the reference disagrees with the declared parameters."""
+        problems = []
+        for mistake in self.mistakes:
+            found = _parameter_names(mistake.answer)
+            if found is not None and found != self.parameters:
+                problems.append(
+                    f"the mistake {mistake.name!r} takes {_listed(found)}, but the signature "
+                    f"{self.signature!r} declares {_listed(self.parameters)}: a mistake is "
+                    "written with the learner's own parameters.")
+        unknown = [n for n in self.reference.reads if n not in self.parameters]
+        if unknown:
+            problems.append(
+                f"the reference reads {_listed(tuple(unknown))}, which the signature "
+                f"{self.signature!r} does not declare: a derived reference's forward takes "
+                "the learner's parameters by name (or builds an argument with inputs=).")
+        return problems
+
+    def _hint_problems(self) -> list[str]:
+        """`hints_by_kind` keys that no check can report for this exercise."""
+        unknown = [key for key in self.hints_by_kind if not self._is_hint_kind(key)]
+        if not unknown:
+            return []
+        return [f"hints_by_kind has {_listed(tuple(unknown))}, which no check reports: a key is "
+                f"one of {', '.join(HINT_KINDS)}, or \"<kind>:<output>\" with an output of "
+                f"{_listed(self.outputs)}, or \"exception:<ExceptionTypeName>\"."]
+
+    def _is_hint_kind(self, key: str) -> bool:
+        kind, _, detail = key.partition(":")
+        if not detail:
+            return kind in HINT_KINDS
+        if kind == "exception":
+            return _is_exception_name(detail)
+        return kind in MISMATCH_KINDS and detail in self.outputs
 
     @cached_property
-    def signature(self) -> str:
-        """The learner's function as messages show it: "unbroadcast(g, shape) -> ndarray"."""
-        return f"{self.name}{parameters(self.model())} -> {self.returns}"
+    def strategy(self) -> Callable[[Profile], st.SearchStrategy[Case]]:
+        """`cases`, whose malformed case raises an error naming this exercise."""
+        declared, name = self.cases, self.name
 
-    def model(self) -> Callable[..., Any]:
-        """A function with the learner's exact parameters: the first known mistake, else the
-        harness reference of this exercise."""
-        if self.mistakes:
-            return self.mistakes[0].answer
-        return harness.resolve(self.reference_implementation)
+        @st.composite
+        def named(draw: st.DrawFn, profile: Profile) -> Case:
+            try:
+                return draw(declared(profile))
+            except AmbiguousArgument as error:
+                raise error.naming(name) from None
+
+        return named
+
+    def edge_cases(self) -> list[Case]:
+        """`edges()`, whose malformed case raises an error naming this exercise."""
+        try:
+            return self.edges()
+        except AmbiguousArgument as error:
+            raise error.naming(self.name) from None
+
+    @property
+    def tf_reference(self) -> Callable[[Any, Case], Outputs]:
+        return self.reference.tf
+
+    @property
+    def jax_reference(self) -> Callable[[Any, dict[str, Any], dict[str, Any]], Outputs]:
+        return self.reference.jax
 
     def dependencies(self) -> harness.Depends:
         """The exercises this one calls, each with the reference implementation it declares:
@@ -223,7 +295,7 @@ def declaration_problems(exercises: Iterable[Exercise], read_harness: bool = Tru
                                 "no exercise of the course: fix depends_on.")
             elif not other.reference_implementation:
                 # The harness module is named as the exercise's: ch03_unbroadcasting.
-                module = other.tf_reference.__module__.rpartition(".")[2]
+                module = other.module.rpartition(".")[2]
                 problems.append(
                     f"Exercise {name}: {exercise.name} depends on it, but it declares no "
                     f"reference_implementation: add reference_implementation=\"{module}"
@@ -235,6 +307,13 @@ def declaration_problems(exercises: Iterable[Exercise], read_harness: bool = Tru
             named = getattr(exercise, key)
             if named and (problem := _harness_function_problem(named)):
                 problems.append(f"Exercise {exercise.name}: {key}={named!r} {problem}")
+        if exercise.reference_implementation:
+            found = _harness_parameters(exercise.reference_implementation)
+            if found is not None and found != exercise.parameters:
+                problems.append(
+                    f"Exercise {exercise.name}: its reference_implementation "
+                    f"{exercise.reference_implementation!r} takes {_listed(found)}, but the "
+                    f"signature {exercise.signature!r} declares {_listed(exercise.parameters)}.")
         if exercise.invoke and _reads_namespace(exercise.invoke) and not exercise.namespace_reads:
             problems.append(
                 f"Exercise {exercise.name}: its invoke {exercise.invoke!r} looks names up in the "
@@ -252,6 +331,17 @@ def _harness_function_problem(named: str) -> str:
         return (f"names no function {function} in autograder/harness/{module}.py: define it "
                 "there (harness code) or fix the name.")
     return ""
+
+
+def _harness_parameters(named: str) -> tuple[str, ...] | None:
+    """The parameters of a harness function, read from its source (None: not found)."""
+    module, function = harness.split_name(named)
+    source = (_harness_definitions(module) or {}).get(function, "")
+    if not source.startswith(("def ", "async def ")):
+        return None
+    node = ast.parse(source).body[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    return _argument_names(node.args)
 
 
 def _reads_namespace(named: str) -> bool:
@@ -283,7 +373,8 @@ def learner_function(name: str, parameters: str, body: Callable[..., Any]
                      ) -> Callable[..., Any]:
     """`body`, as the learner's function `name` with these `parameters` ("lo, hi, x"): a
     mistake built by a factory (a tf.custom_gradient or jax.custom_jvp rule around a given
-    wrong rule) still has the learner's own signature, which `Exercise.signature` reads."""
+    wrong rule) still has the learner's own signature, which the exercise checks against its
+    declared `signature`."""
 
     def learner(*args: Any) -> Any:
         return body(*args)
@@ -302,6 +393,63 @@ def parameters(fn: Callable[..., Any]) -> str:
     return str(inspect.Signature(plain))
 
 
+def read_signature(signature: str) -> tuple[str, tuple[str, ...], str]:
+    """"name(a, b=0) -> returns" as (name, ("a", "b"), "returns"); a ValueError that shows
+    the form otherwise."""
+    head, arrow, returns = signature.partition(" -> ")
+    try:
+        node = ast.parse(f"def {head.strip()}: pass").body[0]
+    except SyntaxError:
+        node = None
+    if not arrow or not returns.strip() or not isinstance(node, ast.FunctionDef):
+        raise ValueError(f"Exercise signature {signature!r} is not of the form "
+                         "\"name(parameter, ...) -> what it returns\", e.g. "
+                         "\"unbroadcast(g, shape) -> ndarray\".")
+    return node.name, _argument_names(node.args), returns.strip()
+
+
+def _argument_names(args: ast.arguments) -> tuple[str, ...]:
+    """The names of a def's parameters in inspect.signature's order (*args, **kwargs as
+    "args", "kwargs")."""
+    starred = [args.vararg] if args.vararg else []
+    keywords = [args.kwarg] if args.kwarg else []
+    return tuple(a.arg for a in [*args.posonlyargs, *args.args, *starred, *args.kwonlyargs,
+                                 *keywords])
+
+
+def _parameter_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
+    """fn's parameter names (None where they cannot be read, e.g. a builtin)."""
+    try:
+        return tuple(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return "(" + ", ".join(names) + ")"
+
+
+def _is_exception_name(name: str) -> bool:
+    """A builtin exception's name, or one that reads as an exception type's
+    ("InvalidArgumentError"), as `exception:<TypeName>` keys name them."""
+    builtin = getattr(builtins, name, None)
+    if isinstance(builtin, type) and issubclass(builtin, BaseException):
+        return True
+    return name.isidentifier() and name.endswith(("Error", "Exception"))
+
+
+def _declaring_module() -> str:
+    """The module whose code declares the exercise: the first caller outside this package's
+    judging modules and the dataclass machinery."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith(("autograder.judging.", "dataclasses")):
+            return module
+        frame = frame.f_back
+    return ""
+
+
 def chapter_of(module: str) -> str:
     """The chapter number in a module's name: "autograder.exercises.ch03_unbroadcasting"
     gives "03"."""
@@ -310,6 +458,11 @@ def chapter_of(module: str) -> str:
         raise ValueError(f"{module} is not named ch<NN>_<topic>: declare the exercise's chapter")
     return found.group(1)
 
+
+# The kinds a check reports (compare.Mismatch.kind), and those of the engine: "error" for any
+# exception in the learner's code, "exception" for a shape-like one (engine.exception_hint).
+MISMATCH_KINDS = ("structure", "type", "shape", "dtype", "nonfinite", "value")
+HINT_KINDS = (*MISMATCH_KINDS, "error", "exception")
 
 SEVERAL_MISTAKES = (
     "Your output is exactly what each of these known mistakes gives on every failing case "

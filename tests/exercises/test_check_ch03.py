@@ -11,6 +11,7 @@ import pytest
 from autograder import check
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 from autograder.judging.cases import NOTEBOOK, draw_cases
+from autograder.judging.derived import two_references
 from autograder.judging.engine import check_function
 from autograder.judging.references import ReferenceDisagreement
 from coursekit.broadcasting import broadcast_plan
@@ -256,7 +257,8 @@ def test_frameworks_must_agree_before_judging():
         (result,) = UNBROADCAST.jax_reference(jax, params, arrays)
         return (result + 1,)
 
-    broken = dataclasses.replace(UNBROADCAST, jax_reference=perturbed_jax)
+    broken = dataclasses.replace(UNBROADCAST, reference=two_references(
+        tf=UNBROADCAST.tf_reference, jax=perturbed_jax, why="a JAX reference broken on purpose"))
     with pytest.raises(ReferenceDisagreement, match="disagree"):
         check_function(broken, unbroadcast_loops)
 

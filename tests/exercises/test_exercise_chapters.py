@@ -1,6 +1,7 @@
 """An exercise's chapter comes from its module's file name (ch03_unbroadcasting.py -> "03"):
-it must be the chapter whose notebook asks for it. Its signature comes from its mistakes'
-parameters: they must be those of the function the solution notebook defines. Everything
+it must be the chapter whose notebook asks for it. Its signature is declared, and checked
+against its mistakes' parameters: they must be those of the function the solution notebook
+defines. Everything
 else the harness and the grader need is declared on it too, and an incomplete declaration
 is refused with a message naming the exercise and the field to add."""
 
@@ -63,7 +64,7 @@ def test_every_mistake_of_an_exercise_has_the_same_parameters(name: str) -> None
         parameters(mistakes[0].answer)}, [mistake.name for mistake in mistakes]
 
 
-def test_an_exercise_without_mistakes_takes_its_parameters_from_its_reference() -> None:
+def test_an_exercise_without_mistakes_is_checked_against_its_reference() -> None:
     unbroadcast = dataclasses.replace(EXERCISES["unbroadcast"], mistakes=())
     assert unbroadcast.signature == EXERCISES["unbroadcast"].signature
     with pytest.raises(ValueError, match="no mistake and no harness reference"):

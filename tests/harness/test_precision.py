@@ -198,7 +198,7 @@ def test_every_framework_exercise_is_invoked_at_full_precision_and_only_once(lea
         wrapped = getattr(invoke, "__wrapped__", None)
         assert (wrapped is not None) == bool(exercise.frameworks), exercise.name
         assert not hasattr(wrapped, "__wrapped__"), exercise.name  # wrapped once
-    again = dataclasses.replace(JACOBIAN_VIA_VJP, name="copy")
+    again = dataclasses.replace(JACOBIAN_VIA_VJP, signature="copy(f, x) -> ndarray")
     assert again.invoker() is JACOBIAN_VIA_VJP.invoker()
     assert harness.invoker("", ("jax",))(learner, 1) == harness.invoker("", ())(learner, 1) == 2
     assert seen == ["highest", "bfloat16"]
