@@ -214,3 +214,12 @@ def update(language: str = CHINESE, only: tuple[str, ...] = (),
             write_po(handle, catalog, width=100, omit_header=True, sort_output=False)
         left[file] = sum(1 for text in texts if not known.get(text))
     return left
+
+
+def sync_messages(language: str = CHINESE) -> list[str]:
+    """Update every .po file of the language (what `messages` does) and return each message
+    that still lacks its translation, named with its file (`sync`'s step)."""
+    wanted = messages()
+    update(language, wanted=wanted)
+    return translation_problems([(file, text) for file, texts in wanted.items() for text in texts],
+                                read_catalogues(language))

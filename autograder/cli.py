@@ -44,7 +44,9 @@ def check_sync(*, solutions: Path, course: Path) -> int:
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print("Run `make course` to regenerate course/ from solutions/.", file=sys.stderr)
+        print("Run `python -m autograder sync NN` for each chapter named (it also says what "
+              "is left to do by hand), or `make course` to regenerate every chapter.",
+              file=sys.stderr)
     return 1 if problems else 0
 
 
@@ -79,6 +81,25 @@ def translation_status(*, root: Path) -> int:
     return 1 if problems else 0
 
 
+def sync_chapter(*, root: Path, chapter: str) -> int:
+    """One chapter from its edited sources to every generated file (authoring/sync.py)."""
+    from autograder.authoring.sync import SyncError, sync
+    from autograder.catalogue import sync_messages
+
+    try:
+        from autograder.exercises import for_chapter
+
+        names = [exercise.name for exercise in for_chapter(chapter)]
+    except ValueError as error:  # a declaration refused on import names itself
+        print(f"The exercise modules do not load: {error}", file=sys.stderr)
+        return 1
+    try:
+        return sync(root=root, chapter=chapter, names=names, messages=sync_messages)
+    except SyncError as error:
+        print(error, file=sys.stderr)
+        return 2
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m autograder", description=__doc__)
     commands = top.add_subparsers(dest="command", required=True)
@@ -94,6 +115,12 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("course-map", help="rewrite the README's course map").add_argument(
         "--root", type=Path, default=ROOT
     )
+    sync = commands.add_parser(
+        "sync", help="one chapter from its edited solution notebook and exercise module to "
+        "every generated file (messages, translation stubs, both editions' notebooks), then "
+        "the sync check; lists what is left to do by hand and exits 1 while anything is")
+    sync.add_argument("chapter", metavar="NN", help="the chapter's two digits, e.g. 03")
+    sync.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: here)")
     commands.add_parser("warm-up", help="compile the notebook checks' references once")
     bundle = commands.add_parser("bundle", help="zip every notebook and what runs them, for "
                                  "learners who cannot clone (README.zh-CN.md)")
@@ -217,5 +244,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if command == "translations":
         return translation_status(root=ROOT)
-    commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map}
+    commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map,
+                "sync": sync_chapter}
     return commands[command](**args)

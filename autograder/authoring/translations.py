@@ -115,7 +115,8 @@ def drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> l
 
 def stub_missing(notebook: NotebookNode, path: Path) -> int:
     """Add a section holding the English text for every cell without one, in notebook order
-    (a translator replaces the English); returns how many were added."""
+    (a translator replaces the English); returns how many were added. A file that lacks
+    none is left as it is."""
     sections = read_sections(path)
     ordered, added = [], 0
     for cell in translatable_cells(notebook):
@@ -124,7 +125,8 @@ def stub_missing(notebook: NotebookNode, path: Path) -> int:
         else:
             ordered.append(Section(cell.id, fingerprint(cell.source), english_text(cell.source)))
             added += 1
-    write_sections(path, ordered + list(sections.values()))
+    if added:
+        write_sections(path, ordered + list(sections.values()))
     return added
 
 

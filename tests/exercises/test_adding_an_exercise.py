@@ -1,97 +1,181 @@
-"""Adding an exercise is two files (docs/maintainer-guide.md, "Adding an exercise").
+"""Adding an exercise, as docs/maintainer-guide.md ("Adding an exercise") walks it.
 
-A copy of the package gets a new chapter 03 exercise, `sum_rows_vjp` (the VJP of
-np.sum(x, axis=0)), by editing exactly two files there: the chapter's exercise module
-(an Exercise appended, with its TensorFlow and JAX references) and a copy of the chapter's
-solution notebook (its exercise and check cells). With that copy first on sys.path, the
-notebook check passes a right answer and fails a wrong one with its mistake's hint, and the
-grader scores the new exercise in the copied solution notebook and in a wrong copy of it:
-nothing else (harness, tables, warm groups) had to be touched.
+In a copy of the repository, a maintainer adds `mean_rows_vjp` (the VJP of
+`np.mean(x, axis=0)`) to chapter 03 by editing the two sources, the solution notebook (a
+markdown cell, the exercise cell, its check cell) and the exercise module (the Exercise), then
+runs `python -m autograder sync 03`. Sync writes the new messages into ch03.po and a section
+holding the English into the chapter's translation, builds the English notebooks, says what
+is left (the Chinese) and exits 1. The maintainer writes the Chinese in the two files it names
+and runs sync again, which builds the Chinese edition and exits 0. Then exactly the files
+the guide names have changed, and the exercise's tests, the check (in both languages), the
+grader (both editions) and the sync check pass, in the copy.
+
+The exercise is written once, in the block marked "the exercise, in one place": moving it to
+another declaration form changes that block only.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULE = Path("autograder") / "exercises" / "ch03_unbroadcasting.py"
-NOTEBOOK = Path("solutions") / "03_unbroadcasting.ipynb"
+MODULE = Path("autograder/exercises/ch03_unbroadcasting.py")
+NOTEBOOK = Path("solutions/03_unbroadcasting.ipynb")
+MESSAGES = Path("autograder/locale/zh-CN/ch03.po")
+PROSE = Path("translations/zh-CN/03_unbroadcasting.md")
+GENERATED = {Path("course/03_unbroadcasting.ipynb"),
+             Path("solutions/zh-CN/03_unbroadcasting.ipynb"),
+             Path("course/zh-CN/03_unbroadcasting.ipynb")}
+COPIED = ("autograder", "coursekit", "benchmarks", "solutions", "course", "translations", "tests",
+          "etc", "pyproject.toml", "README.md", "README.zh-CN.md")
 
-# The new exercise, as a maintainer appends it to the chapter's exercise module.
+# ------------------------------------------------------------------ the exercise, in one place
+NAME = "mean_rows_vjp"
+IMPORT = "from autograder.judging.cases import shape_menu\n"
 DECLARATION = '''
 
-# ---------------------------------------------------------------- sum_rows_vjp
+# ---------------------------------------------------------------- mean_rows_vjp
 
 
 @st.composite
-def _sum_rows_case(draw: st.DrawFn, profile: Profile) -> Case:
+def _mean_rows_case(draw: st.DrawFn, profile: Profile) -> Case:
     shape = draw(shape_menu(profile, ((3,), (2, 3), (1, 4), (4, 1, 2)), ((5, 2, 3),)))
     dtype = draw(dtypes())
     return Case((("g", draw(float_arrays(dtype, shape[1:]))),
                  ("x", draw(float_arrays(dtype, shape)))))
 
 
-def _sum_rows_edges() -> list[Case]:
-    x = np.array([1.0, -2.0, 3.0], np.float32)
-    return [Case((("g", np.array(0.5, np.float32)), ("x", x)), label="a vector: g is 0-d")]
+def _mean_rows_edges() -> list[Case]:
+    x = np.array([[1.0, -2.0], [3.0, 4.0], [0.5, 0.0]], np.float32)
+    return [Case((("g", np.array([0.5, -1.5], np.float32)), ("x", x)), label="three rows of two")]
 
 
-def _sum_rows_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
-    g, x = (tf.constant(v) for v in case.values())
-    with tf.GradientTape() as tape:
-        tape.watch(x)
-        y = tf.reduce_sum(x, axis=0)
-    return (tape.gradient(y, x, output_gradients=g).numpy(),)
-
-
-def _sum_rows_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    _, vjp = jax.vjp(lambda x: jax.numpy.sum(x, axis=0), arrays["x"])
-    return vjp(arrays["g"])
-
-
-def _sum_rows_ignores_cotangent(g: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return np.ones_like(x)
-
-
-SUM_ROWS_VJP = Exercise(
-    name="sum_rows_vjp",
-    returns="ndarray",
+MEAN_ROWS_VJP = Exercise(
+    signature="mean_rows_vjp(g, x) -> ndarray",
     outputs=("grad_x",),
-    strategy=_sum_rows_case,
-    edge_cases=_sum_rows_edges,
-    tf_reference=_sum_rows_tf,
-    jax_reference=_sum_rows_jax,
-    references_text="jax.vjp and tf.GradientTape of a sum over axis 0",
+    cases=_mean_rows_case,
+    edges=_mean_rows_edges,
+    reference=vjp_reference(lambda xp, x: xp.mean(x, axis=0), wrt=("x",)),
+    references_text="jax.vjp and tf.GradientTape of a mean over axis 0",
     mistakes=(
-        Mistake("ignores_cotangent", "Your result does not depend on the values in g: every "
-                "row of x gets the cotangent g itself.", _sum_rows_ignores_cotangent),
+        Mistake("as_sum", "You gave every row the cotangent g itself: that is the VJP of a "
+                "sum. A mean divides by the number of rows, and so does its VJP.",
+                lambda g, x: np.broadcast_to(g, x.shape).copy()),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised.",
-        "value": "Each row of x contributed once to the sum: its cotangent is g.",
+        "value": "Each row of x counts 1/n in the mean: its cotangent is g / n.",
     },
 )
 
-EXERCISES = (UNBROADCAST, MATMUL_VJP, SUM_ROWS_VJP)
+EXERCISES = (*EXERCISES, MEAN_ROWS_VJP)
 '''
-SOLUTION = '''def sum_rows_vjp(g: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The cotangent of x for y = np.sum(x, axis=0), given y's cotangent g."""
+PROSE_CELL = ("### Exercise 3: `mean_rows_vjp`\n\nWrite `mean_rows_vjp(g, x)`: the cotangent of "
+              "`x` for `y = np.mean(x, axis=0)`, given the cotangent `g` of `y`.")
+SOLUTION = '''def mean_rows_vjp(g: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The cotangent of x for y = np.mean(x, axis=0), given y's cotangent g."""
     ### BEGIN SOLUTION
-    return np.broadcast_to(g, x.shape).copy()
+    return np.broadcast_to(g / x.shape[0], x.shape).copy()
     ### END SOLUTION
 '''
-WRONG = SOLUTION.replace("np.broadcast_to(g, x.shape).copy()", "np.ones_like(x)")
+WRONG = SOLUTION.replace("np.broadcast_to(g / x.shape[0], x.shape).copy()",
+                         "np.broadcast_to(g, x.shape).copy()")
+CHINESE = {  # what the maintainer writes in ch03.po
+    "You gave every row the cotangent g itself: that is the VJP of a sum. A mean divides by the "
+    "number of rows, and so does its VJP.": "你给每一行的余切向量都是 g 本身：那是求和的 VJP。"
+    "均值要除以行数，它的 VJP 也一样。",
+    "The traceback names the line of your code that raised.":
+        "回溯信息指出了你的代码中出错的那一行。",
+    "Each row of x counts 1/n in the mean: its cotangent is g / n.": "x 的每一行在均值里占 1/n："
+    "它的余切向量是 g / n。",
+    "three rows of two": "三行，每行两个",
+    "jax.vjp and tf.GradientTape of a mean over axis 0":
+        "沿轴 0 求均值的 jax.vjp 和 tf.GradientTape",
+}
+CHINESE_PROSE = ("### 练习 3：`mean_rows_vjp`\n\n写出 `mean_rows_vjp(g, x)`：已知 "
+                 "`y = np.mean(x, axis=0)` 的余切向量 `g`，求 `x` 的余切向量。")
+WRONG_HINT = {"en": "that is the VJP of a sum", "zh-CN": "那是求和的 VJP"}
+# ------------------------------------------------------------------
 
-# Run in a subprocess with the copy first on sys.path: the notebook check on a right and a
-# wrong answer, the solution cell taken from the copied notebook.
-CHECK = '''
+
+def copy_of_the_repository(folder: Path) -> Path:
+    """What a checkout holds, without caches, virtual environments or build outputs."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
+    folder.mkdir()
+    for name in COPIED:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, folder / name, ignore=ignore)
+        elif (ROOT / name).exists():
+            shutil.copy2(ROOT / name, folder / name)
+    return folder
+
+
+def edit_the_sources(copy: Path) -> None:
+    """The maintainer's edits: the Exercise in the module; the prose, exercise and check
+    cells in the solution notebook, after the last exercise's check."""
+    module = copy / MODULE
+    source = module.read_text()
+    anchor = "from autograder.judging.exercise import"
+    assert source.count(anchor) == 1, "the module's imports moved: update IMPORT's anchor"
+    module.write_text(source.replace(anchor, IMPORT + anchor) + DECLARATION)
+    notebook = nbformat.read(copy / NOTEBOOK, as_version=4)
+    (after,) = [i for i, cell in enumerate(notebook.cells)
+                if cell.source.strip() == "check.matmul_vjp(matmul_vjp)"]
+    notebook.cells[after + 1:after + 1] = [
+        nbformat.v4.new_markdown_cell(PROSE_CELL),
+        nbformat.v4.new_code_cell(SOLUTION, metadata={"tags": ["exercise"]}),
+        nbformat.v4.new_code_cell(f"check.{NAME}({NAME})")]
+    nbformat.write(notebook, copy / NOTEBOOK)
+
+
+def write_the_chinese(copy: Path) -> None:
+    """The maintainer's translations: each new message's msgstr, and the new cell's section."""
+    with (copy / MESSAGES).open("rb") as handle:
+        catalogue = read_po(handle)
+    untranslated = [message for message in catalogue if message.id and not message.string]
+    assert {str(message.id) for message in untranslated} == set(CHINESE)
+    for message in untranslated:
+        message.string = CHINESE[str(message.id)]
+    with (copy / MESSAGES).open("wb") as handle:
+        write_po(handle, catalogue, width=100, omit_header=True, sort_output=False)
+    prose = (copy / PROSE).read_text(encoding="utf-8")
+    assert prose.count(PROSE_CELL) == 1, "sync left no section holding the new cell's English"
+    (copy / PROSE).write_text(prose.replace(PROSE_CELL, CHINESE_PROSE), encoding="utf-8")
+
+
+def in_the_copy(copy: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(copy)}
+    return subprocess.run([sys.executable, *args], cwd=copy, env=environment, text=True,
+                          capture_output=True, timeout=timeout)
+
+
+def changed_files(before: Path, after: Path) -> set[Path]:
+    """The files whose content differs; a .po file by its entries (their order follows the
+    code that says them, which other changes may have moved)."""
+    return {path.relative_to(after) for path in after.rglob("*") if path.is_file()
+            and "__pycache__" not in path.parts
+            and _content(path) != _content(before / path.relative_to(after))}
+
+
+def _content(path: Path) -> object:
+    if not path.exists():
+        return None
+    if path.suffix == ".po":
+        with path.open("rb") as handle:
+            return {str(message.id): str(message.string) for message in read_po(handle)}
+    return path.read_bytes()
+
+
+CHECK = f'''
 import sys
 from pathlib import Path
 
@@ -100,90 +184,91 @@ import numpy as np
 
 import autograder
 from autograder import check
-from autograder.exercises import EXERCISES, for_chapter
-from autograder.judging.exercise import declaration_problems
 
 copy = Path(sys.argv[1])
 assert Path(autograder.__file__).is_relative_to(copy), autograder.__file__
-assert [e.name for e in for_chapter("03")][-1] == "sum_rows_vjp"
-assert declaration_problems(EXERCISES.values()) == []
-notebook = nbformat.read(copy / "solutions" / "03_unbroadcasting.ipynb", as_version=4)
-(cell,) = [c.source for c in notebook.cells if c.source.startswith("def sum_rows_vjp")]
-namespace = {"np": np}
+notebook = nbformat.read(copy / {str(NOTEBOOK)!r}, as_version=4)
+(cell,) = [c.source for c in notebook.cells if c.source.startswith("def {NAME}")]
+namespace = {{"np": np}}
 exec(cell, namespace)
-right = check.sum_rows_vjp(namespace["sum_rows_vjp"])
+right = check.{NAME}(namespace["{NAME}"])
 assert right.passed, right
-wrong = check.sum_rows_vjp(lambda g, x: np.ones_like(x))
-assert not wrong.passed and "every row of x gets the cotangent g" in str(wrong), wrong
+for language, hint in {WRONG_HINT!r}.items():
+    check.language(language)
+    wrong = check.{NAME}(lambda g, x: np.broadcast_to(g, x.shape).copy())
+    assert not wrong.passed and hint in str(wrong), (language, str(wrong))
 print("checked")
 '''
 
 
-def _copy_of_the_course(folder: Path) -> Path:
-    """The package and the chapter's solution notebook, as a checkout has them."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "autograder", folder / "autograder", ignore=ignore)
-    (folder / "solutions").mkdir()
-    shutil.copy2(ROOT / NOTEBOOK, folder / NOTEBOOK)
-    shutil.copy2(ROOT / "pyproject.toml", folder / "pyproject.toml")
-    return folder
-
-
-def _add_the_exercise(copy: Path) -> None:
-    """The two edits: the exercise module, and the solution notebook (exercise cell, check
-    cell, and the name in the notebook's list of exercises)."""
-    module = copy / MODULE
-    source = module.read_text()
-    imports = "from autograder.judging.cases import Case, Profile, dtypes, float_arrays\n"
-    assert source.count(imports) == 1 and source.count("\nEXERCISES = ") == 1
-    source = source.replace(imports, imports.replace("float_arrays", "float_arrays, shape_menu"))
-    module.write_text(source.replace("\nEXERCISES = (UNBROADCAST, MATMUL_VJP)\n", DECLARATION))
-
-    notebook = nbformat.read(copy / NOTEBOOK, as_version=4)
-    (after,) = [i for i, c in enumerate(notebook.cells)
-                if c.source.strip() == "check.matmul_vjp(matmul_vjp)"]
-    notebook.cells[after + 1:after + 1] = [
-        nbformat.v4.new_code_cell(SOLUTION, metadata={"tags": ["exercise"]}),
-        nbformat.v4.new_code_cell("check.sum_rows_vjp(sum_rows_vjp)")]
-    notebook.metadata["course"]["exercises"].append("sum_rows_vjp")
-    nbformat.write(notebook, copy / NOTEBOOK)
-
-
-def _in_the_copy(copy: Path, *args: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(copy)}
-    return subprocess.run([sys.executable, *args], cwd=copy, env=environment, text=True,
-                          capture_output=True, timeout=240)
-
-
-def test_an_exercise_added_in_two_files_is_checked_and_graded(tmp_path):
-    before = _copy_of_the_course(tmp_path / "before")
-    copy = tmp_path / "course"
-    shutil.copytree(before, copy)
-    _add_the_exercise(copy)
-    changed = {path.relative_to(copy) for path in copy.rglob("*") if path.is_file()
-               and path.read_bytes() != (before / path.relative_to(copy)).read_bytes()}
-    assert changed == {MODULE, NOTEBOOK}
-
-    checked = _in_the_copy(copy, "-c", CHECK, str(copy))
-    assert checked.returncode == 0 and "checked" in checked.stdout, checked.stderr[-4000:]
-
-    wrong = nbformat.read(copy / NOTEBOOK, as_version=4)
-    (index,) = [i for i, c in enumerate(wrong.cells) if c.source == SOLUTION]
-    wrong.cells[index].source = WRONG
-    nbformat.write(wrong, tmp_path / "wrong.ipynb")
-    graded = _in_the_copy(copy, "-m", "autograder", "grade", str(copy / NOTEBOOK),
-                          str(tmp_path / "wrong.ipynb"), "--out", str(tmp_path / "out"),
-                          "--reference-cache", str(tmp_path / "cache"), "--unsafe-no-sandbox",
-                          "--jobs", "2")
+def graded_scores(copy: Path, tmp_path: Path) -> dict[str, dict[str, tuple[float, str]]]:
+    """The grader over the copied solutions of both editions and a wrong copy of each."""
+    submissions = []
+    for edition in (NOTEBOOK, Path("solutions/zh-CN/03_unbroadcasting.ipynb")):
+        notebook = nbformat.read(copy / edition, as_version=4)
+        language = notebook.metadata["course"]["language"]
+        nbformat.write(notebook, tmp_path / f"right_{language}.ipynb")
+        (index,) = [i for i, c in enumerate(notebook.cells) if c.source == SOLUTION]
+        notebook.cells[index].source = WRONG
+        nbformat.write(notebook, tmp_path / f"wrong_{language}.ipynb")
+        submissions += [tmp_path / f"right_{language}.ipynb", tmp_path / f"wrong_{language}.ipynb"]
+    graded = in_the_copy(copy, "-m", "autograder", "grade", *map(str, submissions),
+                         "--out", str(tmp_path / "out"), "--reference-cache",
+                         str(tmp_path / "cache"), "--unsafe-no-sandbox", "--jobs", "2")
     assert graded.returncode == 0, graded.stderr[-4000:]
     scores = {}
     for results in (tmp_path / "out").glob("*/results.json"):
         tests = json.loads(results.read_text())["tests"]
         scores[results.parent.name.split("-", 1)[1]] = {
             t["name"]: (t["score"], t["output"]) for t in tests}
-    solution, wrong_scores = scores["03_unbroadcasting"], scores["wrong"]
-    name = "sum_rows_vjp (chapter 03)"
-    assert [score for score, _ in solution.values()] == [1.0, 1.0, 1.0], solution
-    assert wrong_scores[name][0] == 0.0, wrong_scores
-    assert "every row of x gets the cotangent g" in wrong_scores[name][1], wrong_scores
-    assert wrong_scores["unbroadcast (chapter 03)"][0] == 1.0, wrong_scores
+    return scores
+
+
+def test_an_exercise_added_as_the_guide_says_is_synced_checked_and_graded(tmp_path):
+    before = copy_of_the_repository(tmp_path / "before")
+    copy = tmp_path / "repository"
+    shutil.copytree(before, copy)
+    edit_the_sources(copy)
+
+    first = in_the_copy(copy, "-m", "autograder", "sync", "03")
+    assert first.returncode == 1, first.stdout + first.stderr[-4000:]
+    assert (f"{len(CHINESE)} message(s) have no Chinese yet: translate them in "
+            "autograder/locale/zh-CN/ch03.po") in first.stdout, first.stdout
+    assert f"{PROSE}: cell" in first.stdout and "still in English" in first.stdout
+    assert "The Chinese edition" in first.stdout and "was not built" in first.stdout
+    assert changed_files(before, copy) == {MODULE, NOTEBOOK, MESSAGES, PROSE,
+                                           Path("course/03_unbroadcasting.ipynb")}
+    assert nbformat.read(copy / NOTEBOOK, as_version=4).metadata["course"]["exercises"] == [
+        "unbroadcast", "matmul_vjp", NAME]  # written from the module's EXERCISES
+
+    write_the_chinese(copy)
+    second = in_the_copy(copy, "-m", "autograder", "sync", "03")
+    assert second.returncode == 0, second.stdout + second.stderr[-4000:]
+    assert "chapter 03 is complete" in second.stdout
+    assert changed_files(before, copy) == {MODULE, NOTEBOOK, MESSAGES, PROSE} | GENERATED
+
+    chinese = nbformat.read(copy / "solutions/zh-CN/03_unbroadcasting.ipynb", as_version=4)
+    (checked,) = [c for c in chinese.cells if c.source == f"check.{NAME}({NAME})"]
+    assert re.search(r"[\u4e00-\u9fff]", json.dumps(checked.outputs, ensure_ascii=False))
+    assert CHINESE_PROSE in [c.source for c in chinese.cells]
+
+    checks = in_the_copy(copy, "-c", CHECK, str(copy))
+    assert checks.returncode == 0 and "checked" in checks.stdout, checks.stderr[-4000:]
+    tests = in_the_copy(
+        copy, "-m", "pytest", "-q", "-x", "tests/locale/test_catalogue.py",
+        "tests/authoring/test_translations.py", "tests/exercises/test_exercise_chapters.py",
+        "tests/judging/test_fallback_hints.py", "tests/architecture/test_code_in_strings.py",
+        "tests/authoring/test_notebook_pipeline.py::test_every_solution_has_an_up_to_date_learner_copy",
+        "tests/judging/test_mistakes.py", "-k", f"{NAME} or not test_mistakes")
+    assert tests.returncode == 0, tests.stdout[-6000:]
+    synced = in_the_copy(copy, "-m", "autograder", "check-sync")
+    assert synced.returncode == 0, synced.stderr
+
+    scores = graded_scores(copy, tmp_path)
+    name = f"{NAME} (chapter 03)"
+    for language, hint in WRONG_HINT.items():
+        assert {score for score, _ in scores[f"right_{language}"].values()} == {1.0}, scores
+        assert len(scores[f"right_{language}"]) == 3, scores
+        wrong = scores[f"wrong_{language}"]
+        assert wrong[name][0] == 0.0 and hint in wrong[name][1], wrong
+        assert wrong["unbroadcast (chapter 03)"][0] == 1.0, wrong
