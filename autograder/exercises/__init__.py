@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from autograder.judging.exercise import Exercise, declaration_problems
+from autograder.judging.declaration import declaration_problems
+from autograder.judging.exercise import Exercise
 from autograder.judging.prediction import Prediction
 
 

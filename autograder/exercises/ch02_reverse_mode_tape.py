@@ -59,8 +59,6 @@ from autograder.judging.exercise import Evidence, Exercise, KnownOutputs, Mistak
 from autograder.judging.prediction import Prediction
 from autograder.locale import say
 
-WHY = "TODO(issue 41): written before references were derived from one forward"
-
 BINARY = ("add", "sub", "mul", "div", "matmul")
 OPS = ("add", "mul", "sub", "div", "tanh", "exp", "log", "neg", "sum", "matmul")
 INPUTS = ("x0", "x1", "x2")
@@ -189,7 +187,10 @@ VJP_RULE = Exercise(
     outputs=("cotangent_x", "cotangent_y"),
     cases=_rule_strategy,
     edges=_rule_edges,
-    reference=two_references(tf=_rule_tf, jax=_rule_jax, why=WHY),
+    reference=two_references(
+        tf=_rule_tf, jax=_rule_jax,
+        why=("the forward is shared (_apply, on tf or jax.numpy), but the op's arity is a case "
+             "parameter: a unary op's second output is y, unchanged")),
     references_text="tf.GradientTape (output_gradients=g) and jax.vjp of the same operation",
     mistakes=(
         Mistake(
@@ -538,7 +539,10 @@ TAPE_HINTS = {
 
 TAPE_OUTPUTS = ("cotangent_x0", "cotangent_x1", "cotangent_x2", "node_cotangents")
 
-PROGRAM_REFERENCE = two_references(tf=_program_tf, jax=_program_jax, why=WHY)
+PROGRAM_REFERENCE = two_references(
+    tf=_program_tf, jax=_program_jax,
+    why=("the cotangent of every intermediate value: TensorFlow's tape gives them, JAX only "
+         "through a zero nudge added to each value"))
 PROGRAM_REFERENCES = (
     "tf.GradientTape (output_gradients=g) and jax.vjp of the same program: the "
     "cotangents of x0, x1, x2 and of every value v3, v4, ..."
@@ -772,7 +776,9 @@ DIRECTIONAL_DERIVATIVE = Exercise(
     outputs=("directional_derivative",),
     cases=_derivative_strategy,
     edges=_derivative_edges,
-    reference=two_references(tf=_derivative_tf, jax=_derivative_jax, why=WHY),
+    reference=two_references(
+        tf=_derivative_tf, jax=_derivative_jax,
+        why="a directional derivative is a JVP: tf.autodiff.ForwardAccumulator and jax.jvp"),
     references_text="jax.jvp and tf.autodiff.ForwardAccumulator (the exact derivative of f at "
                     "x along v, a JVP)",
     mistakes=(
@@ -931,7 +937,10 @@ FIND_WRONG_RULE = Exercise(
     outputs=("wrong_rule",),
     cases=_wrong_rule_strategy,
     edges=_wrong_rule_edges,
-    reference=two_references(tf=_wrong_rule_tf, jax=_wrong_rule_jax, why=WHY),
+    reference=two_references(
+        tf=_wrong_rule_tf, jax=_wrong_rule_jax,
+        why=("the check runs every rule of a table against each framework's VJP of the shared "
+             "forward (_apply)")),
     references_text="each rule of the table against tf.GradientTape (output_gradients=g) and "
                     "jax.vjp of its op: the first op where they differ (compared as one flag "
                     "per op, and one for None)",

@@ -22,11 +22,9 @@ from hypothesis.extra import numpy as hnp
 
 from autograder.harness import english
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
-from autograder.judging.derived import two_references
+from autograder.judging.derived import two_references, vjp_reference
 from autograder.judging.exercise import Exercise, Mistake, learner_function
 from autograder.judging.prediction import Prediction
-
-WHY = "TODO(issue 41): written before references were derived from one forward"
 
 FRAMEWORKS = ("tensorflow",)
 EDGE_VALUES = (0.0, 100.0, -100.0, 1000.0, -1000.0)
@@ -168,7 +166,10 @@ LOGADDEXP = Exercise(
     outputs=("y", "grad_a", "grad_b"),
     cases=_logaddexp_case,
     edges=_logaddexp_edges,
-    reference=two_references(tf=_logaddexp_tf, jax=_logaddexp_jax, why=WHY),
+    reference=two_references(
+        tf=_logaddexp_tf, jax=_logaddexp_jax,
+        why="each framework's logsumexp: the NumPy APIs' logaddexp differentiates max(a, b) + "
+            "log1p(exp(-|a - b|)) in TensorFlow, which is wrong at a == b"),
     references_text="jax.vjp(jax.nn.logsumexp) and tf.GradientTape(tf.reduce_logsumexp)",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
@@ -273,29 +274,6 @@ def _normalize_edges() -> list[Case]:
     ]
 
 
-def _normalize_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    v, g = (tf.constant(a) for a in case.values())
-    with tf.GradientTape() as tape:
-        tape.watch(v)
-        squares = tf.reduce_sum(v * v, axis=-1, keepdims=True)
-        nonzero = squares > 0
-        norm = tf.sqrt(tf.where(nonzero, squares, tf.ones_like(squares)))  # the double where
-        y = tf.where(nonzero, v / norm, tf.zeros_like(v))
-    return _outputs(y, tape.gradient(y, v, output_gradients=g))
-
-
-def _normalize_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp = jax.numpy
-
-    def f(v):  # a safe input to the norm itself: rows of ones where a row is all zeros
-        nonzero = jnp.any(v != 0, axis=-1, keepdims=True)
-        norm = jnp.linalg.norm(jnp.where(nonzero, v, 1), axis=-1, keepdims=True)
-        return jnp.where(nonzero, v / norm, 0)
-
-    y, vjp = jax.vjp(f, arrays["v"])
-    return (y, *vjp(arrays["g"]))
-
-
 def _row_norm(tf: Any, v: Any) -> Any:
     return tf.norm(v, axis=-1, keepdims=True)
 
@@ -367,6 +345,14 @@ _normalize_ignores_cotangent = _normalize_mistake(
     lambda tf, g, y, norm: (tf.ones_like(g) - _along(tf, tf.ones_like(g), y)) / norm)
 
 
+def _double_where(xp: Any, v: Any) -> Any:
+    """v / norm(v) by rows, 0 for an all-zero row, with a safe input to the norm itself."""
+    squares = xp.sum(v * v, axis=-1, keepdims=True)
+    nonzero = squares > 0
+    norm = xp.sqrt(xp.where(nonzero, squares, xp.ones_like(squares)))  # the double where
+    return xp.where(nonzero, v / norm, xp.zeros_like(v))
+
+
 SAFE_NORMALIZE = Exercise(
     signature=(
         "safe_normalize(v) -> tensor: each row of v divided by its norm, 0 for an all-zero row"
@@ -374,7 +360,7 @@ SAFE_NORMALIZE = Exercise(
     outputs=("y", "grad_v"),
     cases=_normalize_case,
     edges=_normalize_edges,
-    reference=two_references(tf=_normalize_tf, jax=_normalize_jax, why=WHY),
+    reference=vjp_reference(_double_where, wrt=("v",), value=True),
     references_text="jax.vjp and tf.GradientTape of the double-where v / norm(v)",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
@@ -567,7 +553,10 @@ CLIP_COTANGENT_NORM = Exercise(
     outputs=("y", "grad_x"),
     cases=_clip_case,
     edges=_clip_edges,
-    reference=two_references(tf=_clip_tf, jax=_clip_jax, why=WHY),
+    reference=two_references(
+        tf=_clip_tf, jax=_clip_jax,
+        why="the identity with a rescaled cotangent is no forward's derivative: TensorFlow "
+            "clips its tape's cotangent (tf.clip_by_norm), JAX declares a jax.custom_vjp"),
     references_text="jax.custom_vjp (identity, rescaled cotangent) and tf.clip_by_norm",
     invoke="ch04_custom_gradient_tf:invoke_clip",
     frameworks=FRAMEWORKS,
@@ -720,7 +709,10 @@ QUANTIZE_STE = Exercise(
     outputs=("y", "grad_x"),
     cases=_quantize_case,
     edges=_quantize_edges,
-    reference=two_references(tf=_quantize_tf, jax=_quantize_jax, why=WHY),
+    reference=two_references(
+        tf=_quantize_tf, jax=_quantize_jax,
+        why="two ways on purpose: TensorFlow's is the STE written with tf.stop_gradient, JAX's "
+            "the analytic window (1 on 0 <= x <= 1) it must equal"),
     references_text=(
         "tf.stop_gradient's straight-through form over tf.clip_by_value, and jax.vjp of "
         "the analytic window"
@@ -812,28 +804,6 @@ def _td_edges() -> list[Case]:
     return cases
 
 
-def _td_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    values, rewards, gamma, g = case.values()
-    values, rewards, g = tf.constant(values), tf.constant(rewards), tf.constant(g)
-    with tf.GradientTape() as tape:
-        tape.watch([values, rewards])
-        target = tf.stop_gradient(rewards + gamma * values[..., 1:])
-        loss = 0.5 * (values[..., :-1] - target) ** 2
-    return _outputs(loss, *tape.gradient(loss, [values, rewards], output_gradients=g,
-                                         unconnected_gradients=tf.UnconnectedGradients.ZERO))
-
-
-def _td_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    gamma = params["gamma"]
-
-    def loss(values, rewards):
-        target = jax.lax.stop_gradient(rewards + gamma * values[..., 1:])
-        return 0.5 * (values[..., :-1] - target) ** 2
-
-    y, vjp = jax.vjp(loss, arrays["values"], arrays["rewards"])
-    return (y, *vjp(arrays["g"]))
-
-
 def _td_learner(stop_target: Callable[[Any], Any], stop_prediction: Callable[[Any], Any],
                 stop_bootstrap: Callable[[Any], Any]) -> Callable[..., Any]:
     """A learner's td_loss with tf.stop_gradient (or nothing) on the target, the
@@ -867,7 +837,10 @@ TD_LOSS = Exercise(
     outputs=("loss", "grad_values", "grad_rewards"),
     cases=_td_case,
     edges=_td_edges,
-    reference=two_references(tf=_td_tf, jax=_td_jax, why=WHY),
+    reference=vjp_reference(
+        lambda xp, values, rewards, gamma: 0.5 * (
+            values[..., :-1] - xp.stop_gradient(rewards + gamma * values[..., 1:])) ** 2,
+        wrt=("values", "rewards"), value=True),
     references_text="tf.stop_gradient and jax.lax.stop_gradient on the target",
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
@@ -1005,7 +978,10 @@ TANH_LAYER = Exercise(
     outputs=("y", "grad_x", "grad_w"),
     cases=_tanh_case,
     edges=_tanh_edges,
-    reference=two_references(tf=_tanh_tf, jax=_tanh_jax, why=WHY),
+    reference=two_references(
+        tf=_tanh_tf, jax=_tanh_jax,
+        why="TensorFlow's reference reads w as a tf.Variable, as the learner's layer must (what "
+            "the exercise is about); JAX has no variables"),
     references_text="jax.vjp(jnp.tanh(x @ w)) and tf.GradientTape over a tf.Variable",
     invoke="ch04_custom_gradient_tf:invoke_layer",
     frameworks=FRAMEWORKS,

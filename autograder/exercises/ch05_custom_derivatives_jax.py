@@ -42,8 +42,6 @@ from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
-WHY = "TODO(issue 41): written before references were derived from one forward"
-
 FRAMEWORKS = ("jax",)
 
 # Each exercise's invoke, in autograder/harness/ch05_custom_derivatives_jax.py (the learner's kernel
@@ -206,7 +204,10 @@ LOG1PEXP = Exercise(
     outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
     cases=_log1pexp_case,
     edges=_log1pexp_edges,
-    reference=two_references(tf=_log1pexp_tf, jax=_log1pexp_jax, why=WHY),
+    reference=two_references(
+        tf=_log1pexp_tf, jax=_log1pexp_jax,
+        why=("value, JVP, VJP, gradient and second derivative: TensorFlow's from a "
+             "ForwardAccumulator and nested tapes, JAX's from jax.jvp, jax.vjp and two jax.grad")),
     references_text=(
         "JAX's derivatives of its own stable softplus and TensorFlow's of tf.math.softplus "
         "(value, JVP, VJP, vmap of grad, second derivative)"
@@ -394,7 +395,10 @@ CLIP_GRADIENT = Exercise(
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     cases=_clip_case,
     edges=_clip_edges,
-    reference=two_references(tf=_clip_tf, jax=_clip_jax, why=WHY),
+    reference=two_references(
+        tf=_clip_tf, jax=_clip_jax,
+        why=("a clipped cotangent is no forward's derivative: each framework clips its own "
+             "cotangents, also chained through sin(3x)")),
     references_text=(
         "jnp.clip of JAX's own cotangents, and a tf.custom_gradient twin under tf.GradientTape"
     ),
@@ -540,7 +544,10 @@ ARGMAX_STE = Exercise(
     outputs=("value", "vjp_primal", "vjp"),
     cases=_ste_case,
     edges=_ste_edges,
-    reference=two_references(tf=_ste_tf, jax=_ste_jax, why=WHY),
+    reference=two_references(
+        tf=_ste_tf, jax=_ste_jax,
+        why=("the surrogate needs a one-hot of the argmax, which neither NumPy API has "
+             "(tf.one_hot, jax.nn.one_hot)")),
     references_text=(
         "JAX's and TensorFlow's straight-through one-hot (jax.lax.stop_gradient, "
         "tf.stop_gradient): the argmax's one-hot going forward, g minus its row mean going "

@@ -33,8 +33,6 @@ from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
-WHY = "TODO(issue 41): written before references were derived from one forward"
-
 FRAMEWORKS = ("jax",)
 
 FIXED_POINT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_fixed_point"
@@ -155,7 +153,10 @@ FIXED_POINT = Exercise(
     outputs=("value", "vjp_primal", "vjp", "grad"),
     cases=_fixed_point_case,
     edges=_fixed_point_edges,
-    reference=two_references(tf=_fixed_point_tf, jax=_fixed_point_jax, why=WHY),
+    reference=two_references(
+        tf=_fixed_point_tf, jax=_fixed_point_jax,
+        why=("more than one VJP: the value twice, the VJP with g and the per-element gradient "
+             "(a second tape.gradient; jax.grad through jax.vmap) of the closed form")),
     references_text=(
         "JAX's and TensorFlow's derivatives of the closed form x = 2a / (1 + sqrt(1 + 4a))"
     ),
@@ -321,7 +322,10 @@ BESSEL_I0E = Exercise(
     outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
     cases=_bessel_case,
     edges=_bessel_edges,
-    reference=two_references(tf=_bessel_tf, jax=_bessel_jax, why=WHY),
+    reference=two_references(
+        tf=_bessel_tf, jax=_bessel_jax,
+        why=("TensorFlow has I0 (tf.math.special.bessel_i0e), jax.numpy has not: JAX's reference "
+             "integrates exp(x cos t) in float64, and the two check each other")),
     references_text=(
         "JAX's derivatives of i0e's integral (mean of exp(x cos t - |x|)) and TensorFlow's of "
         "tf.math.special.bessel_i0e (value, JVP, vmap of grad, second derivative)"
@@ -483,7 +487,9 @@ REMAT_NET = Exercise(
     outputs=("value", "vjp_primal", "grad_w", "grad_x"),
     cases=_remat_case,
     edges=_remat_edges,
-    reference=two_references(tf=_remat_tf, jax=_remat_jax, why=WHY),
+    reference=two_references(
+        tf=_remat_tf, jax=_remat_jax,
+        why="checkpointing is each framework's own (tf.recompute_grad, jax.checkpoint)"),
     references_text="the same net checkpointed within the budget, with TensorFlow's "
     "tf.recompute_grad and with JAX's jax.checkpoint",
     invoke=REMAT_INVOKE,

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.judging.cases import Profile, Shape, dtype_and_shape
+from autograder.judging.cases import Case, Profile, Shape, dtype_and_shape, dtypes, float_arrays
 from autograder.judging.exercise import learner_function
 
 
@@ -25,6 +25,20 @@ def rng_array(rng: np.random.Generator, shape: Shape, dtype: Any, bound: float =
     array: numpy's rounding gives a 0-d shape back as a numpy scalar, which `Case` refuses
     (it cannot tell an array from a static parameter)."""
     return np.asarray(rng.uniform(-bound, bound, size=shape).round(decimals), dtype=dtype)
+
+
+def same_shape_arrays(*names: str) -> Callable[[Profile], st.SearchStrategy[Case]]:
+    """The cases of an elementwise rule: one array per name (`"g", "x"`), all of one drawn
+    shape (0-d included) and dtype, each element drawn on its own."""
+
+    @st.composite
+    def cases(draw: st.DrawFn, profile: Profile) -> Case:
+        shape = draw(hnp.array_shapes(min_dims=0, max_dims=profile.max_dims,
+                                      max_side=profile.max_side))
+        dtype = draw(dtypes())
+        return Case(tuple((name, draw(float_arrays(dtype, shape))) for name in names))
+
+    return cases
 
 
 def between(dtype: np.dtype, shape: Shape, low: float, high: float) -> st.SearchStrategy:

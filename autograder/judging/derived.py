@@ -10,11 +10,12 @@ NumPy API both frameworks ship (`jax.numpy` and `tf.experimental.numpy`), and
 
     reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
 
-`xp` is `jax.numpy` for the JAX reference and `tf.experimental.numpy` for TensorFlow's; the
+`xp` is `jax.numpy` for the JAX reference and `tf.experimental.numpy` for TensorFlow's, with
+`xp.stop_gradient` added (the one function references need that neither NumPy API has); the
 other parameters are the case's arguments, by name (a forward may also use operators such as
-`a @ b` and array methods both have). Where the frameworks genuinely differ (a function one of
-them lacks, a rule one of them writes its own way), `two_references` takes a hand-written
-reference for each, and its `why` says what differs.
+`a @ b`, which both frameworks' arrays have). Where the frameworks genuinely differ (a
+function one of them lacks, a rule one of them writes its own way), `two_references` takes a
+hand-written reference for each, and its `why` says what differs.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ class Reference:
     `jax(jax, params, arrays)` inside one `jax.jit` over a batch of cases (static parameters
     closed over, arrays traced). `why_two` says why they are written by hand, one per
     framework ("" when both are derived from one forward); `reads` names the case arguments a
-    derived reference reads, which the exercise checks against the learner's parameters."""
+    derived forward reads (the cotangent aside, which a case may hold beside the learner's
+    arguments), which the exercise checks against the learner's parameters."""
 
     tf: TfReference
     jax: JaxReference
@@ -79,6 +81,25 @@ def jacobian_reference(forward: Callable[..., Any], *, wrt: str) -> Reference:
     return Reference(tf=derived.tf_jacobian, jax=derived.jax_jacobian, reads=derived.reads())
 
 
+class ArrayNamespace:
+    """A framework's NumPy API (`numpy`), and `extra` functions it lacks."""
+
+    def __init__(self, numpy: Any, **extra: Callable[..., Any]) -> None:
+        self._numpy = numpy
+        self.__dict__.update(extra)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._numpy, name)
+
+
+def tensorflow_namespace(tf: Any) -> ArrayNamespace:
+    return ArrayNamespace(tf.experimental.numpy, stop_gradient=tf.stop_gradient)
+
+
+def jax_namespace(jax: Any) -> ArrayNamespace:
+    return ArrayNamespace(jax.numpy, stop_gradient=jax.lax.stop_gradient)
+
+
 def _parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
     """fn's parameters after the first (the array namespace)."""
     return tuple(inspect.signature(fn).parameters)[1:]
@@ -100,11 +121,9 @@ class _Derived:
                              f"forward {_parameter_names(self.forward)} (or of inputs=).")
 
     def reads(self) -> tuple[str, ...]:
-        """The case arguments the forward, the inputs and the cotangent read."""
+        """The case arguments the forward and the inputs read."""
         names = [*_parameter_names(self.forward),
                  *(n for build in self.inputs.values() for n in _parameter_names(build))]
-        if self.cotangent:
-            names.append(self.cotangent)
         return tuple(dict.fromkeys(n for n in names if n not in self.inputs))
 
     def _arguments(self, xp: Any, named: dict[str, Any]) -> dict[str, Any]:
@@ -118,7 +137,7 @@ class _Derived:
         return self.forward(xp, **{n: named[n] for n in _parameter_names(self.forward)})
 
     def tf(self, tf: Any, case: Case) -> Outputs:
-        xp = tf.experimental.numpy
+        xp = tensorflow_namespace(tf)
         named = self._arguments(xp, {name: tf.constant(value) if isinstance(value, np.ndarray)
                                      else value for name, value in case.args})
         primals = [named[name] for name in self.wrt]
@@ -131,7 +150,7 @@ class _Derived:
         return tuple(t.numpy() for t in ((y,) if self.value else ()) + tuple(grads))
 
     def jax(self, jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> Outputs:
-        xp = jax.numpy
+        xp = jax_namespace(jax)
         named = self._arguments(xp, {**params, **arrays})
 
         def forward(*primals: Any) -> Any:
@@ -142,7 +161,7 @@ class _Derived:
         return ((y,) if self.value else ()) + tuple(vjp(cotangent))
 
     def tf_jacobian(self, tf: Any, case: Case) -> Outputs:
-        xp = tf.experimental.numpy
+        xp = tensorflow_namespace(tf)
         named = self._arguments(xp, {name: tf.constant(value) if isinstance(value, np.ndarray)
                                      else value for name, value in case.args})
         (primal,) = (named[name] for name in self.wrt)
@@ -153,7 +172,7 @@ class _Derived:
         return (tape.jacobian(y, primal, experimental_use_pfor=False).numpy(),)
 
     def jax_jacobian(self, jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> Outputs:
-        xp = jax.numpy
+        xp = jax_namespace(jax)
         named = self._arguments(xp, {**params, **arrays})
         (name,) = self.wrt
         return (jax.jacrev(lambda primal: self._call(xp, {**named, name: primal}))(named[name]),)

@@ -17,7 +17,8 @@ from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder import exercises as exercise_modules
 from autograder.exercises import EXERCISES
-from autograder.judging.exercise import chapter_of, declaration_problems, parameters
+from autograder.judging.declaration import chapter_of, declaration_problems
+from autograder.judging.exercise import parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 
