@@ -1,0 +1,407 @@
+"""The learner's whole engine, checked on random programs against JAX and TensorFlow.
+
+The contract the check tests (what the engine chapter asks the learner to write, in the
+notebook where `grad` is defined; the check finds every name there, `fn.__globals__`):
+
+- `Tensor(value)` wraps a numpy array: `.value` (the array), `.grad` (its cotangent after a
+  backward pass, the value's shape and dtype; zeros before one). Operators `a + b`, `a - b`,
+  `a * b`, `a / b`, `a @ b` (numpy's batched, broadcasting matmul), `a ** c` for a number c,
+  `-a`, and `a[key]` with slices and with one integer index array (a numpy int64 array; an
+  index may repeat, so the VJP of a gather is a scatter-add), all broadcasting as numpy does.
+  Every operation returns a new Tensor.
+- Functions `exp, log, tanh, relu, maximum(a, b), sum(x, axis=None, keepdims=False),
+  mean(x, axis=None, keepdims=False), reshape(x, shape), transpose(x, axes),
+  broadcast_to(x, shape), log_softmax(x, axis=-1)` (axis an int, a tuple of ints or None).
+- `backward(root)` with `root` a scalar Tensor: fills the `.grad` of every node the root
+  depends on with d root / d node, accumulating over every path (a value used twice gets
+  both contributions).
+- `grad(f, argnums=0)`, as `jax.grad`: a function of numpy arrays that returns the gradient of
+  the scalar `f` (a function of Tensors) with respect to argument `argnums` (an int: one
+  numpy array; a tuple: a tuple of them); zeros for an argument `f` does not use.
+
+A case is a program over x0, x1, x2 (autograder/harness/programs.py: one operation a line,
+written with the learner's names, ending with a sum to a scalar) and the three inputs, float64.
+`programs(profile)` draws them with Hypothesis, so a failure shrinks to the smallest program.
+The program is built so that it never meets a kink or a pole: `maximum` and `relu` never see a
+tie (|a - b| and |x| stay above 1e-3, so any convention at a tie passes), `log`, `/` and
+fractional powers only positive values or values away from zero, `exp` and powers only values
+that keep every value small. Each line uses the line before it, so every value reaches the
+output; a second operand is any earlier value (fan-out) or input (reuse).
+
+The outputs are the gradient of each input, from the learner's `grad(f, argnums=(0, 1, 2))`,
+and every line's cotangent (its `.grad` after the learner's `backward(root)`), flattened in
+program order: the second says where a wrong gradient starts (engine_reports.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from autograder.harness.programs import INPUTS, flat, forward, numpy_value, run, shown
+from autograder.judging.cases import Case, Profile, grading_sized
+from autograder.judging.derived import two_references
+
+OUTPUTS = ("x0.grad", "x1.grad", "x2.grad", "node cotangents")
+INVOKE = "programs:invoke_engine"
+NOTEBOOK_LINES, GRADING_LINES = 5, 7  # operations before the final sum, at most
+TIE = 1e-3  # maximum and relu never see two values (or a value and 0) closer than this
+LARGEST = 100.0  # no value of a program is larger in magnitude
+
+
+# ---------------------------------------------------------------- the inputs
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes every input's shape is made of: batch b, rows m, columns k."""
+
+    b: int
+    m: int
+    k: int
+
+    def shape(self, kind: str) -> tuple[int, ...]:
+        """One of SHAPES: matrices either way round, batches of them, vectors, size-1 axes
+        that broadcast, and a scalar."""
+        b, m, k = self.b, self.m, self.k
+        return {"matrix": (m, k), "matrix_t": (k, m), "batch": (b, m, k),
+                "batch_t": (b, k, m), "vector": (k,), "column": (m, 1), "row": (1, k),
+                "batch_row": (b, 1, k), "scalar": ()}[kind]
+
+
+# A batch first: a program shrinks towards it, and the 3-D operand of a matmul is where a rule
+# that transposes every axis (`.T`) goes wrong.
+SHAPES = ("batch", "matrix", "matrix_t", "vector", "batch_t", "column", "row", "batch_row",
+          "scalar")
+
+
+def _input(rng: np.random.Generator, shape: tuple[int, ...], positive: bool) -> np.ndarray:
+    """Values in [0.5, 1.5], or of either sign with 0.1 <= |x| <= 1.5."""
+    magnitude = rng.uniform(0.5 if positive else 0.1, 1.5, size=shape)
+    sign = 1.0 if positive else rng.choice([-1.0, 1.0], size=shape)
+    return np.asarray(sign * magnitude, dtype=np.float64)
+
+
+@st.composite
+def _inputs(draw: st.DrawFn) -> list[np.ndarray]:
+    sizes = Sizes(*(draw(st.integers(2, 3)) for _ in range(3)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    return [_input(rng, sizes.shape(draw(st.sampled_from(SHAPES))), draw(st.booleans()))
+            for _ in INPUTS]
+
+
+# ---------------------------------------------------------------- one operation at a time
+
+Pool = dict[str, np.ndarray]  # every value so far, by name: the inputs, then y0, y1, ...
+Draw = st.DrawFn
+
+
+def _small(x: np.ndarray, bound: float) -> bool:
+    return x.size == 0 or float(np.abs(x).max()) <= bound
+
+
+def _positive(x: np.ndarray) -> bool:
+    return x.size == 0 or float(x.min()) >= 0.2
+
+
+def _away_from_zero(x: np.ndarray) -> bool:
+    return x.size == 0 or float(np.abs(x).min()) >= 0.2
+
+
+def _broadcasts(a: np.ndarray, b: np.ndarray) -> bool:
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return False
+    return True
+
+
+def _multiplies(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        return False
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return False
+    return True
+
+
+def _no_tie(a: np.ndarray, b: np.ndarray) -> bool:
+    return float(np.abs(np.subtract(a, b)).min(initial=np.inf)) >= TIE
+
+
+# op -> (does `a` (and `b`) suit it, the expression with `a` and `b` filled in)
+ELEMENTWISE: dict[str, tuple[Callable[[np.ndarray, np.ndarray], bool], str]] = {
+    "add": (_broadcasts, "{a} + {b}"),
+    "sub": (_broadcasts, "{a} - {b}"),
+    "mul": (_broadcasts, "{a} * {b}"),
+    "div": (lambda a, b: _broadcasts(a, b) and _away_from_zero(b), "{a} / {b}"),
+    "matmul": (_multiplies, "{a} @ {b}"),
+    "maximum": (lambda a, b: _broadcasts(a, b) and _no_tie(a, b), "maximum({a}, {b})"),
+}
+DISTINCT = ("sub", "div", "maximum")  # never with the same value twice (x - x is 0: a tie)
+UNARY: dict[str, tuple[Callable[[np.ndarray], bool], str]] = {
+    "neg": (lambda a: True, "-{a}"),
+    "exp": (lambda a: float(a.max(initial=0.0)) <= 3.0, "exp({a})"),
+    "log": (_positive, "log({a})"),
+    "tanh": (lambda a: True, "tanh({a})"),
+    "relu": (lambda a: float(np.abs(a).min(initial=np.inf)) >= TIE, "relu({a})"),
+    "square": (lambda a: _small(a, 8.0), "{a} ** 2"),
+    "cube": (lambda a: _small(a, 4.0), "{a} ** 3"),
+    "sqrt": (_positive, "{a} ** 0.5"),
+    "reciprocal": (_positive, "{a} ** -1"),
+}
+SHAPED = ("sum", "mean", "reshape", "transpose", "broadcast_to", "index", "log_softmax")
+# What each line draws from: matmul three times, the broadcasting operations and indexing twice,
+# so that a notebook's 30 programs hold several of each (a draw that does not suit the value
+# gives way to the next op that does).
+OPS = ("tanh", "matmul", "add", "mul", "index", "matmul", *ELEMENTWISE,
+       *(op for op in UNARY if op != "tanh"), *SHAPED)
+
+
+def _axes(draw: Draw, ndim: int) -> Any:
+    """None, one axis, or (when there are two or more) a pair of axes."""
+    choices: list[Any] = [None, *range(ndim)]
+    if ndim >= 2:
+        choices.append((0, ndim - 1))
+    return draw(st.sampled_from(choices))
+
+
+def _reduction(draw: Draw, op: str, a: str, value: np.ndarray) -> str:
+    axis = _axes(draw, value.ndim)
+    keepdims = draw(st.booleans()) if axis is not None else False
+    return f"{op}({a}" + (f", axis={axis}" if axis is not None else "") + (
+        ", keepdims=True" if keepdims else "") + ")"
+
+
+def _reshape(draw: Draw, a: str, value: np.ndarray) -> str | None:
+    shape = value.shape
+    targets = [t for t in ((value.size,), shape[::-1], (1, *shape)) if t != shape]
+    return f"reshape({a}, {draw(st.sampled_from(targets))})" if targets else None
+
+
+def _transpose(draw: Draw, a: str, value: np.ndarray) -> str | None:
+    if value.ndim < 2:
+        return None
+    axes = tuple(draw(st.permutations(range(value.ndim))))
+    if axes == tuple(range(value.ndim)):
+        axes = axes[::-1]
+    return f"transpose({a}, {axes})"
+
+
+def _broadcast_to(draw: Draw, a: str, value: np.ndarray) -> str:
+    shape = tuple(draw(st.integers(2, 3)) if n == 1 else n for n in value.shape)
+    if shape == value.shape:
+        shape = (draw(st.integers(2, 3)), *shape)
+    return f"broadcast_to({a}, {shape})"
+
+
+def _index(draw: Draw, a: str, value: np.ndarray) -> str | None:
+    """A slice along one axis, or an integer list along it (it may repeat indices)."""
+    if value.ndim == 0:
+        return None
+    axis = draw(st.integers(0, value.ndim - 1))
+    n = value.shape[axis]
+    if n >= 2 and draw(st.booleans()):
+        start = draw(st.integers(0, n - 1))
+        stop = draw(st.integers(start + 1, n))
+        if (start, stop) == (0, n):
+            start = 1
+        key = f"{start}:{stop}"
+    else:
+        key = str(draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n + 1)))
+    return f"{a}[{':, ' * axis}{key}]"
+
+
+def _log_softmax(draw: Draw, a: str, value: np.ndarray) -> str | None:
+    if value.ndim == 0:
+        return None
+    axis = draw(st.integers(0, value.ndim - 1))
+    return f"log_softmax({a})" if axis == value.ndim - 1 else f"log_softmax({a}, axis={axis})"
+
+
+def _shaped(draw: Draw, op: str, a: str, value: np.ndarray) -> str | None:
+    if op in ("sum", "mean"):
+        return _reduction(draw, op, a, value)
+    build = {"reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
+             "index": _index, "log_softmax": _log_softmax}[op]
+    return build(draw, a, value)
+
+
+def _binary(draw: Draw, op: str, a: str, pool: Pool) -> str | None:
+    """`a` with a second operand from the pool (itself included, unless DISTINCT), either
+    way round: None when no value of the pool suits."""
+    suits, template = ELEMENTWISE[op]
+    names = [name for name in pool if not (op in DISTINCT and name == a)]
+    orders = [(x, y) for name in names for x, y in ((a, name), (name, a))
+              if suits(pool[x], pool[y])]
+    if not orders:
+        return None
+    x, y = draw(st.sampled_from(orders))
+    return template.format(a=x, b=y)
+
+
+def _expression(draw: Draw, op: str, a: str, pool: Pool) -> str | None:
+    """One operation on `a` (the last value), or None when `op` does not suit it."""
+    if op in ELEMENTWISE:
+        return _binary(draw, op, a, pool)
+    if op in UNARY:
+        suits, template = UNARY[op]
+        return template.format(a=a) if suits(pool[a]) else None
+    return _shaped(draw, op, a, pool[a])
+
+
+def _value(expression: str, pool: Pool) -> np.ndarray | None:
+    """The expression's value over the pool (None: not finite, or larger than LARGEST)."""
+    with np.errstate(all="ignore"):
+        value = numpy_value(expression, pool)
+    if not np.all(np.isfinite(value)) or not _small(value, LARGEST):
+        return None
+    return value
+
+
+@st.composite
+def program_text(draw: Draw, inputs: list[np.ndarray], most: int) -> str:
+    """A program over the inputs: 1 to `most` operations, each on the value before it (the
+    first on an input), then the sum of the last value. An operation that does not suit the
+    value (log of a negative value, no operand to multiply with) gives way to the next of
+    OPS that does."""
+    pool: Pool = dict(zip(INPUTS, inputs, strict=True))
+    a, lines = draw(st.sampled_from(INPUTS)), []
+    for line in range(draw(st.integers(1, most))):
+        expression, value = _first_that_suits(draw, draw(st.integers(0, len(OPS) - 1)), a,
+                                              pool)
+        a = f"y{line}"
+        pool[a] = value
+        lines.append(f"{a} = {expression}")
+    lines.append(f"y{len(lines)} = sum({a})")
+    return shown("\n".join(lines))
+
+
+def _first_that_suits(draw: Draw, start: int, a: str, pool: Pool) -> tuple[str, np.ndarray]:
+    """The expression and value of OPS[start] on `a`, or of the first op after it that suits
+    (tanh always does)."""
+    for op in OPS[start:] + OPS[:start]:
+        expression = _expression(draw, op, a, pool)
+        value = None if expression is None else _value(expression, pool)
+        if value is not None:
+            return expression, value
+    raise AssertionError("tanh suits every value")
+
+
+@st.composite
+def programs(draw: Draw, profile: Profile) -> Case:
+    """A case: a random program and its three inputs."""
+    inputs = draw(_inputs())
+    most = GRADING_LINES if grading_sized(profile) else NOTEBOOK_LINES
+    program = draw(program_text(inputs, most))
+    return Case((("program", program), *zip(INPUTS, inputs, strict=True)))
+
+
+def program_case(program: str, inputs: list[np.ndarray], label: str = "") -> Case:
+    """A hand-picked case: the program (checked against the grammar) and its inputs."""
+    return Case((("program", shown(program)), *zip(INPUTS, inputs, strict=True)), label=label)
+
+
+# The source material's case (seed 001): x @ y @ z with a (2, 2) weight between two batches.
+QA_INPUTS = [np.array([[[1.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]]),
+             np.array([[3.0, -7.0], [-1.0, 5.0]]),
+             np.array([[[1.0, 1.0], [2.0, 2.0]], [[3.0, 3.0], [-1.0, -1.0]]])]
+
+
+def program_edges() -> list[Case]:
+    """The source material's batched matmul, a value used twice, a gather that repeats."""
+    rng = np.random.default_rng(2)
+    return [
+        program_case("y0 = x0 @ x1\ny1 = y0 @ x2\ny2 = sum(y1)", QA_INPUTS,
+                     label="the Q&A case, x0 @ x1 @ x2 with a (2, 2) weight between batches"),
+        program_case("y0 = x0 * x0\ny1 = y0 + x0\ny2 = sum(y1)",
+                     [_input(rng, (2, 3), False), *QA_INPUTS[1:]],
+                     label="a value used three times"),
+        program_case("y0 = x0[[0, 2, 0]]\ny1 = tanh(y0)\ny2 = y1 * x1\ny3 = sum(y2)",
+            [_input(rng, (3, 2), False), _input(rng, (3, 2), False), QA_INPUTS[2]],
+            label="a gather that repeats row 0"),
+    ]
+
+
+# ---------------------------------------------------------------- the references
+
+
+def _jax_functions(jax: Any) -> dict[str, Any]:
+    jnp = jax.numpy
+    return {"exp": jnp.exp, "log": jnp.log, "tanh": jnp.tanh, "relu": jax.nn.relu,
+            "maximum": jnp.maximum,
+            "sum": lambda x, axis=None, keepdims=False: jnp.sum(x, axis, keepdims=keepdims),
+            "mean": lambda x, axis=None, keepdims=False: jnp.mean(x, axis, keepdims=keepdims),
+            "reshape": jnp.reshape, "transpose": jnp.transpose,
+            "broadcast_to": jnp.broadcast_to, "log_softmax": jax.nn.log_softmax}
+
+
+def _tf_functions(tf: Any) -> dict[str, Any]:
+    return {"exp": tf.exp, "log": tf.math.log, "tanh": tf.tanh, "relu": tf.nn.relu,
+            "maximum": tf.maximum,
+            "sum": lambda x, axis=None, keepdims=False: tf.reduce_sum(x, axis, keepdims),
+            "mean": lambda x, axis=None, keepdims=False: tf.reduce_mean(x, axis, keepdims),
+            "reshape": tf.reshape, "transpose": tf.transpose,
+            "broadcast_to": tf.broadcast_to,
+            "log_softmax": lambda x, axis=-1: tf.nn.log_softmax(x, axis)}
+
+
+def _tf_index(tf: Any) -> Callable[[Any, Any], Any]:
+    """a[key] for a TensorFlow tensor: the slices first, then a gather for the index array."""
+
+    def index(x: Any, key: Any) -> Any:
+        key = key if isinstance(key, tuple) else (key,)
+        x = x[tuple(slice(None) if isinstance(k, np.ndarray) else k for k in key)]
+        for axis, k in enumerate(key):
+            if isinstance(k, np.ndarray):
+                x = tf.gather(x, k, axis=axis)
+        return x
+
+    return index
+
+
+def program_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    """tf.GradientTape: the gradient of each input and of every line's value."""
+    inputs = [tf.constant(case.arg(name)) for name in INPUTS]
+    with tf.GradientTape() as tape:
+        tape.watch(inputs)
+        values = run(case.arg("program"), _tf_functions(tf), inputs, index=_tf_index(tf))
+    grads = tape.gradient(values[-1], values,
+                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    grads = [grad.numpy() for grad in grads]
+    return (*grads[: len(INPUTS)], flat(grads[len(INPUTS):]))
+
+
+def program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    """jax.grad: of each input, and of a zero added to every line's value (its cotangent)."""
+    program, functions = params["program"], _jax_functions(jax)
+    inputs = [arrays[name] for name in INPUTS]
+
+    def f(inputs: list[Any], nudges: list[Any]) -> Any:
+        return run(program, functions, inputs, nudges=nudges)[-1]
+
+    nudges = [jax.numpy.zeros(shape, inputs[0].dtype)
+              for shape in line_shapes(program, [x.shape for x in inputs])]
+    of_inputs, of_lines = jax.grad(f, argnums=(0, 1))(inputs, nudges)
+    return (*of_inputs, jax.numpy.concatenate([jax.numpy.ravel(g) for g in of_lines]))
+
+
+def line_shapes(program: str, shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """The shape of every line's value, from numpy on inputs of ones (no framework traces a
+    second copy of the program for them)."""
+    with np.errstate(all="ignore"):
+        values = forward(program, [np.ones(shape) for shape in shapes])
+    return [value.shape for value in values[len(INPUTS):]]
+
+
+PROGRAM_REFERENCE = two_references(
+    tf=program_tf, jax=program_jax,
+    why="TensorFlow indexes with an integer array by tf.gather, and gives the cotangent of "
+        "an intermediate value directly; JAX gives it as the gradient of a zero added there.")
+REFERENCES_TEXT = ("jax.grad and tf.GradientTape of the same program: the gradient of x0, x1 "
+                   "and x2, and the cotangent of every line's value")

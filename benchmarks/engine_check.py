@@ -1,0 +1,81 @@
+"""How long the random-program check of a learner's engine takes:
+`python -m benchmarks.engine_check [--cache DIR] [--repeats N]`.
+
+It runs in a fresh interpreter, as a fresh kernel would: it times the imports a chapter's
+first cells make (numpy, JAX, TensorFlow, the check), then the first check of a right engine
+(tests/engines.py: drawing the programs, both frameworks' references, the engine on every
+program) split into its parts, then `repeats` re-runs of the same check cell. `--cache` is
+the JAX compilation cache folder (XDG_CACHE_HOME): run it twice with the same folder to see
+a warm cache (what `make lab`'s warm-up gives a learner), once with an empty one for a cold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+
+def _seconds(since: float) -> float:
+    return round(time.perf_counter() - since, 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", help="XDG_CACHE_HOME for JAX's compilation cache")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    if args.cache:
+        os.environ["XDG_CACHE_HOME"] = args.cache
+    started = time.perf_counter()
+    import jax  # noqa: F401
+    import numpy  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    from autograder.exercises.engine_reports import check_engine, engine_exercise
+    from autograder.judging.exercise import Mistake
+    from tests.engines import ASSIGNING, engine
+
+    print("imports (numpy, jax, tensorflow, the check):", _seconds(started), "s")
+    exercise = engine_exercise((Mistake("assigns", "hint", engine(ASSIGNING)["grad"]),))
+    right = engine()["grad"]
+    parts(exercise)
+    started = time.perf_counter()
+    report = check_engine(right, exercise)
+    print("first check, after the parts above were timed:", _seconds(started), "s",
+          report.status, report.cases_checked, "cases")
+    again = []
+    for _ in range(args.repeats):
+        started = time.perf_counter()
+        check_engine(right, exercise)
+        again.append(time.perf_counter() - started)
+    print(f"re-runs: median {statistics.median(again):.3f} s, max {max(again):.3f} s")
+
+
+def parts(exercise: object) -> None:
+    """The first check's parts, each timed once in this fresh process: drawing the programs,
+    TensorFlow's references, JAX's (one compiled program for all), the learner's engine."""
+    from autograder.harness.programs import invoke_engine
+    from autograder.judging import engine as judging
+    from autograder.judging.references import jax_references, tensorflow_references
+    from tests.engines import engine
+
+    started = time.perf_counter()
+    cases, _ = judging._notebook_cases(exercise, judging.NOTEBOOK)
+    print(f"draw {len(cases)} programs:", _seconds(started), "s")
+    started = time.perf_counter()
+    tensorflow_references(exercise.tf_reference, cases)
+    print("TensorFlow references (eager):", _seconds(started), "s")
+    started = time.perf_counter()
+    jax_references(exercise.jax_reference, cases)
+    print("JAX references (one jit over all programs):", _seconds(started), "s")
+    right = engine()["grad"]
+    started = time.perf_counter()
+    for case in cases:
+        invoke_engine(right, *case.fresh_values())
+    print("the right engine on every program:", _seconds(started), "s")
+
+
+if __name__ == "__main__":
+    main()
