@@ -130,62 +130,35 @@ PREDICT_TAPE_GRADIENT = Exercise(
         "cotangent, for y = J x"
     ),
     mistakes=(
-        Mistake(
-            "sums_x_axes",
-            "You summed over x's axes, so your result has y's shape (for a scalar y, a single "
-            "number). That is J @ ones, a Jacobian-VECTOR product (a JVP with a tangent of "
-            "ones). tape.gradient is a VECTOR-Jacobian product: ones^T J, a sum over y's axes "
-            "(the leading ones), with x's shape.",
-            _sums_x_axes,
-        ),
-        Mistake(
-            "whole_jacobian",
-            "You returned the Jacobian itself (for a scalar x it has y's shape). "
-            "tape.gradient never returns a Jacobian, nor anything shaped like y: it returns "
-            "one array shaped like x, the gradient of reduce_sum(y), the sum of the Jacobian "
-            "over y's axes.",
-            _whole_jacobian,
-        ),
-        Mistake(
-            "first_axis_only",
-            "You summed over the first axis only. y may have several axes: sum over ALL of "
-            "them, the leading jacobian.ndim - len(x_shape) axes of the Jacobian.",
-            _first_axis_only,
-        ),
-        Mistake(
-            "first_output",
-            "That is the gradient of the first entry of y only. tape.gradient differentiates "
-            "reduce_sum(y): it adds the gradients of ALL entries of y.",
-            _first_output,
-        ),
-        Mistake(
-            "mean",
-            "You averaged over y's entries. The implicit cotangent is ones, so the gradients "
-            "of y's entries are added up, not averaged (averaging would be the gradient of "
-            "reduce_mean(y)).",
-            _averages,
-        ),
-        Mistake(
-            "sums_everything",
-            "You summed every axis and got a single number. Sum only y's axes (the leading "
-            "jacobian.ndim - len(x_shape) ones): the gradient has x's shape.",
-            _sums_everything,
-        ),
+        Mistake("sums_x_axes", "You summed over x's axes, so your result has y's shape (for a "
+                "scalar y, a single number). That is J @ ones, a Jacobian-VECTOR product (a JVP "
+                "with a tangent of ones). tape.gradient is a VECTOR-Jacobian product: ones^T J, a"
+                " sum over y's axes (the leading ones), with x's shape.", _sums_x_axes),
+        Mistake("whole_jacobian", "You returned the Jacobian itself (for a scalar x it has y's "
+                "shape). tape.gradient never returns a Jacobian, nor anything shaped like y: it "
+                "returns one array shaped like x, the gradient of reduce_sum(y), the sum of the "
+                "Jacobian over y's axes.", _whole_jacobian),
+        Mistake("first_axis_only", "You summed over the first axis only. y may have several axes: "
+                "sum over ALL of them, the leading jacobian.ndim - len(x_shape) axes of the "
+                "Jacobian.", _first_axis_only),
+        Mistake("first_output", "That is the gradient of the first entry of y only. tape.gradient "
+                "differentiates reduce_sum(y): it adds the gradients of ALL entries of y.",
+                _first_output),
+        Mistake("mean", "You averaged over y's entries. The implicit cotangent is ones, so the "
+                "gradients of y's entries are added up, not averaged (averaging would be the "
+                "gradient of reduce_mean(y)).", _averages),
+        Mistake("sums_everything", "You summed every axis and got a single number. Sum only y's "
+                "axes (the leading jacobian.ndim - len(x_shape) ones): the gradient has x's "
+                "shape.", _sums_everything),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. jacobian is a numpy array of "
-            "shape y.shape + x_shape and x_shape a tuple; sum jacobian over its leading "
-            "jacobian.ndim - len(x_shape) axes (np.sum with a tuple of axes)."
-        ),
-        "shape": (
-            "The result has x's shape. jacobian.shape is y.shape + x_shape (y's axes first, as "
-            "in tape.jacobian), so sum over the first jacobian.ndim - len(x_shape) axes."
-        ),
-        "value": (
-            "Right shape, wrong values: tape.gradient(y, x) is ones^T J, the sum of J over y's "
-            "axes (the leading ones)."
-        ),
+        "error": "The traceback names the line of your code that raised. jacobian is a numpy array"
+                 " of shape y.shape + x_shape and x_shape a tuple; sum jacobian over its leading "
+                 "jacobian.ndim - len(x_shape) axes (np.sum with a tuple of axes).",
+        "shape": "The result has x's shape. jacobian.shape is y.shape + x_shape (y's axes first, "
+                 "as in tape.jacobian), so sum over the first jacobian.ndim - len(x_shape) axes.",
+        "value": "Right shape, wrong values: tape.gradient(y, x) is ones^T J, the sum of J over "
+                 "y's axes (the leading ones).",
     },
 )
 
@@ -392,26 +365,18 @@ QA_GRADIENTS = Exercise(
         ),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. qa_gradients returns numpy "
-            "arrays (grad_W, grad_b): call .numpy() on the tensors tape.gradient gives, and watch "
-            "the inputs (or make them tf.Variables) before the forward pass."
-        ),
-        "shape": (
-            "grad_W has W's shape (n, m) and grad_b has b's shape (m,). b was broadcast over "
-            "the batch, so its cotangent is g_h summed over axis 0; a framework does that for "
-            "you when you pass g_h as output_gradients for both W and b."
-        ),
-        "exception": (
-            "A shape error here is the Q&A's own trap: g_h = dloss/dh has h's shape (B, m), "
-            "while tape.gradient(h, W), already summed over h, has W's shape (n, m), so they "
-            "cannot be multiplied. Pass g_h as the cotangent of h instead (output_gradients=g_h, "
-            "or jax.vjp's pullback)."
-        ),
-        "value": (
-            "Right shapes, wrong values. Check that the loss is mean((tanh(x @ W + b) - y0)**2) "
-            "and that g_h is the gradient with respect to h (before tanh)."
-        ),
+        "error": "The traceback names the line of your code that raised. qa_gradients returns "
+                 "numpy arrays (grad_W, grad_b): call .numpy() on the tensors tape.gradient gives,"
+                 " and watch the inputs (or make them tf.Variables) before the forward pass.",
+        "shape": "grad_W has W's shape (n, m) and grad_b has b's shape (m,). b was broadcast over "
+                 "the batch, so its cotangent is g_h summed over axis 0; a framework does that for"
+                 " you when you pass g_h as output_gradients for both W and b.",
+        "exception": "A shape error here is the Q&A's own trap: g_h = dloss/dh has h's shape (B, "
+                     "m), while tape.gradient(h, W), already summed over h, has W's shape (n, m), "
+                     "so they cannot be multiplied. Pass g_h as the cotangent of h instead "
+                     "(output_gradients=g_h, or jax.vjp's pullback).",
+        "value": "Right shapes, wrong values. Check that the loss is mean((tanh(x @ W + b) - "
+                 "y0)**2) and that g_h is the gradient with respect to h (before tanh).",
         "dtype": "Keep float32: create tensors from the inputs as they are (tf.constant(x)).",
     },
     invoke=QA_INVOKE,
@@ -497,68 +462,42 @@ JACOBIAN_BY_ROWS = Exercise(
     reference=jacobian_reference(lambda xp, x, W, b: xp.tanh(xp.matmul(x, W) + b), wrt="x"),
     references_text="tf.GradientTape.jacobian and jax.jacrev of y = tanh(x @ W + b)",
     mistakes=(
-        Mistake(
-            "ones_cotangent",
-            "Every row of your Jacobian is the same: each is the gradient of reduce_sum(y), "
-            "what a cotangent of ones (or no output_gradients at all) gives. Row i is the "
-            "gradient of y_i alone: which cotangent weights y_i by 1 and every other entry of "
-            "y by 0?",
-            _as_f32(_ones_cotangent_rows),
-        ),
-        Mistake(
-            "transposed",
-            "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the gradient of y_i "
-            "and has x's shape; stack the rows along axis 0 (the order tape.jacobian and "
-            "jax.jacrev use: y's axes first).",
-            _as_f32(_transposed_jacobian),
-        ),
-        Mistake(
-            "without_tanh",
-            "That is W^T, the Jacobian of h = x @ W + b alone: the derivative of tanh is "
-            "missing. Differentiate y = tanh(x @ W + b) itself.",
-            _as_f32(_without_tanh),
-        ),
-        Mistake(
-            "columns_scaled",
-            "Row i of the Jacobian is (1 - y_i**2) times row i of W^T: scale the rows, "
-            "(1 - y**2)[:, None] * W.T, not the columns.",
-            _as_f32(_columns_scaled),
-        ),
-        Mistake(
-            "without_b",
-            "You left b out: y = tanh(x @ W + b), and the tanh derivative must be taken at "
-            "x @ W + b.",
-            _as_f32(_without_b),
-        ),
+        Mistake("ones_cotangent", "Every row of your Jacobian is the same: each is the gradient of"
+                " reduce_sum(y), what a cotangent of ones (or no output_gradients at all) gives. "
+                "Row i is the gradient of y_i alone: which cotangent weights y_i by 1 and every "
+                "other entry of y by 0?", _as_f32(_ones_cotangent_rows)),
+        Mistake("transposed", "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the "
+                "gradient of y_i and has x's shape; stack the rows along axis 0 (the order "
+                "tape.jacobian and jax.jacrev use: y's axes first).",
+                _as_f32(_transposed_jacobian)),
+        Mistake("without_tanh", "That is W^T, the Jacobian of h = x @ W + b alone: the derivative "
+                "of tanh is missing. Differentiate y = tanh(x @ W + b) itself.",
+                _as_f32(_without_tanh)),
+        Mistake("columns_scaled", "Row i of the Jacobian is (1 - y_i**2) times row i of W^T: scale"
+                " the rows, (1 - y**2)[:, None] * W.T, not the columns.", _as_f32(_columns_scaled)),
+        Mistake("without_b", "You left b out: y = tanh(x @ W + b), and the tanh derivative must be"
+                " taken at x @ W + b.", _as_f32(_without_b)),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. A TypeError from JAX's "
-            "dot_general or matmul means two operands' shapes do not fit: each row is one VJP, "
-            "whose cotangent has y's shape (m,), not x's, and whose result has x's shape (n,); "
-            "stack the m rows into an (m, n) array. Print the shapes on that line."
-        ),
-        "exception": (
-            "A shape error. TensorFlow's `In[0] and In[1] has different ndims: [n] vs. [n,m] "
-            "[Op:MatMul]` (with oneDNN's CPU kernels: `In[0] ndims must be >= 2 [Op:MatMul]`) "
-            "comes from `x @ W` with the vector x: TensorFlow's @ (tf.matmul) needs operands "
-            "of rank 2 or more, unlike numpy's and JAX's. Write "
-            "`tf.linalg.matvec(W, x, transpose_a=True) + b`, or make x a (1, n) row with "
-            "`x[None, :]` and take row 0 of the product. Any other shape error: print the "
-            "shapes on the line that raised; each row is one VJP, whose cotangent has y's shape "
-            "(m,)."
-        ),
-        "shape": (
-            "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + x.shape "
-            "(the order tape.jacobian and jax.jacrev use): one row per entry of y, row i "
-            "holding the derivatives of y_i alone with respect to every entry of x. One VJP "
-            "gives one array of x's shape (n,): stack m of them along a new first axis."
-        ),
-        "value": (
-            "Right shape, wrong values. Row i is the gradient of the single entry y_i of "
-            "y = tanh(x @ W + b). One VJP with cotangent g gives g^T J: the rows of J added "
-            "up, row i weighted by g_i. Which g leaves row i alone in that sum?"
-        ),
+        "error": "The traceback names the line of your code that raised. A TypeError from JAX's "
+                 "dot_general or matmul means two operands' shapes do not fit: each row is one "
+                 "VJP, whose cotangent has y's shape (m,), not x's, and whose result has x's shape"
+                 " (n,); stack the m rows into an (m, n) array. Print the shapes on that line.",
+        "exception": "A shape error. TensorFlow's `In[0] and In[1] has different ndims: [n] vs. "
+                     "[n,m] [Op:MatMul]` (with oneDNN's CPU kernels: `In[0] ndims must be >= 2 "
+                     "[Op:MatMul]`) comes from `x @ W` with the vector x: TensorFlow's @ "
+                     "(tf.matmul) needs operands of rank 2 or more, unlike numpy's and JAX's. "
+                     "Write `tf.linalg.matvec(W, x, transpose_a=True) + b`, or make x a (1, n) row"
+                     " with `x[None, :]` and take row 0 of the product. Any other shape error: "
+                     "print the shapes on the line that raised; each row is one VJP, whose "
+                     "cotangent has y's shape (m,).",
+        "shape": "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + "
+                 "x.shape (the order tape.jacobian and jax.jacrev use): one row per entry of y, "
+                 "row i holding the derivatives of y_i alone with respect to every entry of x. One"
+                 " VJP gives one array of x's shape (n,): stack m of them along a new first axis.",
+        "value": "Right shape, wrong values. Row i is the gradient of the single entry y_i of y = "
+                 "tanh(x @ W + b). One VJP with cotangent g gives g^T J: the rows of J added up, "
+                 "row i weighted by g_i. Which g leaves row i alone in that sum?",
         "dtype": "Keep float32: build the cotangents in y's dtype (dtype=y.dtype).",
     },
     invoke=ROWS_INVOKE,

@@ -193,92 +193,50 @@ VJP_RULE = Exercise(
              "parameter: a unary op's second output is y, unchanged")),
     references_text="tf.GradientTape (output_gradients=g) and jax.vjp of the same operation",
     mistakes=(
-        Mistake(
-            "sub_sign",
-            "Wrong sign in sub: x - y decreases when y grows, so y's cotangent is -g "
-            "(x's is g).",
-            _rule_mistake(("sub",), lambda op, g, x, y: (g, g)),
-        ),
-        Mistake(
-            "div_sign",
-            "Wrong sign in div: d(x/y)/dy = -x/y**2, so y's cotangent is -g * x / y**2.",
-            _rule_mistake(("div",), lambda op, g, x, y: (g / y, g * x / y**2)),
-        ),
-        Mistake(
-            "div_quotient",
-            "In div, y's cotangent is -g * x / y**2 (the quotient rule), not -g / y**2: "
-            "you dropped the x.",
-            _rule_mistake(("div",), lambda op, g, x, y: (g / y, -g / y**2)),
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your rule ignores the incoming cotangent g: it returns the local derivative "
-            "alone (as if g were ones). A VJP multiplies g by the local derivative: "
-            "mul gives (g * y, g * x), tanh gives g * (1 - tanh(x)**2), ...",
-            _rule_mistake(OPS, _ignores_cotangent),
-        ),
-        Mistake(
-            "mul_swapped",
-            "mul's cotangents are swapped: x's cotangent is g * y (the OTHER operand), "
-            "y's is g * x.",
-            _rule_mistake(("mul",), lambda op, g, x, y: (g * x, g * y)),
-        ),
-        Mistake(
-            "tanh_of_input",
-            "tanh's derivative is 1 - tanh(x)**2, the squared OUTPUT; you used 1 - x**2.",
-            _rule_mistake(("tanh",), lambda op, g, x: (g * (1 - x**2),)),
-        ),
-        Mistake(
-            "tanh_not_squared",
-            "tanh's derivative is 1 - tanh(x)**2: square the output.",
-            _rule_mistake(("tanh",), lambda op, g, x: (g * (1 - np.tanh(x)),)),
-        ),
-        Mistake(
-            "exp_forgotten",
-            "exp's derivative is exp(x) itself: its cotangent is g * exp(x), not g.",
-            _rule_mistake(("exp",), lambda op, g, x: (g,)),
-        ),
-        Mistake(
-            "exp_times_x",
-            "exp's derivative is exp(x), not x (nor x * exp(x)): the cotangent is g * exp(x).",
-            _rule_mistake(("exp",), lambda op, g, x: (g * x,)),
-        ),
-        Mistake(
-            "log_wrong",
-            "log's derivative is 1 / x: the cotangent is g / x.",
-            _rule_mistake(("log",), lambda op, g, x: (g * x,)),
-        ),
-        Mistake(
-            "matmul_untransposed",
-            "Transpose the other operand: for out = x @ y the cotangents are g @ y.T "
-            "(x's shape) and x.T @ g (y's shape), not g @ y and x @ g.",
-            _rule_mistake(("matmul",), lambda op, g, x, y: (g @ y, x @ g)),
-        ),
+        Mistake("sub_sign", "Wrong sign in sub: x - y decreases when y grows, so y's cotangent is "
+                "-g (x's is g).", _rule_mistake(("sub",), lambda op, g, x, y: (g, g))),
+        Mistake("div_sign", "Wrong sign in div: d(x/y)/dy = -x/y**2, so y's cotangent is -g * x / "
+                "y**2.", _rule_mistake(("div",), lambda op, g, x, y: (g / y, g * x / y**2))),
+        Mistake("div_quotient", "In div, y's cotangent is -g * x / y**2 (the quotient rule), not "
+                "-g / y**2: you dropped the x.",
+                _rule_mistake(("div",), lambda op, g, x, y: (g / y, -g / y**2))),
+        Mistake("ignores_cotangent", "Your rule ignores the incoming cotangent g: it returns the "
+                "local derivative alone (as if g were ones). A VJP multiplies g by the local "
+                "derivative: mul gives (g * y, g * x), tanh gives g * (1 - tanh(x)**2), ...",
+                _rule_mistake(OPS, _ignores_cotangent)),
+        Mistake("mul_swapped", "mul's cotangents are swapped: x's cotangent is g * y (the OTHER "
+                "operand), y's is g * x.",
+                _rule_mistake(("mul",), lambda op, g, x, y: (g * x, g * y))),
+        Mistake("tanh_of_input", "tanh's derivative is 1 - tanh(x)**2, the squared OUTPUT; you "
+                "used 1 - x**2.", _rule_mistake(("tanh",), lambda op, g, x: (g * (1 - x**2),))),
+        Mistake("tanh_not_squared", "tanh's derivative is 1 - tanh(x)**2: square the output.",
+                _rule_mistake(("tanh",), lambda op, g, x: (g * (1 - np.tanh(x)),))),
+        Mistake("exp_forgotten", "exp's derivative is exp(x) itself: its cotangent is g * exp(x), "
+                "not g.", _rule_mistake(("exp",), lambda op, g, x: (g,))),
+        Mistake("exp_times_x", "exp's derivative is exp(x), not x (nor x * exp(x)): the cotangent "
+                "is g * exp(x).", _rule_mistake(("exp",), lambda op, g, x: (g * x,))),
+        Mistake("log_wrong", "log's derivative is 1 / x: the cotangent is g / x.",
+                _rule_mistake(("log",), lambda op, g, x: (g * x,))),
+        Mistake("matmul_untransposed", "Transpose the other operand: for out = x @ y the "
+                "cotangents are g @ y.T (x's shape) and x.T @ g (y's shape), not g @ y and x @ g.",
+                _rule_mistake(("matmul",), lambda op, g, x, y: (g @ y, x @ g))),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. vjp_rule(op, g, *primals, "
-            "**params) returns one cotangent per primal, in order, each with its primal's shape. "
-            "A ValueError from numpy means two shapes do not broadcast or multiply: print g's and "
-            "the primals' shapes for the op in the failing case."
-        ),
-        "value": (
-            "Wrong cotangents for the op in the failing case: each is g times that op's "
-            "derivative with respect to that input (for out = x @ y: g @ y.T and x.T @ g), and it "
-            "must use g, not ones. Check the order too: x's cotangent first."
-        ),
-        "shape": (
-            "Every cotangent has its primal's shape. For sum(x, axis) put the summed axis "
-            "back into g (np.expand_dims(g, axis)) and broadcast it to x.shape; for "
-            "out = x @ y the cotangents are g @ y.T and x.T @ g."
-        ),
+        "error": "The traceback names the line of your code that raised. vjp_rule(op, g, *primals,"
+                 " **params) returns one cotangent per primal, in order, each with its primal's "
+                 "shape. A ValueError from numpy means two shapes do not broadcast or multiply: "
+                 "print g's and the primals' shapes for the op in the failing case.",
+        "value": "Wrong cotangents for the op in the failing case: each is g times that op's "
+                 "derivative with respect to that input (for out = x @ y: g @ y.T and x.T @ g), "
+                 "and it must use g, not ones. Check the order too: x's cotangent first.",
+        "shape": "Every cotangent has its primal's shape. For sum(x, axis) put the summed axis "
+                 "back into g (np.expand_dims(g, axis)) and broadcast it to x.shape; for out = x @"
+                 " y the cotangents are g @ y.T and x.T @ g.",
         "dtype": "Keep the dtype of g and the primals (np.ones(shape) is float64: use "
                  "np.ones_like, or dtype=g.dtype).",
-        "exception:TypeError": (
-            "vjp_rule is called as vjp_rule(op, g, x), vjp_rule(op, g, x, y) or "
-            "vjp_rule('sum', g, x, axis=axis), and returns a tuple with one cotangent per "
-            "primal: (cx,) for one primal, (cx, cy) for two."
-        ),
+        "exception:TypeError": "vjp_rule is called as vjp_rule(op, g, x), vjp_rule(op, g, x, y) or"
+                               " vjp_rule('sum', g, x, axis=axis), and returns a tuple with one "
+                               "cotangent per primal: (cx,) for one primal, (cx, cy) for two.",
     },
     invoke="ch02_reverse_mode_tape:invoke_vjp_rule",
     # The learner's Tensor operations record it.
@@ -563,19 +521,16 @@ TOPOSORT = TapeExercise(
     mistakes=(
         Mistake("bfs_order", BFS_HINT + " (Your order is a breadth-first one, reversed.)",
                 toposort_breadth_first),
-        Mistake("dfs_pre_order",
-                "Your order is a depth-first PRE-order, reversed: you list a node before "
-                "visiting its parents. A value reached by two paths can then come before one "
-                "of its parents. Append a node AFTER visiting all its parents (post-order).",
+        Mistake("dfs_pre_order", "Your order is a depth-first PRE-order, reversed: you list a node"
+                " before visiting its parents. A value reached by two paths can then come before "
+                "one of its parents. Append a node AFTER visiting all its parents (post-order).",
                 toposort_pre_order),
     ),
     hints_by_kind={
         **TAPE_HINTS,
-        "value": (
-            "A correct backward pass run in the reverse of your order gives wrong cotangents: "
-            "some node comes before one of its parents in your list. Use a depth-first "
-            "search that appends a node after visiting all its parents (post-order)."
-        ),
+        "value": "A correct backward pass run in the reverse of your order gives wrong cotangents:"
+                 " some node comes before one of its parents in your list. Use a depth-first "
+                 "search that appends a node after visiting all its parents (post-order).",
         "exception": "See the message: toposort must list every node of the graph once.",
     },
     invoke="ch02_reverse_mode_tape:invoke_toposort",
@@ -784,45 +739,30 @@ DIRECTIONAL_DERIVATIVE = Exercise(
     mistakes=(
         Mistake("forward_difference", FORWARD_HINT, _forward_difference),
         Mistake("forward_difference_cbrt", FORWARD_HINT, _forward_difference_cbrt),
-        Mistake(
-            "tiny_step",
-            "Your step is too small: f is only known to about eps * |f| (eps = "
-            "np.finfo(x.dtype).eps), and dividing that rounding noise by 2 h makes it huge "
-            "when h is tiny (in float32, x + 1e-8 * v is often x itself). The total error is "
-            "about h**2 (truncation) plus eps / h (rounding): choose the h that balances them.",
-            _tiny_step,
-        ),
-        Mistake(
-            "float64_step",
-            "Your step suits float64, not float32: float32 rounds at eps = 1.2e-7, so eps / h "
-            "is large for a step that small. Take eps from x's dtype, np.finfo(x.dtype).eps, "
-            "and balance h**2 against eps / h.",
-            _float64_step,
-        ),
-        Mistake(
-            "unscaled_step",
-            "Your step does not grow with |x|: near x = 1e4, x + h * v with h = 5e-3 rounds "
-            "(float32 holds about 7 digits), so the step you divide by is not the step that "
-            "was taken, and f's rounding noise (eps * |f|) is large beside the change h makes. "
-            "Scale h by the magnitude of x (at least 1).",
-            _unscaled_step,
-        ),
-        Mistake(
-            "step_without_floor",
-            "Your step is relative to |x| with no floor: at x = 0 it is 0, and "
-            "(f(x) - f(x)) / 0 is NaN. Scale it by the magnitude of x, but at least 1: "
-            "`h = eps ** (1 / 3) * max(1.0, float(np.abs(x).max()))`.",
-            _step_without_floor,
-        ),
+        Mistake("tiny_step", "Your step is too small: f is only known to about eps * |f| (eps = "
+                "np.finfo(x.dtype).eps), and dividing that rounding noise by 2 h makes it huge "
+                "when h is tiny (in float32, x + 1e-8 * v is often x itself). The total error is "
+                "about h**2 (truncation) plus eps / h (rounding): choose the h that balances "
+                "them.", _tiny_step),
+        Mistake("float64_step", "Your step suits float64, not float32: float32 rounds at eps = "
+                "1.2e-7, so eps / h is large for a step that small. Take eps from x's dtype, "
+                "np.finfo(x.dtype).eps, and balance h**2 against eps / h.", _float64_step),
+        Mistake("unscaled_step", "Your step does not grow with |x|: near x = 1e4, x + h * v with h"
+                " = 5e-3 rounds (float32 holds about 7 digits), so the step you divide by is not "
+                "the step that was taken, and f's rounding noise (eps * |f|) is large beside the "
+                "change h makes. Scale h by the magnitude of x (at least 1).", _unscaled_step),
+        Mistake("step_without_floor", "Your step is relative to |x| with no floor: at x = 0 it is "
+                "0, and (f(x) - f(x)) / 0 is NaN. Scale it by the magnitude of x, but at least 1:"
+                " `h = eps ** (1 / 3) * max(1.0, float(np.abs(x).max()))`.", _step_without_floor),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. "
-                 "directional_derivative(f, x, v) calls f on points like x + h * v (arrays of "
-                 "x's shape) and returns one number.",
-        "value": "Your derivative is off by more than rounding allows. Use a central "
-                 "difference, with a step of about eps**(1/3) (eps = np.finfo(x.dtype).eps) "
-                 "times the magnitude of x (at least 1): the truncation error is of order "
-                 "h**2 and the rounding error of order eps / h.",
+        "error": "The traceback names the line of your code that raised. directional_derivative(f,"
+                 " x, v) calls f on points like x + h * v (arrays of x's shape) and returns one "
+                 "number.",
+        "value": "Your derivative is off by more than rounding allows. Use a central difference, "
+                 "with a step of about eps**(1/3) (eps = np.finfo(x.dtype).eps) times the "
+                 "magnitude of x (at least 1): the truncation error is of order h**2 and the "
+                 "rounding error of order eps / h.",
         "exception": "directional_derivative returns one number: f(...) is a scalar, and so "
                      "is their difference divided by the step.",
     },
@@ -945,42 +885,30 @@ FIND_WRONG_RULE = Exercise(
                     "jax.vjp of its op: the first op where they differ (compared as one flag "
                     "per op, and one for None)",
     mistakes=(
-        Mistake(
-            "float64_tolerance",
-            "Your check flags a right rule in float32: a finite difference in float32 is "
-            "only good to about eps**(2/3) ~ 1e-5 relative (and the cotangents' own rounding "
-            "adds to that), so a tolerance made for float64 (1e-6 or less) fails every "
-            "rule. Take the tolerance from the dtype: about 1e-3 for float32, 1e-6 for "
-            "float64.",
-            make_find_wrong_rule(tolerances={"float32": 1e-6, "float64": 1e-6}),
-        ),
-        Mistake(
-            "sum_one_axis",
-            "Your check misses a wrong rule for sum: check sum with axis=None, 0 and 1 (a "
-            "rule that forgets to put the summed axis back is right for axis 0 of a 3 x 3 "
-            "input, by broadcasting, and wrong for axis 1), with a random g (a g of ones "
-            "hides where each entry of g goes).",
-            make_find_wrong_rule(axes=(None,)),
-        ),
-        Mistake(
-            "last_flagged",
-            "Your check returns the LAST op it flags: right when one rule is wrong, wrong "
-            "when several are. Return the FIRST op whose rule fails, in the order of "
-            "`forward` (return as soon as one fails).",
-            make_find_wrong_rule(first=False),
-        ),
+        Mistake("float64_tolerance", "Your check flags a right rule in float32: a finite "
+                "difference in float32 is only good to about eps**(2/3) ~ 1e-5 relative (and the "
+                "cotangents' own rounding adds to that), so a tolerance made for float64 (1e-6 or"
+                " less) fails every rule. Take the tolerance from the dtype: about 1e-3 for "
+                "float32, 1e-6 for float64.",
+                make_find_wrong_rule(tolerances={"float32": 1e-6, "float64": 1e-6})),
+        Mistake("sum_one_axis", "Your check misses a wrong rule for sum: check sum with axis=None,"
+                " 0 and 1 (a rule that forgets to put the summed axis back is right for axis 0 of"
+                " a 3 x 3 input, by broadcasting, and wrong for axis 1), with a random g (a g of "
+                "ones hides where each entry of g goes).", make_find_wrong_rule(axes=(None,))),
+        Mistake("last_flagged", "Your check returns the LAST op it flags: right when one rule is "
+                "wrong, wrong when several are. Return the FIRST op whose rule fails, in the "
+                "order of `forward` (return as soon as one fails).",
+                make_find_wrong_rule(first=False)),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. Call "
-                 "vjp_rule(op, g, *primals, **params) as exercise 1 does, forward[op](*primals, "
-                 "**params) for the op's output, and your directional_derivative(f, x, v) with "
-                 "arrays of one dtype.",
+        "error": "The traceback names the line of your code that raised. Call vjp_rule(op, g, "
+                 "*primals, **params) as exercise 1 does, forward[op](*primals, **params) for the "
+                 "op's output, and your directional_derivative(f, x, v) with arrays of one dtype.",
         "value": "Your check names the wrong op. Compare each rule entry by entry with finite "
-                 "differences: entry j of a primal's cotangent is the derivative of "
-                 "sum(g * forward[op](*primals)) along that primal's j-th basis direction. "
-                 "Scale the difference by the largest cotangent (at least 1), flag an op when "
-                 "it exceeds the dtype's tolerance, and return the FIRST flagged op, in the "
-                 "order of `forward`.",
+                 "differences: entry j of a primal's cotangent is the derivative of sum(g * "
+                 "forward[op](*primals)) along that primal's j-th basis direction. Scale the "
+                 "difference by the largest cotangent (at least 1), flag an op when it exceeds the"
+                 " dtype's tolerance, and return the FIRST flagged op, in the order of `forward`.",
         "exception": "find_wrong_rule returns an op's name (a key of `forward`) or None.",
     },
     invoke="ch02_reverse_mode_tape:invoke_find_wrong_rule",

@@ -83,9 +83,9 @@ UNBROADCAST = Exercise(
     references_text="jax.vjp and tf.GradientTape of broadcast_to(x, g.shape)",
     invoke="course_helpers:invoke_own_code",  # refuses coursekit's broadcast_plan
     mistakes=(
-        Mistake("leading_only", "You summed away the missing leading axes but not the size-1 "
-                "axes. Where `shape` has 1 and g has n > 1, that input was stretched too: sum "
-                "over that axis with keepdims=True.",
+        Mistake("leading_only", "You summed away the missing leading axes but not the size-1 axes."
+                " Where `shape` has 1 and g has n > 1, that input was stretched too: sum over "
+                "that axis with keepdims=True.",
                 lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape))))),
         Mistake("no_keepdims", "You summed over the right axes but dropped the size-1 ones. Sum "
                 "those with keepdims=True so the result has exactly `shape`.", _no_keepdims),
@@ -98,11 +98,10 @@ UNBROADCAST = Exercise(
                 "shapes from the right: the axes g has in addition are its leading ones.",
                 _left_aligned),
         # Section 2's line for (6, 4, 5) -> (4, 1), copied: the axes of one pair of shapes.
-        Mistake("copied_hand_computation", "You summed fixed axes (0, then 1 with "
-                "keepdims=True): that is section 2's computation for broadcasting (4, 1) to "
-                "(6, 4, 5) only. Work the axes out from g.ndim and `shape`: how many leading "
-                "axes `shape` lacks, and where it has 1.",
-                lambda g, shape: g.sum(axis=0).sum(axis=1, keepdims=True)),
+        Mistake("copied_hand_computation", "You summed fixed axes (0, then 1 with keepdims=True): "
+                "that is section 2's computation for broadcasting (4, 1) to (6, 4, 5) only. Work "
+                "the axes out from g.ndim and `shape`: how many leading axes `shape` lacks, and "
+                "where it has 1.", lambda g, shape: g.sum(axis=0).sum(axis=1, keepdims=True)),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. Sum g over its extra "
@@ -170,12 +169,11 @@ MATMUL_VJP = Exercise(
     reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape(tf.linalg.matmul)",
     mistakes=(
-        Mistake("batch_not_summed", "The cotangent of an operand whose batch axes were "
-                "broadcast still has the batch axes: TensorFlow.js would stop here with \"Error "
-                "in gradient for op BatchMatMul. The gradient of input 'b' has shape …, which "
-                "does not match the shape of the input …\". Reduce each cotangent to its "
-                "operand's shape with your unbroadcast.",
-                lambda g, a, b: (g @ _swap(b), _swap(a) @ g)),
+        Mistake("batch_not_summed", "The cotangent of an operand whose batch axes were broadcast "
+                "still has the batch axes: TensorFlow.js would stop here with \"Error in gradient"
+                " for op BatchMatMul. The gradient of input 'b' has shape …, which does not match"
+                " the shape of the input …\". Reduce each cotangent to its operand's shape with "
+                "your unbroadcast.", lambda g, a, b: (g @ _swap(b), _swap(a) @ g)),
         Mistake("all_axes_transposed", "np.transpose(x) and x.T reverse ALL axes; a batch of "
                 "matrices must transpose only the last two. Use np.swapaxes(x, -1, -2) (or "
                 "x.mT).", lambda g, a, b: (_sum_to(g @ np.transpose(b), a.shape),
@@ -189,22 +187,22 @@ MATMUL_VJP = Exercise(
                                            _sum_to(g @ _swap(b), a.shape))),
         Mistake("first_axis_loop", "You looped over the first axis, as the per-matrix demo of "
                 "section 3 does: that is right only for a 3-D a times a 2-D b. Batch axes may be "
-                "several, on either operand, and size-1 ones broadcast: transpose every matrix "
-                "of the batch at once (the last two axes), multiply, then unbroadcast each "
+                "several, on either operand, and size-1 ones broadcast: transpose every matrix of"
+                " the batch at once (the last two axes), multiply, then unbroadcast each "
                 "cotangent.", _first_axis_loop),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. grad_a = g @ "
                  "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two "
-                 "axes only), each then unbroadcast to its input's shape; print the shapes of "
-                 "the product that failed.",
+                 "axes only), each then unbroadcast to its input's shape; print the shapes of the "
+                 "product that failed.",
         "exception": "A matmul shape error inside the rule usually means one of two things: "
                      "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must "
-                     "swap only the last two (np.swapaxes(x, -1, -2) or x.mT); or a product in "
-                     "the wrong order (grad_a = g @ b^T, grad_b = a^T @ g).",
-        "shape": "grad_a must have a's shape and grad_b b's shape. For y = a @ b: grad_a = g @ "
-                 "b^T and grad_b = a^T @ g with ^T swapping the last two axes, then each reduced "
-                 "to its operand's shape (unbroadcast) over broadcast batch axes.",
+                     "swap only the last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the"
+                     " wrong order (grad_a = g @ b^T, grad_b = a^T @ g).",
+        "shape": "grad_a must have a's shape and grad_b b's shape. For y = a @ b: grad_a = g @ b^T"
+                 " and grad_b = a^T @ g with ^T swapping the last two axes, then each reduced to "
+                 "its operand's shape (unbroadcast) over broadcast batch axes.",
         "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ "
                  "g) and that ^T swaps only the last two axes.",
     },

@@ -174,53 +174,32 @@ LOGADDEXP = Exercise(
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "wrong_input",
-            "Your grad_fn returns the gradient of the wrong input: grad_a and grad_b "
-            "are swapped. grad_fn returns one gradient per input, in the order of the inputs "
-            "(a first): d/da = sigmoid(a - b), d/db = sigmoid(b - a).",
-            _swapped_inputs,
-        ),
-        Mistake(
-            "naive_gradient",
-            "NaN at the edges: exp(a) / (exp(a) + exp(b)) is inf / inf (or 0 / 0) once |a| or "
-            "|b| is large (exp overflows float32 for arguments above about 88.7). Write the "
-            "gradient without exp of a large number: sigmoid(a - b) = 1 / (1 + exp(b - a)), "
-            "e.g. tf.sigmoid(a - b).",
-            _naive_gradient,
-        ),
-        Mistake(
-            "naive_forward",
-            "NaN or Inf at the edges in the forward value: log(exp(a) + exp(b)) overflows for "
-            "a or b near 100 in float32 (and 1000 in float64). Use the stable form "
-            "max(a, b) + log1p(exp(-|a - b|)).",
-            _naive_forward,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your gradients do not depend on the incoming cotangent g (they equal what a "
-            "cotangent of ones gives). Multiply by `g`, the cotangent grad_fn receives.",
-            _logaddexp_ignores_cotangent,
-        ),
+        Mistake("wrong_input", "Your grad_fn returns the gradient of the wrong input: grad_a and "
+                "grad_b are swapped. grad_fn returns one gradient per input, in the order of the "
+                "inputs (a first): d/da = sigmoid(a - b), d/db = sigmoid(b - a).", _swapped_inputs),
+        Mistake("naive_gradient", "NaN at the edges: exp(a) / (exp(a) + exp(b)) is inf / inf (or 0"
+                " / 0) once |a| or |b| is large (exp overflows float32 for arguments above about "
+                "88.7). Write the gradient without exp of a large number: sigmoid(a - b) = 1 / (1"
+                " + exp(b - a)), e.g. tf.sigmoid(a - b).", _naive_gradient),
+        Mistake("naive_forward", "NaN or Inf at the edges in the forward value: log(exp(a) + "
+                "exp(b)) overflows for a or b near 100 in float32 (and 1000 in float64). Use the "
+                "stable form max(a, b) + log1p(exp(-|a - b|)).", _naive_forward),
+        Mistake("ignores_cotangent", "Your gradients do not depend on the incoming cotangent g "
+                "(they equal what a cotangent of ones gives). Multiply by `g`, the cotangent "
+                "grad_fn receives.", _logaddexp_ignores_cotangent),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Build y and the gradients "
-            "with tf ops on tensors (not numpy or Python if), so the function also runs inside "
-            "tf.function, and return (y, grad_fn) from the @tf.custom_gradient function."
-        ),
-        "exception": (
-            "grad_fn must return one gradient per input, in the order of the inputs: "
-            "(grad_a, grad_b), each with the shape of its input."
-        ),
-        "nonfinite": (
-            "NaN or Inf at the edges: somewhere exp() of a large number overflows. Keep every "
-            "exp argument <= 0: max(a, b) + log1p(exp(-|a - b|)), gradient sigmoid(a - b)."
-        ),
-        "value": (
-            "For y = log(exp(a) + exp(b)): dy/da = exp(a - y) = sigmoid(a - b) and dy/db = "
-            "sigmoid(b - a), each multiplied by the incoming cotangent g."
-        ),
+        "error": "The traceback names the line of your code that raised. Build y and the gradients"
+                 " with tf ops on tensors (not numpy or Python if), so the function also runs "
+                 "inside tf.function, and return (y, grad_fn) from the @tf.custom_gradient "
+                 "function.",
+        "exception": "grad_fn must return one gradient per input, in the order of the inputs: "
+                     "(grad_a, grad_b), each with the shape of its input.",
+        "nonfinite": "NaN or Inf at the edges: somewhere exp() of a large number overflows. Keep "
+                     "every exp argument <= 0: max(a, b) + log1p(exp(-|a - b|)), gradient "
+                     "sigmoid(a - b).",
+        "value": "For y = log(exp(a) + exp(b)): dy/da = exp(a - y) = sigmoid(a - b) and dy/db = "
+                 "sigmoid(b - a), each multiplied by the incoming cotangent g.",
     },
 )
 
@@ -365,83 +344,51 @@ SAFE_NORMALIZE = Exercise(
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "copied_log",
-            "Your output is log(v) where v > 0: the log example above, copied. This function "
-            "divides each row of v by its Euclidean norm (0 for a row of zeros); apply the "
-            "same idea to it: the division meets 0 / 0 at a row of zeros.",
-            learner_function("safe_normalize", "v", _copied_log),
-        ),
-        Mistake(
-            "where_on_output_only",
-            "NaN at the rows of zeros from the branch not taken: tf.where(n > 0, v / n, 0) "
-            "still computes v / n there, and the division's VJP divides the zero cotangent "
-            "tf.where sends it by n = 0: 0 / 0 = NaN. Give the division a safe norm (1 "
-            "where a row is all zeros), and keep the where on the output.",
-            learner_function("safe_normalize", "v", _where_on_output_only),
-        ),
-        Mistake(
-            "plain_division",
-            "NaN in the output at the rows of zeros: v / tf.norm(v) is 0 / 0 there. Such a "
-            "row's output is 0: select it with tf.where, and divide by a safe norm (1 where "
-            "a row is all zeros) so that the gradient is finite too.",
-            learner_function("safe_normalize", "v", _plain_division),
-        ),
-        Mistake(
-            "library_epsilon",
-            "tf.math.l2_normalize keeps the norm away from 0 with an epsilon (1e-12 on the "
-            "sum of squares): that changes the output of every row whose norm is below 1e-6, "
-            "and at a row of zeros the gradient is g / 1e-6, not 0. Use a safe value only "
-            "where the output is masked, never an epsilon.",
-            learner_function("safe_normalize", "v", _library_epsilon),
-        ),
-        Mistake(
-            "no_output_where",
-            "Your output is right, but at a row of zeros your gradient is g, not 0: dividing "
-            "by a safe norm of 1 there makes that row the identity, whose gradient is g. "
-            "Keep the where on the output, which sends a zero cotangent to those rows.",
-            learner_function("safe_normalize", "v", _no_output_where),
-        ),
-        Mistake(
-            "whole_norm",
-            "You divided by the norm of the whole tensor: normalize each row on its own, by "
-            "the norm over the last axis (keepdims=True, so that it broadcasts over the row).",
-            learner_function("safe_normalize", "v", _whole_norm),
-        ),
-        Mistake(
-            "no_projection",
-            "Your gradient is g / n: it misses the term from the norm, which depends on v "
-            "too. The VJP of v / n removes from g its component along the output y before "
-            "dividing by n: (g - y * sum(y * g)) / n, the sum over the row.",
-            _no_projection,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your gradient does not depend on the incoming cotangent g (it equals what a "
-            "cotangent of ones gives). Use `g`, the cotangent grad_fn receives.",
-            _normalize_ignores_cotangent,
-        ),
+        Mistake("copied_log", "Your output is log(v) where v > 0: the log example above, copied. "
+                "This function divides each row of v by its Euclidean norm (0 for a row of "
+                "zeros); apply the same idea to it: the division meets 0 / 0 at a row of zeros.",
+                learner_function("safe_normalize", "v", _copied_log)),
+        Mistake("where_on_output_only", "NaN at the rows of zeros from the branch not taken: "
+                "tf.where(n > 0, v / n, 0) still computes v / n there, and the division's VJP "
+                "divides the zero cotangent tf.where sends it by n = 0: 0 / 0 = NaN. Give the "
+                "division a safe norm (1 where a row is all zeros), and keep the where on the "
+                "output.", learner_function("safe_normalize", "v", _where_on_output_only)),
+        Mistake("plain_division", "NaN in the output at the rows of zeros: v / tf.norm(v) is 0 / 0"
+                " there. Such a row's output is 0: select it with tf.where, and divide by a safe "
+                "norm (1 where a row is all zeros) so that the gradient is finite too.",
+                learner_function("safe_normalize", "v", _plain_division)),
+        Mistake("library_epsilon", "tf.math.l2_normalize keeps the norm away from 0 with an "
+                "epsilon (1e-12 on the sum of squares): that changes the output of every row "
+                "whose norm is below 1e-6, and at a row of zeros the gradient is g / 1e-6, not 0."
+                " Use a safe value only where the output is masked, never an epsilon.",
+                learner_function("safe_normalize", "v", _library_epsilon)),
+        Mistake("no_output_where", "Your output is right, but at a row of zeros your gradient is "
+                "g, not 0: dividing by a safe norm of 1 there makes that row the identity, whose "
+                "gradient is g. Keep the where on the output, which sends a zero cotangent to "
+                "those rows.", learner_function("safe_normalize", "v", _no_output_where)),
+        Mistake("whole_norm", "You divided by the norm of the whole tensor: normalize each row on "
+                "its own, by the norm over the last axis (keepdims=True, so that it broadcasts "
+                "over the row).", learner_function("safe_normalize", "v", _whole_norm)),
+        Mistake("no_projection", "Your gradient is g / n: it misses the term from the norm, which "
+                "depends on v too. The VJP of v / n removes from g its component along the output"
+                " y before dividing by n: (g - y * sum(y * g)) / n, the sum over the row.",
+                _no_projection),
+        Mistake("ignores_cotangent", "Your gradient does not depend on the incoming cotangent g "
+                "(it equals what a cotangent of ones gives). Use `g`, the cotangent grad_fn "
+                "receives.", _normalize_ignores_cotangent),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Use tf ops on tensors "
-            "(tf.where, tf.reduce_sum, tf.sqrt), not a Python if or numpy: the check also "
-            "runs your function inside tf.function, where values are symbolic."
-        ),
-        "nonfinite": (
-            "NaN or Inf at a row of zeros: the branch tf.where does not take is still "
-            "differentiated, and there v / n is 0 / 0. Divide by a safe norm (1 where a row "
-            "is all zeros, one value per row, kept with keepdims=True) and keep the where on "
-            "the output, or write the gradient with tf.custom_gradient."
-        ),
-        "shape": (
-            "y has v's shape: each row (the last axis) is divided by its own norm, computed "
-            "with keepdims=True so that it broadcasts over the row."
-        ),
-        "value": (
-            "For a row with norm n > 0, y = v / n and the gradient is (g - y * sum(y * g)) / n, "
-            "the sum over the row; for a row of zeros, y = 0 and the gradient is 0."
-        ),
+        "error": "The traceback names the line of your code that raised. Use tf ops on tensors "
+                 "(tf.where, tf.reduce_sum, tf.sqrt), not a Python if or numpy: the check also "
+                 "runs your function inside tf.function, where values are symbolic.",
+        "nonfinite": "NaN or Inf at a row of zeros: the branch tf.where does not take is still "
+                     "differentiated, and there v / n is 0 / 0. Divide by a safe norm (1 where a "
+                     "row is all zeros, one value per row, kept with keepdims=True) and keep the "
+                     "where on the output, or write the gradient with tf.custom_gradient.",
+        "shape": "y has v's shape: each row (the last axis) is divided by its own norm, computed "
+                 "with keepdims=True so that it broadcasts over the row.",
+        "value": "For a row with norm n > 0, y = v / n and the gradient is (g - y * sum(y * g)) / "
+                 "n, the sum over the row; for a row of zeros, y = 0 and the gradient is 0.",
     },
 )
 
@@ -561,59 +508,31 @@ CLIP_COTANGENT_NORM = Exercise(
     invoke="ch04_custom_gradient_tf:invoke_clip",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "clips_elementwise",
-            "You clipped each element of the cotangent to [-max_norm, max_norm], as the "
-            "example above does. Here the whole cotangent is rescaled: when its L2 norm "
-            "(over all elements) exceeds max_norm, every element is multiplied by "
-            "max_norm / norm, so its direction is kept.",
-            _clips_elementwise,
-        ),
-        Mistake(
-            "always_rescales",
-            "You rescaled every cotangent to norm max_norm, also those already smaller (and "
-            "a zero cotangent gives 0 / 0 = NaN). Rescale only when the norm exceeds "
-            "max_norm; a smaller cotangent passes unchanged.",
-            _always_rescales,
-        ),
-        Mistake(
-            "clips_forward",
-            "You clipped the forward value instead of the cotangent. The forward pass must be "
-            "the identity (y = x, unchanged); only the cotangent is rescaled, inside grad_fn.",
-            _clips_forward,
-        ),
-        Mistake(
-            "not_clipped",
-            "The cotangent comes back unchanged: rescale it inside grad_fn when its norm "
-            "exceeds max_norm.",
-            _not_clipped,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your gradient does not depend on the incoming cotangent g (it equals a rescaled "
-            "cotangent of ones). Rescale `g` itself.",
-            _clip_ignores_cotangent,
-        ),
-        Mistake(
-            "fixed_limit",
-            "Your cotangent is rescaled to a fixed norm, not to max_norm: use the "
-            "`max_norm` argument (grad_fn can read it, as a closure).",
-            _clip_fixed_limit,
-        ),
+        Mistake("clips_elementwise", "You clipped each element of the cotangent to [-max_norm, "
+                "max_norm], as the example above does. Here the whole cotangent is rescaled: when"
+                " its L2 norm (over all elements) exceeds max_norm, every element is multiplied "
+                "by max_norm / norm, so its direction is kept.", _clips_elementwise),
+        Mistake("always_rescales", "You rescaled every cotangent to norm max_norm, also those "
+                "already smaller (and a zero cotangent gives 0 / 0 = NaN). Rescale only when the "
+                "norm exceeds max_norm; a smaller cotangent passes unchanged.", _always_rescales),
+        Mistake("clips_forward", "You clipped the forward value instead of the cotangent. The "
+                "forward pass must be the identity (y = x, unchanged); only the cotangent is "
+                "rescaled, inside grad_fn.", _clips_forward),
+        Mistake("not_clipped", "The cotangent comes back unchanged: rescale it inside grad_fn when"
+                " its norm exceeds max_norm.", _not_clipped),
+        Mistake("ignores_cotangent", "Your gradient does not depend on the incoming cotangent g "
+                "(it equals a rescaled cotangent of ones). Rescale `g` itself.",
+                _clip_ignores_cotangent),
+        Mistake("fixed_limit", "Your cotangent is rescaled to a fixed norm, not to max_norm: use "
+                "the `max_norm` argument (grad_fn can read it, as a closure).", _clip_fixed_limit),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. max_norm is a Python "
-            "number, not an input with a gradient: grad_fn returns one gradient, for x."
-        ),
-        "nonfinite": (
-            "NaN where the cotangent is all zeros: its norm is 0, and dividing by it gives "
-            "0 / 0. A zero cotangent is below any max_norm and passes unchanged."
-        ),
-        "value": (
-            "y must equal x; grad_x must be g when its L2 norm (over all elements) is at most "
-            "max_norm, else g * max_norm / norm."
-        ),
+        "error": "The traceback names the line of your code that raised. max_norm is a Python "
+                 "number, not an input with a gradient: grad_fn returns one gradient, for x.",
+        "nonfinite": "NaN where the cotangent is all zeros: its norm is 0, and dividing by it "
+                     "gives 0 / 0. A zero cotangent is below any max_norm and passes unchanged.",
+        "value": "y must equal x; grad_x must be g when its L2 norm (over all elements) is at most"
+                 " max_norm, else g * max_norm / norm.",
     },
 )
 
@@ -720,54 +639,33 @@ QUANTIZE_STE = Exercise(
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "no_window",
-            "You passed the cotangent through everywhere, as round_ste does. This quantiser "
-            "clips first: outside [0, 1] its input to the rounding no longer moves with x, so "
-            "the straight-through gradient is that of the clip, g where 0 <= x <= 1 and 0 "
-            "outside.",
-            _no_window,
-        ),
-        Mistake(
-            "plain_round",
-            "Your gradient is zero everywhere: tf.round has no gradient, so nothing before "
-            "the quantiser would learn. Replace it with the straight-through estimator "
-            "(tf.custom_gradient, or x + tf.stop_gradient(...) on the clipped value).",
-            _plain_quantize,
-        ),
-        Mistake(
-            "open_window",
-            "Your gradient is 0 at x = 0 or x = 1 exactly, where it should be g: the range of "
-            "x where the gradient passes must include its edges, since the clip's gradient "
-            "there is 1 (tf.clip_by_value passes it at its bounds). Pass g where 0 <= x <= 1.",
-            _open_window,
-        ),
-        Mistake(
-            "scaled",
-            "Your gradient is levels - 1 times too large: the quantiser multiplies by "
-            "levels - 1 before rounding and divides by it after, and the straight-through "
-            "estimator treats the rounding alone as the identity, so the two factors cancel.",
-            _scaled,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your gradient does not depend on the incoming cotangent g (it equals what a "
-            "cotangent of ones gives). Multiply by `g`: the gradient is g where 0 <= x <= 1 "
-            "and 0 elsewhere.",
-            _quantize_ignores_cotangent,
-        ),
+        Mistake("no_window", "You passed the cotangent through everywhere, as round_ste does. This"
+                " quantiser clips first: outside [0, 1] its input to the rounding no longer moves"
+                " with x, so the straight-through gradient is that of the clip, g where 0 <= x <="
+                " 1 and 0 outside.", _no_window),
+        Mistake("plain_round", "Your gradient is zero everywhere: tf.round has no gradient, so "
+                "nothing before the quantiser would learn. Replace it with the straight-through "
+                "estimator (tf.custom_gradient, or x + tf.stop_gradient(...) on the clipped "
+                "value).", _plain_quantize),
+        Mistake("open_window", "Your gradient is 0 at x = 0 or x = 1 exactly, where it should be "
+                "g: the range of x where the gradient passes must include its edges, since the "
+                "clip's gradient there is 1 (tf.clip_by_value passes it at its bounds). Pass g "
+                "where 0 <= x <= 1.", _open_window),
+        Mistake("scaled", "Your gradient is levels - 1 times too large: the quantiser multiplies "
+                "by levels - 1 before rounding and divides by it after, and the straight-through "
+                "estimator treats the rounding alone as the identity, so the two factors cancel.",
+                _scaled),
+        Mistake("ignores_cotangent", "Your gradient does not depend on the incoming cotangent g "
+                "(it equals what a cotangent of ones gives). Multiply by `g`: the gradient is g "
+                "where 0 <= x <= 1 and 0 elsewhere.", _quantize_ignores_cotangent),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Use tf ops on tensors "
-            "(tf.clip_by_value, tf.round, tf.where), not a Python if or numpy; levels is a "
-            "Python int, not an input with a gradient."
-        ),
-        "value": (
-            "Forward: clip x to [0, 1], then round to the nearest of the `levels` evenly "
-            "spaced values; going backward, treat only the rounding as the identity and keep "
-            "the clip's own gradient."
-        ),
+        "error": "The traceback names the line of your code that raised. Use tf ops on tensors "
+                 "(tf.clip_by_value, tf.round, tf.where), not a Python if or numpy; levels is a "
+                 "Python int, not an input with a gradient.",
+        "value": "Forward: clip x to [0, 1], then round to the nearest of the `levels` evenly "
+                 "spaced values; going backward, treat only the rounding as the identity and keep "
+                 "the clip's own gradient.",
     },
 )
 
@@ -845,43 +743,25 @@ TD_LOSS = Exercise(
     invoke="ch04_custom_gradient_tf:invoke",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "no_stop",
-            "Your gradient also flows through the target, into values[..., 1:]: the model "
-            "would move its next prediction toward its current one as much as the other way. "
-            "The target is a constant: wrap it in tf.stop_gradient.",
-            _td_no_stop,
-        ),
-        Mistake(
-            "stopped_prediction",
-            "You stopped the wrong term: tf.stop_gradient on values[..., :-1] cuts the "
-            "prediction, so only the target would learn. Stop the target, and let the "
-            "gradient reach the prediction.",
-            _td_stopped_prediction,
-        ),
-        Mistake(
-            "stops_bootstrap_only",
-            "Your gradient reaches the rewards: you stopped gamma * values[..., 1:] but not "
-            "the whole target. The target rewards + gamma * values[..., 1:] is one constant; "
-            "stop all of it.",
-            _td_stops_bootstrap_only,
-        ),
+        Mistake("no_stop", "Your gradient also flows through the target, into values[..., 1:]: the"
+                " model would move its next prediction toward its current one as much as the "
+                "other way. The target is a constant: wrap it in tf.stop_gradient.", _td_no_stop),
+        Mistake("stopped_prediction", "You stopped the wrong term: tf.stop_gradient on values[...,"
+                " :-1] cuts the prediction, so only the target would learn. Stop the target, and "
+                "let the gradient reach the prediction.", _td_stopped_prediction),
+        Mistake("stops_bootstrap_only", "Your gradient reaches the rewards: you stopped gamma * "
+                "values[..., 1:] but not the whole target. The target rewards + gamma * "
+                "values[..., 1:] is one constant; stop all of it.", _td_stops_bootstrap_only),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Slice the last axis "
-            "(values[..., :-1], values[..., 1:]) and use tf ops on tensors; gamma is a "
-            "Python float."
-        ),
-        "shape": (
-            "The loss has one entry per step: the shape of rewards, values' shape with one "
-            "fewer entry on the last axis."
-        ),
-        "value": (
-            "Each step's loss is half its squared TD error; its gradient reaches the "
-            "prediction values[..., :-1] only: nothing may flow back through the target, "
-            "neither into values[..., 1:] nor into the rewards."
-        ),
+        "error": "The traceback names the line of your code that raised. Slice the last axis "
+                 "(values[..., :-1], values[..., 1:]) and use tf ops on tensors; gamma is a Python"
+                 " float.",
+        "shape": "The loss has one entry per step: the shape of rewards, values' shape with one "
+                 "fewer entry on the last axis.",
+        "value": "Each step's loss is half its squared TD error; its gradient reaches the "
+                 "prediction values[..., :-1] only: nothing may flow back through the target, "
+                 "neither into values[..., 1:] nor into the rewards.",
     },
 )
 
@@ -986,53 +866,30 @@ TANH_LAYER = Exercise(
     invoke="ch04_custom_gradient_tf:invoke_layer",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "copied_linear",
-            "Your output is x @ w: the linear layer above, copied. This layer applies tanh "
-            "to x @ w, and going backward the cotangent passes through tanh's derivative "
-            "before it reaches the matmul.",
-            _layer_copied_linear,
-        ),
-        Mistake(
-            "no_tanh_derivative",
-            "Your gradients are those of x @ w alone: the chain rule through tanh is "
-            "missing. Multiply g by tanh's derivative at x @ w (the output y, kept from the "
-            "forward pass, gives it) before the matmul's VJP.",
-            _layer_no_tanh_derivative,
-        ),
-        Mistake(
-            "untransposed",
-            "Transpose in the VJP of a matmul: for z = x @ w with cotangent g_z, "
-            "grad_x = g_z @ w^T and grad_w = x^T @ g_z.",
-            _layer_untransposed,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your gradients do not depend on the incoming cotangent g (they equal what a "
-            "cotangent of ones gives). Multiply by `g`.",
-            _layer_ignores_cotangent,
-        ),
+        Mistake("copied_linear", "Your output is x @ w: the linear layer above, copied. This layer"
+                " applies tanh to x @ w, and going backward the cotangent passes through tanh's "
+                "derivative before it reaches the matmul.", _layer_copied_linear),
+        Mistake("no_tanh_derivative", "Your gradients are those of x @ w alone: the chain rule "
+                "through tanh is missing. Multiply g by tanh's derivative at x @ w (the output y,"
+                " kept from the forward pass, gives it) before the matmul's VJP.",
+                _layer_no_tanh_derivative),
+        Mistake("untransposed", "Transpose in the VJP of a matmul: for z = x @ w with cotangent "
+                "g_z, grad_x = g_z @ w^T and grad_w = x^T @ g_z.", _layer_untransposed),
+        Mistake("ignores_cotangent", "Your gradients do not depend on the incoming cotangent g "
+                "(they equal what a cotangent of ones gives). Multiply by `g`.",
+                _layer_ignores_cotangent),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Inside "
-            "@tf.custom_gradient, tanh_layer's forward returns (y, grad_fn), and "
-            "grad_fn(g, variables=None) returns (grad_x, [grad_w]); use tf ops on tensors, "
-            "not numpy."
-        ),
-        "value": (
-            "Right shapes, wrong numbers: the cotangent of z = x @ w is g times tanh's "
-            "derivative at z, and the matmul's VJP takes it from there (with transposes)."
-        ),
-        "exception": (
-            "With a tf.Variable read inside, grad_fn must be `def grad_fn(g, variables=None)` "
-            "and return a pair: (gradient of x, [gradient of w]) -- the variable gradients "
-            "in a list, one per variable in `variables`."
-        ),
-        "shape": (
-            "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): the matmul's VJP "
-            "multiplies by w^T on the right for x, by x^T on the left for w."
-        ),
+        "error": "The traceback names the line of your code that raised. Inside "
+                 "@tf.custom_gradient, tanh_layer's forward returns (y, grad_fn), and grad_fn(g, "
+                 "variables=None) returns (grad_x, [grad_w]); use tf ops on tensors, not numpy.",
+        "value": "Right shapes, wrong numbers: the cotangent of z = x @ w is g times tanh's "
+                 "derivative at z, and the matmul's VJP takes it from there (with transposes).",
+        "exception": "With a tf.Variable read inside, grad_fn must be `def grad_fn(g, "
+                     "variables=None)` and return a pair: (gradient of x, [gradient of w]) -- the "
+                     "variable gradients in a list, one per variable in `variables`.",
+        "shape": "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): the matmul's VJP "
+                 "multiplies by w^T on the right for x, by x^T on the left for w.",
     },
 )
 

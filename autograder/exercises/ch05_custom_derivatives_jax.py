@@ -223,33 +223,24 @@ LOG1PEXP = Exercise(
                 _log1pexp_mistake(_stable_value, _naive_tangent)),
         Mistake("naive_rule_primal", RULE_PRIMAL_HINT,
                 _log1pexp_mistake(_stable_value, _sigmoid_tangent, _naive_value)),
-        Mistake(
-            "ignores_tangent",
-            "The tangent output must be the derivative TIMES the input tangent t, not the "
-            "derivative alone.",
-            _log1pexp_mistake(_stable_value, _ignores_tangent),
-        ),
-        Mistake(
-            "affine_tangent",
-            "Your JVP rule is not linear in the tangent (it adds a constant): a JVP maps a "
-            "tangent t to (derivative) * t, so t = 0 must give 0. Reverse mode silently "
-            "drops the constant, forward mode does not, so the two disagree.",
-            _log1pexp_mistake(_stable_value, _affine_tangent),
-        ),
-        Mistake(
-            "wrong_derivative",
-            "The derivative of log(1 + exp(x)) is exp(x) / (1 + exp(x)) = sigmoid(x), "
-            "not sigmoid(-x).",
-            _log1pexp_mistake(_stable_value, _wrong_derivative),
-        ),
+        Mistake("ignores_tangent", "The tangent output must be the derivative TIMES the input "
+                "tangent t, not the derivative alone.",
+                _log1pexp_mistake(_stable_value, _ignores_tangent)),
+        Mistake("affine_tangent", "Your JVP rule is not linear in the tangent (it adds a "
+                "constant): a JVP maps a tangent t to (derivative) * t, so t = 0 must give 0. "
+                "Reverse mode silently drops the constant, forward mode does not, so the two "
+                "disagree.", _log1pexp_mistake(_stable_value, _affine_tangent)),
+        Mistake("wrong_derivative", "The derivative of log(1 + exp(x)) is exp(x) / (1 + exp(x)) = "
+                "sigmoid(x), not sigmoid(-x).",
+                _log1pexp_mistake(_stable_value, _wrong_derivative)),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
         "error": EXCEPTION_HINT,
         **primal_hints(("jvp_primal", "vjp_primal"), RULE_PRIMAL_HINT),
         "value": "Right shape, wrong numbers: log1pexp(x) is log(1 + exp(x)), and its JVP rule "
-        "returns (log1pexp(x), the derivative exp(x) / (1 + exp(x)) times t), each written "
-        "so that it never overflows.",
+                 "returns (log1pexp(x), the derivative exp(x) / (1 + exp(x)) times t), each "
+                 "written so that it never overflows.",
         "nonfinite": NAN_AT_EDGES_HINT,
         "dtype": "Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
         "floats (weakly typed), not float64 numpy arrays.",
@@ -405,30 +396,17 @@ CLIP_GRADIENT = Exercise(
     invoke=CLIP_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "clips_primal",
-            "You clipped the VALUE x going forward. clip_gradient returns x unchanged; only "
-            "the cotangent flowing backward is clipped, in bwd.",
-            _clips_primal,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "bwd must clip the incoming cotangent g itself (jnp.clip(g, lo, hi)); your "
-            "result does not depend on g.",
-            _clip_mistake(_identity, _clip_ones),
-        ),
-        Mistake(
-            "clip_by_norm",
-            "This exercise clips each element of the cotangent to [lo, hi] (jnp.clip), "
-            "not its norm.",
-            _clip_mistake(_identity, _clip_by_norm),
-        ),
-        Mistake(
-            "symmetric_clip",
-            "Your cotangent is clipped to a symmetric range [-hi, hi]. The bounds are lo and "
-            "hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
-            _clip_mistake(_identity, _clip_symmetric),
-        ),
+        Mistake("clips_primal", "You clipped the VALUE x going forward. clip_gradient returns x "
+                "unchanged; only the cotangent flowing backward is clipped, in bwd.",
+                _clips_primal),
+        Mistake("ignores_cotangent", "bwd must clip the incoming cotangent g itself (jnp.clip(g, "
+                "lo, hi)); your result does not depend on g.",
+                _clip_mistake(_identity, _clip_ones)),
+        Mistake("clip_by_norm", "This exercise clips each element of the cotangent to [lo, hi] "
+                "(jnp.clip), not its norm.", _clip_mistake(_identity, _clip_by_norm)),
+        Mistake("symmetric_clip", "Your cotangent is clipped to a symmetric range [-hi, hi]. The "
+                "bounds are lo and hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
+                _clip_mistake(_identity, _clip_symmetric)),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
@@ -556,20 +534,14 @@ ARGMAX_STE = Exercise(
     invoke=ARGMAX_STE_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "hard_only",
-            "The cotangent of the logits is zero: argmax and one_hot have no derivative, so "
-            "JAX differentiates nothing. The straight-through estimator keeps the one-hot's "
-            "VALUE and takes its derivative from a surrogate: only the difference between "
-            "the two may go inside jax.lax.stop_gradient.",
-            _ste_mistake(lambda v, hard, jax: hard),
-        ),
-        Mistake(
-            "surrogate_only",
-            "Going forward the value must be the one-hot of the argmax (0s and a single 1 per "
-            "row), not the surrogate; the surrogate only gives the derivative.",
-            _ste_mistake(lambda v, hard, jax: _centred(-1)(v, jax)),
-        ),
+        Mistake("hard_only", "The cotangent of the logits is zero: argmax and one_hot have no "
+                "derivative, so JAX differentiates nothing. The straight-through estimator keeps "
+                "the one-hot's VALUE and takes its derivative from a surrogate: only the "
+                "difference between the two may go inside jax.lax.stop_gradient.",
+                _ste_mistake(lambda v, hard, jax: hard)),
+        Mistake("surrogate_only", "Going forward the value must be the one-hot of the argmax (0s "
+                "and a single 1 per row), not the surrogate; the surrogate only gives the "
+                "derivative.", _ste_mistake(lambda v, hard, jax: _centred(-1)(v, jax))),
         Mistake(
             "identity_surrogate",
             "The cotangent came back unchanged: your surrogate is the logits themselves, as "
@@ -593,19 +565,15 @@ ARGMAX_STE = Exercise(
             _ste_mistake(lambda v, hard, jax: hard + jax.lax.stop_gradient(
                 _centred(-1)(v, jax)) - _centred(-1)(v, jax)),
         ),
-        Mistake(
-            "mean_over_rows",
-            "Centred over the wrong axis: the classes are the LAST axis, each row on its own "
-            "(axis=-1), as argmax is taken.",
-            _ste_with(_centred(0)),
-        ),
+        Mistake("mean_over_rows", "Centred over the wrong axis: the classes are the LAST axis, "
+                "each row on its own (axis=-1), as argmax is taken.", _ste_with(_centred(0))),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
         "error": EXCEPTION_HINT,
-        "value": "Right shape, wrong numbers: going forward, a one-hot of each row's argmax "
-        "(the first largest on a tie); going backward, the cotangent g minus its mean over "
-        "each row (the last axis).",
+        "value": "Right shape, wrong numbers: going forward, a one-hot of each row's argmax (the "
+                 "first largest on a tie); going backward, the cotangent g minus its mean over "
+                 "each row (the last axis).",
         "value:vjp": "The value is right, the cotangent of the logits is not: " + CENTRED_HINT,
         "nonfinite": "NaN or Inf: with logits around 1000, keep exp out of the surrogate; the "
         "backward pass asked for needs none.",

@@ -163,34 +163,22 @@ FIXED_POINT = Exercise(
     invoke=FIXED_POINT_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "missing_factor",
-            "You returned g * df/da only. x itself depends on a, so the implicit function "
-            "theorem divides by (1 - df/dx): the cotangent of a is g * (df/da) / (1 - df/dx), "
-            "both partial derivatives of f(a, x) = a / (1 + x) taken at the solution.",
-            _fixed_point_mistake(lambda a, x, g: g / (1 + x)),
-        ),
-        Mistake(
-            "sign_of_dfdx",
-            "Check the sign of df/dx: for f(a, x) = a / (1 + x), df/dx = -a / (1 + x)**2, so "
-            "1 - df/dx = 1 + a / (1 + x)**2.",
-            _fixed_point_mistake(lambda a, x, g: g / (1 + x) / (1 - a / (1 + x) ** 2)),
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "bwd must multiply the incoming cotangent g; your result does not depend on it.",
-            _fixed_point_mistake(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2)),
-        ),
-        Mistake(
-            "unrolled_loop",
-            "Your derivative is that of the solver's loop (reverse mode through solve's 300 "
-            "iterations), not that of the solution x*: the two differ where the loop "
-            "converges slowly (large a), and the loop's derivative keeps every iteration's "
-            "residuals. Differentiate the equation x = f(a, x) at the solution instead: bwd needs "
-            "only the residuals a and x, and the partial derivatives of f(a, x) = a / (1 + x) "
-            "there.",
-            _fixed_point_mistake(_unrolled),
-        ),
+        Mistake("missing_factor", "You returned g * df/da only. x itself depends on a, so the "
+                "implicit function theorem divides by (1 - df/dx): the cotangent of a is g * "
+                "(df/da) / (1 - df/dx), both partial derivatives of f(a, x) = a / (1 + x) taken "
+                "at the solution.", _fixed_point_mistake(lambda a, x, g: g / (1 + x))),
+        Mistake("sign_of_dfdx", "Check the sign of df/dx: for f(a, x) = a / (1 + x), df/dx = -a / "
+                "(1 + x)**2, so 1 - df/dx = 1 + a / (1 + x)**2.",
+                _fixed_point_mistake(lambda a, x, g: g / (1 + x) / (1 - a / (1 + x) ** 2))),
+        Mistake("ignores_cotangent", "bwd must multiply the incoming cotangent g; your result does"
+                " not depend on it.",
+                _fixed_point_mistake(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2))),
+        Mistake("unrolled_loop", "Your derivative is that of the solver's loop (reverse mode "
+                "through solve's 300 iterations), not that of the solution x*: the two differ "
+                "where the loop converges slowly (large a), and the loop's derivative keeps every"
+                " iteration's residuals. Differentiate the equation x = f(a, x) at the solution "
+                "instead: bwd needs only the residuals a and x, and the partial derivatives of "
+                "f(a, x) = a / (1 + x) there.", _fixed_point_mistake(_unrolled)),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
@@ -333,12 +321,9 @@ BESSEL_I0E = Exercise(
     invoke=BESSEL_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "ignores_tangent",
-            "The tangent output must be the derivative TIMES the input tangent t, not the "
-            "derivative alone.",
-            _bessel_mistake(lambda f, x, t: _special().i1e(x) - _sign(x) * f(x) + 0 * t),
-        ),
+        Mistake("ignores_tangent", "The tangent output must be the derivative TIMES the input "
+                "tangent t, not the derivative alone.",
+                _bessel_mistake(lambda f, x, t: _special().i1e(x) - _sign(x) * f(x) + 0 * t)),
         Mistake(
             "derivative_of_i0",
             "jax.scipy.special.i1 is the derivative of I0, the unscaled function. This one is "
@@ -350,12 +335,9 @@ BESSEL_I0E = Exercise(
             PRODUCT_RULE_HINT,
             _bessel_mistake(lambda f, x, t: _special().i1e(x) * t),
         ),
-        Mistake(
-            "derivative_of_abs_is_one",
-            "The derivative of |x| is sign(x): -1 for negative x, not 1. Your rule is right "
-            "for x > 0 only.",
-            _bessel_mistake(lambda f, x, t: (_special().i1e(x) - f(x)) * t),
-        ),
+        Mistake("derivative_of_abs_is_one", "The derivative of |x| is sign(x): -1 for negative x, "
+                "not 1. Your rule is right for x > 0 only.",
+                _bessel_mistake(lambda f, x, t: (_special().i1e(x) - f(x)) * t)),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,
@@ -495,16 +477,10 @@ REMAT_NET = Exercise(
     invoke=REMAT_INVOKE,
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "one_layer_short",
-            "The value is off: the net applies its layer 6 times (range(6)), as net does.",
-            _remat_mistake(_one_layer_short),
-        ),
-        Mistake(
-            "loss_not_squared",
-            "The loss is sum(h ** 2), the squares of the last layer's outputs, as in net.",
-            _remat_mistake(_not_squared),
-        ),
+        Mistake("one_layer_short", "The value is off: the net applies its layer 6 times "
+                "(range(6)), as net does.", _remat_mistake(_one_layer_short)),
+        Mistake("loss_not_squared", "The loss is sum(h ** 2), the squares of the last layer's "
+                "outputs, as in net.", _remat_mistake(_not_squared)),
     ),
     hints_by_kind={
         "exception": EXCEPTION_HINT,

@@ -385,20 +385,12 @@ JACOBIAN_VIA_VJP = Exercise(
         Mistake("flattened", FLATTENED_HINT, _flattened),
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
         Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
-        Mistake(
-            "ones_cotangent",
-            "You pulled back a cotangent of ones: that gives one vector, the gradient of "
-            "sum(y), which adds all rows of the Jacobian together. Pull back one ONE-HOT "
-            "cotangent per output entry and stack the results.",
-            _ones_cotangent,
-        ),
-        Mistake(
-            "ones_rows",
-            "Every row of your Jacobian is the same: each was pulled back from a cotangent "
-            "of ones (the gradient of sum(y)). Row i needs the ONE-HOT cotangent e_i: 1 at "
-            "output entry i, 0 elsewhere.",
-            _ones_rows,
-        ),
+        Mistake("ones_cotangent", "You pulled back a cotangent of ones: that gives one vector, the"
+                " gradient of sum(y), which adds all rows of the Jacobian together. Pull back one"
+                " ONE-HOT cotangent per output entry and stack the results.", _ones_cotangent),
+        Mistake("ones_rows", "Every row of your Jacobian is the same: each was pulled back from a "
+                "cotangent of ones (the gradient of sum(y)). Row i needs the ONE-HOT cotangent "
+                "e_i: 1 at output entry i, 0 elsewhere.", _ones_rows),
     ),
     hints_by_kind=JACOBIAN_HINTS,
 )
@@ -414,23 +406,15 @@ JACOBIAN_VIA_JVP = Exercise(
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake("flattened", FLATTENED_HINT, _flattened),
-        Mistake(
-            "columns_reshaped",
-            "Your columns are right but land in the wrong places: the stacked JVPs have shape "
-            "(x.size, *y.shape), column index FIRST, and reshape does not move axes. Move the "
-            "column axis to the end (jnp.moveaxis(cols, 0, -1)) before reshaping to "
-            "y.shape + x.shape.",
-            _columns_reshaped,
-        ),
+        Mistake("columns_reshaped", "Your columns are right but land in the wrong places: the "
+                "stacked JVPs have shape (x.size, *y.shape), column index FIRST, and reshape does"
+                " not move axes. Move the column axis to the end (jnp.moveaxis(cols, 0, -1)) "
+                "before reshaping to y.shape + x.shape.", _columns_reshaped),
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
         Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
-        Mistake(
-            "ones_tangent",
-            "You pushed forward a tangent of ones: that gives one vector, J @ ones (the sum "
-            "of all columns). Push forward one ONE-HOT tangent per input entry and put each "
-            "result in its column.",
-            _ones_tangent,
-        ),
+        Mistake("ones_tangent", "You pushed forward a tangent of ones: that gives one vector, J @ "
+                "ones (the sum of all columns). Push forward one ONE-HOT tangent per input entry "
+                "and put each result in its column.", _ones_tangent),
     ),
     hints_by_kind=JACOBIAN_HINTS,
 )
@@ -482,68 +466,41 @@ BATCH_JACOBIAN = Exercise(
     invoke="ch07_jacobians:invoke_batch",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "summed_over_batch",
-            "Your per-example Jacobians are the SUM over the batch of dy[b']/dx[b], which is "
-            "what tape.batch_jacobian (and a VJP of the summed outputs) computes. That equals "
-            "dy[b]/dx[b] only when rows are independent; here they are not. Take the diagonal "
-            "blocks J[b, :, b, :] of the full Jacobian instead.",
-            _summed_over_batch,
-        ),
-        Mistake(
-            "batches_of_one",
-            "You differentiated each example on its own, as a batch of one (f(x[b:b+1])). "
-            "This function mixes the batch (a batch statistic such as a mean), so f on one "
-            "example is a different function: differentiate f on the whole batch and keep the "
-            "diagonal blocks J[b, :, b, :] of its (B, m, B, n) Jacobian.",
-            _batches_of_one,
-        ),
-        Mistake(
-            "always_independent",
-            "You said the rows are independent, but this function mixes the batch: some "
-            "off-diagonal block J[b, :, c, :] with b != c is not zero. Compute the flag from "
-            "the full Jacobian, do not assume it.",
-            _always_independent,
-        ),
-        Mistake(
-            "flag_inverted",
-            "Your `independent` flag is the opposite of the truth: it must be True exactly "
-            "when every off-diagonal block J[b, :, c, :] (b != c) is zero.",
-            _flag_inverted,
-        ),
-        Mistake(
-            "blocks_swapped",
-            "Each of your per-example Jacobians is transposed, (B, n, m): keep the output's "
-            "axis first, jacobian[b, i, j] = dy[b, i]/dx[b, j], shape (B, m, n).",
-            _blocks_swapped,
-        ),
-        Mistake(
-            "full_returned",
-            "You returned the full Jacobian (B, m, B, n). Return only its diagonal blocks "
-            "J[b, :, b, :], stacked as (B, m, n), e.g. with jnp.einsum('bibj->bij', J).",
-            _full_returned,
-        ),
+        Mistake("summed_over_batch", "Your per-example Jacobians are the SUM over the batch of "
+                "dy[b']/dx[b], which is what tape.batch_jacobian (and a VJP of the summed "
+                "outputs) computes. That equals dy[b]/dx[b] only when rows are independent; here "
+                "they are not. Take the diagonal blocks J[b, :, b, :] of the full Jacobian "
+                "instead.", _summed_over_batch),
+        Mistake("batches_of_one", "You differentiated each example on its own, as a batch of one "
+                "(f(x[b:b+1])). This function mixes the batch (a batch statistic such as a mean),"
+                " so f on one example is a different function: differentiate f on the whole batch"
+                " and keep the diagonal blocks J[b, :, b, :] of its (B, m, B, n) Jacobian.",
+                _batches_of_one),
+        Mistake("always_independent", "You said the rows are independent, but this function mixes "
+                "the batch: some off-diagonal block J[b, :, c, :] with b != c is not zero. "
+                "Compute the flag from the full Jacobian, do not assume it.", _always_independent),
+        Mistake("flag_inverted", "Your `independent` flag is the opposite of the truth: it must be"
+                " True exactly when every off-diagonal block J[b, :, c, :] (b != c) is zero.",
+                _flag_inverted),
+        Mistake("blocks_swapped", "Each of your per-example Jacobians is transposed, (B, n, m): "
+                "keep the output's axis first, jacobian[b, i, j] = dy[b, i]/dx[b, j], shape (B, "
+                "m, n).", _blocks_swapped),
+        Mistake("full_returned", "You returned the full Jacobian (B, m, B, n). Return only its "
+                "diagonal blocks J[b, :, b, :], stacked as (B, m, n), e.g. with "
+                "jnp.einsum('bibj->bij', J).", _full_returned),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. f maps a batch x:(B, n) to "
-            "y:(B, m); take the Jacobian of the whole batch (or of one example, under jax.vmap) "
-            "and keep one (m, n) block per example: jacobian has shape (B, m, n)."
-        ),
-        "value": (
-            "Right shapes, wrong numbers: jacobian[b] is the Jacobian of example b's output with "
-            "respect to example b's own input (output axis first), and independent is True only "
-            "when no example's output depends on another example's input."
-        ),
+        "error": "The traceback names the line of your code that raised. f maps a batch x:(B, n) "
+                 "to y:(B, m); take the Jacobian of the whole batch (or of one example, under "
+                 "jax.vmap) and keep one (m, n) block per example: jacobian has shape (B, m, n).",
+        "value": "Right shapes, wrong numbers: jacobian[b] is the Jacobian of example b's output "
+                 "with respect to example b's own input (output axis first), and independent is "
+                 "True only when no example's output depends on another example's input.",
         "structure": "Return a tuple (jacobian, independent).",
-        "shape": (
-            "jacobian has shape (B, m, n) for x:(B, n) and y:(B, m), and independent is a "
-            "single boolean (a 0-d array or a Python bool)."
-        ),
-        "dtype": (
-            "jacobian keeps x's dtype, and independent is a boolean (True/False), not a "
-            "number."
-        ),
+        "shape": "jacobian has shape (B, m, n) for x:(B, n) and y:(B, m), and independent is a "
+                 "single boolean (a 0-d array or a Python bool).",
+        "dtype": "jacobian keeps x's dtype, and independent is a boolean (True/False), not a "
+                 "number.",
     },
 )
 
@@ -574,44 +531,27 @@ HVP = Exercise(
     invoke="ch07_jacobians:invoke_hvp",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake(
-            "returns_gradient",
-            "You returned the gradient of f at x. H(x) v is not the gradient but how the "
-            "gradient CHANGES when x moves along v: if you pushed v forward, the tangent "
-            "output is what you want, not the primal output.",
-            _hvp_returns_gradient,
-        ),
-        Mistake(
-            "ignores_v",
-            "Your result does not depend on v (it equals H @ ones). Push forward the tangent "
-            "v itself.",
-            _hvp_ignores_v,
-        ),
-        Mistake(
-            "directional_derivative",
-            "You computed the directional derivative of f itself, grad f(x) . v (one "
-            "number). H(x) v is one order higher: the directional derivative of the GRADIENT "
-            "function along v, a vector of x's shape.",
-            _hvp_directional,
-        ),
-        Mistake(
-            "primal_and_tangent_swapped",
-            "You swapped the point and the direction: this is H(v) @ x, the Hessian at v "
-            "applied to x. The primal is the point x; the tangent is the direction v.",
-            _hvp_swapped,
-        ),
+        Mistake("returns_gradient", "You returned the gradient of f at x. H(x) v is not the "
+                "gradient but how the gradient CHANGES when x moves along v: if you pushed v "
+                "forward, the tangent output is what you want, not the primal output.",
+                _hvp_returns_gradient),
+        Mistake("ignores_v", "Your result does not depend on v (it equals H @ ones). Push forward "
+                "the tangent v itself.", _hvp_ignores_v),
+        Mistake("directional_derivative", "You computed the directional derivative of f itself, "
+                "grad f(x) . v (one number). H(x) v is one order higher: the directional "
+                "derivative of the GRADIENT function along v, a vector of x's shape.",
+                _hvp_directional),
+        Mistake("primal_and_tangent_swapped", "You swapped the point and the direction: this is "
+                "H(v) @ x, the Hessian at v applied to x. The primal is the point x; the tangent "
+                "is the direction v.", _hvp_swapped),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. A ValueError from jax.jvp "
-            "means primals and tangents differ: jax.jvp takes two tuples, the primals and the "
-            "tangents, entry for entry of the same shape and dtype, e.g. (x,) and (v,)."
-        ),
+        "error": "The traceback names the line of your code that raised. A ValueError from jax.jvp"
+                 " means primals and tangents differ: jax.jvp takes two tuples, the primals and "
+                 "the tangents, entry for entry of the same shape and dtype, e.g. (x,) and (v,).",
         "shape": "The Hessian-vector product H @ v has the shape of x (and of v).",
-        "value": (
-            "Right shape, wrong numbers: H(x) v is the change of the gradient of f at x per "
-            "unit step along v, (grad f(x + t v) - grad f(x)) / t as t goes to 0."
-        ),
+        "value": "Right shape, wrong numbers: H(x) v is the change of the gradient of f at x per "
+                 "unit step along v, (grad f(x + t v) - grad f(x)) / t as t goes to 0.",
     },
 )
 

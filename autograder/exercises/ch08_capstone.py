@@ -105,48 +105,30 @@ CAPSTONE_BROADCAST_RULE = Exercise(
     references_text="tf.GradientTape of tf.add / tf.multiply and jax.vjp of jnp.add / jnp.multiply",
     invoke="course_helpers:invoke_own_code",  # refuses coursekit's broadcast_plan
     mistakes=(
-        Mistake(
-            "chapter02_rule",
-            "These are chapter 02's rules, written for operands of one shape: each cotangent "
-            "comes back with the OUTPUT's shape. A primal that broadcasting stretched was "
-            "used once per copy, so its cotangent is the sum over those copies: reduce each "
-            "cotangent to its primal's shape (chapter 03's unbroadcast).",
-            _chapter02_rule,
-        ),
-        Mistake(
-            "leading_axes_only",
-            "You summed the leading axes a primal lacks, but not the axes where it has size 1 "
-            "(a (3, 1) operand against a (3, 4) output): sum those too, with keepdims=True.",
-            _leading_axes_only,
-        ),
-        Mistake(
-            "mean_instead_of_sum",
-            "You averaged over the broadcast axes. Each copy of a broadcast value contributes "
-            "its full share of the cotangent: sum them.",
-            _mean_instead_of_sum,
-        ),
-        Mistake(
-            "mul_not_swapped",
-            "For out = x * y, a change in x moves out by that change times y: the cotangent "
-            "of x is g times the OTHER operand, y (and the cotangent of y is g times x).",
-            _mul_not_swapped,
-        ),
+        Mistake("chapter02_rule", "These are chapter 02's rules, written for operands of one "
+                "shape: each cotangent comes back with the OUTPUT's shape. A primal that "
+                "broadcasting stretched was used once per copy, so its cotangent is the sum over "
+                "those copies: reduce each cotangent to its primal's shape (chapter 03's "
+                "unbroadcast).", _chapter02_rule),
+        Mistake("leading_axes_only", "You summed the leading axes a primal lacks, but not the axes"
+                " where it has size 1 (a (3, 1) operand against a (3, 4) output): sum those too, "
+                "with keepdims=True.", _leading_axes_only),
+        Mistake("mean_instead_of_sum", "You averaged over the broadcast axes. Each copy of a "
+                "broadcast value contributes its full share of the cotangent: sum them.",
+                _mean_instead_of_sum),
+        Mistake("mul_not_swapped", "For out = x * y, a change in x moves out by that change times "
+                "y: the cotangent of x is g times the OTHER operand, y (and the cotangent of y is"
+                " g times x).", _mul_not_swapped),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. g has the output's "
-            "shape, np.broadcast_shapes(x.shape, y.shape); each cotangent must end with its "
-            "primal's shape. Print the shapes on that line."
-        ),
-        "shape": (
-            "grad_x must have x's shape and grad_y y's shape: sum the output-shaped "
-            "cotangent over the axes broadcasting added or stretched."
-        ),
-        "value": (
-            "Right shapes, wrong values: work out, for one element of x, which elements of "
-            "the output it reached, and what each contributes (for mul: times the other "
-            "operand at that position)."
-        ),
+        "error": "The traceback names the line of your code that raised. g has the output's shape,"
+                 " np.broadcast_shapes(x.shape, y.shape); each cotangent must end with its "
+                 "primal's shape. Print the shapes on that line.",
+        "shape": "grad_x must have x's shape and grad_y y's shape: sum the output-shaped cotangent"
+                 " over the axes broadcasting added or stretched.",
+        "value": "Right shapes, wrong values: work out, for one element of x, which elements of "
+                 "the output it reached, and what each contributes (for mul: times the other "
+                 "operand at that position).",
     },
 )
 
@@ -237,58 +219,35 @@ CAPSTONE_MATMUL_RULE = Exercise(
     reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape(tf.experimental.numpy.matmul)",
     mistakes=(
-        Mistake(
-            "chapter03_rule",
-            "Right for operands of two axes or more, but np.matmul also takes vectors: a 1-D "
-            "a is treated as a (1, n) row and a 1-D b as an (n, 1) column, and that axis is "
-            "removed from the output. Put the removed axis back into g, apply your rule, "
-            "then remove the added axis from the cotangent.",
-            _chapter03_rule,
-        ),
-        Mistake(
-            "vector_kept_promoted",
-            "For a 1-D operand your cotangent keeps the axis you added to it ((1, n) or "
-            "(n, 1)): remove it again, so the cotangent has the vector's shape.",
-            _vector_kept_promoted,
-        ),
-        Mistake(
-            "batch_not_summed",
-            "The cotangent of an operand whose batch axes were broadcast (the capstone's "
-            "weights, shared by every batch) still has the batch axes: sum it down to the "
-            "operand's shape, as the broadcasting add does.",
-            _matmul_batch_not_summed,
-        ),
-        Mistake(
-            "all_axes_transposed",
-            "np.transpose(x) and x.T reverse ALL axes; a batch of matrices must transpose "
-            "only its last two: np.swapaxes(x, -1, -2).",
-            _matmul_all_axes_transposed,
-        ),
-        Mistake(
-            "swapped_outputs",
-            "You returned (grad_b, grad_a). Return the cotangent of a first.",
-            _matmul_swapped_outputs,
-        ),
+        Mistake("chapter03_rule", "Right for operands of two axes or more, but np.matmul also "
+                "takes vectors: a 1-D a is treated as a (1, n) row and a 1-D b as an (n, 1) "
+                "column, and that axis is removed from the output. Put the removed axis back into"
+                " g, apply your rule, then remove the added axis from the cotangent.",
+                _chapter03_rule),
+        Mistake("vector_kept_promoted", "For a 1-D operand your cotangent keeps the axis you added"
+                " to it ((1, n) or (n, 1)): remove it again, so the cotangent has the vector's "
+                "shape.", _vector_kept_promoted),
+        Mistake("batch_not_summed", "The cotangent of an operand whose batch axes were broadcast "
+                "(the capstone's weights, shared by every batch) still has the batch axes: sum it"
+                " down to the operand's shape, as the broadcasting add does.",
+                _matmul_batch_not_summed),
+        Mistake("all_axes_transposed", "np.transpose(x) and x.T reverse ALL axes; a batch of "
+                "matrices must transpose only its last two: np.swapaxes(x, -1, -2).",
+                _matmul_all_axes_transposed),
+        Mistake("swapped_outputs", "You returned (grad_b, grad_a). Return the cotangent of a "
+                "first.", _matmul_swapped_outputs),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. Print the shapes of g, a "
-            "and b there: which axes did np.matmul remove from the output, and which did it "
-            "broadcast?"
-        ),
-        "exception": (
-            "A matmul shape error inside the rule: check the 1-D cases (np.matmul removes a "
-            "vector's promoted axis from the output, so g lacks it), that a transpose swaps "
-            "only the last two axes, and the order of each product."
-        ),
-        "shape": (
-            "grad_a must have a's shape and grad_b b's shape: sum over broadcast batch axes, "
-            "and give a 1-D operand a 1-D cotangent."
-        ),
-        "value": (
-            "Right shapes, wrong values: check the order of each product and that the "
-            "transpose swaps only the last two axes."
-        ),
+        "error": "The traceback names the line of your code that raised. Print the shapes of g, a "
+                 "and b there: which axes did np.matmul remove from the output, and which did it "
+                 "broadcast?",
+        "exception": "A matmul shape error inside the rule: check the 1-D cases (np.matmul removes"
+                     " a vector's promoted axis from the output, so g lacks it), that a transpose "
+                     "swaps only the last two axes, and the order of each product.",
+        "shape": "grad_a must have a's shape and grad_b b's shape: sum over broadcast batch axes, "
+                 "and give a 1-D operand a 1-D cotangent.",
+        "value": "Right shapes, wrong values: check the order of each product and that the "
+                 "transpose swaps only the last two axes.",
     },
 )
 
@@ -405,67 +364,37 @@ CAPSTONE_XENT_VJP = Exercise(
         "jax.vjp of the mean of -labels * jax.nn.log_softmax"
     ),
     mistakes=(
-        Mistake(
-            "no_mean",
-            "The loss is the MEAN over every row, so each row's share is divided by the "
-            "number of rows. Your result is that many times too large.",
-            _no_mean,
-        ),
-        Mistake(
-            "first_axis_mean",
-            "You divided by logits.shape[0], the size of the first axis only. The mean runs "
-            "over every leading axis: divide by the number of rows, the product of all axes "
-            "but the last.",
-            _first_axis_mean,
-        ),
-        Mistake(
-            "ignores_cotangent",
-            "Your result does not depend on g (it is the gradient for g = 1). A VJP multiplies "
-            "by the incoming cotangent: scale by g.",
-            _ignores_cotangent,
-        ),
-        Mistake(
-            "sign_flipped",
-            "The sign is flipped. Raising one logit raises its own probability: for the true "
-            "class that lowers the loss, so that entry of the gradient is negative.",
-            _sign_flipped,
-        ),
-        Mistake(
-            "no_softmax",
-            "You used the logits where probabilities belong: differentiate the log of the "
-            "normaliser, log sum_j exp(logits_j), and see what it gives.",
-            _no_softmax,
-        ),
-        Mistake(
-            "softmax_over_batch",
-            "Your softmax normalises down axis 0 (across examples). Each example's "
-            "probabilities sum to one along its own row: the last axis, keepdims=True.",
-            _softmax_over_batch,
-        ),
-        Mistake(
-            "log_derivative_only",
-            "You stopped at the derivative of -log p with respect to p. The logits reach the "
-            "loss through the softmax too, and every logit of a row moves every p of that "
-            "row: follow the chain through log softmax(z)_k = z_k - log sum_j exp(z_j).",
-            _log_softmax_derivative_only,
-        ),
+        Mistake("no_mean", "The loss is the MEAN over every row, so each row's share is divided by"
+                " the number of rows. Your result is that many times too large.", _no_mean),
+        Mistake("first_axis_mean", "You divided by logits.shape[0], the size of the first axis "
+                "only. The mean runs over every leading axis: divide by the number of rows, the "
+                "product of all axes but the last.", _first_axis_mean),
+        Mistake("ignores_cotangent", "Your result does not depend on g (it is the gradient for g ="
+                " 1). A VJP multiplies by the incoming cotangent: scale by g.", _ignores_cotangent),
+        Mistake("sign_flipped", "The sign is flipped. Raising one logit raises its own "
+                "probability: for the true class that lowers the loss, so that entry of the "
+                "gradient is negative.", _sign_flipped),
+        Mistake("no_softmax", "You used the logits where probabilities belong: differentiate the "
+                "log of the normaliser, log sum_j exp(logits_j), and see what it gives.",
+                _no_softmax),
+        Mistake("softmax_over_batch", "Your softmax normalises down axis 0 (across examples). Each"
+                " example's probabilities sum to one along its own row: the last axis, "
+                "keepdims=True.", _softmax_over_batch),
+        Mistake("log_derivative_only", "You stopped at the derivative of -log p with respect to p."
+                " The logits reach the loss through the softmax too, and every logit of a row "
+                "moves every p of that row: follow the chain through log softmax(z)_k = z_k - log"
+                " sum_j exp(z_j).", _log_softmax_derivative_only),
     ),
     hints_by_kind={
-        "error": (
-            "The traceback names the line of your code that raised. logits and labels have "
-            "shape (..., K); the result has logits' shape. Print the shapes on that line."
-        ),
-        "nonfinite": (
-            "np.exp overflows for large logits. Subtract each row's maximum first "
-            "(logits - logits.max(axis=-1, keepdims=True)): softmax does not change."
-        ),
+        "error": "The traceback names the line of your code that raised. logits and labels have "
+                 "shape (..., K); the result has logits' shape. Print the shapes on that line.",
+        "nonfinite": "np.exp overflows for large logits. Subtract each row's maximum first (logits"
+                     " - logits.max(axis=-1, keepdims=True)): softmax does not change.",
         "shape": "The result must have the shape of logits.",
-        "value": (
-            "Right shape, wrong values. Derive it in steps: write one row's loss as "
-            "-sum_k labels_k * (z_k - log sum_j exp(z_j)); differentiate with respect to "
-            "z_i (the derivative of log sum_j exp(z_j) is a softmax); use that each row of "
-            "labels sums to one; then account for the mean over all rows and for g."
-        ),
+        "value": "Right shape, wrong values. Derive it in steps: write one row's loss as -sum_k "
+                 "labels_k * (z_k - log sum_j exp(z_j)); differentiate with respect to z_i (the "
+                 "derivative of log sum_j exp(z_j) is a softmax); use that each row of labels sums"
+                 " to one; then account for the mean over all rows and for g.",
     },
 )
 
