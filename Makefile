@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: install lab test lint course bench bundle clean
+.PHONY: install lab test test-pytest test-notebooks test-fast test-chapter lint course bench bundle clean
 
 $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,10 +33,38 @@ lint: $(STAMP)
 # kernel), stays on one worker (--dist loadfile), so module fixtures are built once.
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg
+# The fast tiers leave out the tests marked slow or e2e (pyproject.toml; tests/tiers.py).
+FAST := not slow and not e2e
 
-test: $(STAMP) lint
+# Everything, in three parts: ruff (make lint), every test (make test-pytest), every notebook of
+# both folders and both editions under nbval (make test-notebooks). Each part runs even when one
+# before it failed; the last line says which passed and which failed.
+TEST_PARTS := lint test-pytest test-notebooks
+test: $(STAMP)
+	@summary=""; failed=0; \
+	for part in $(TEST_PARTS); do \
+	  if $(MAKE) --no-print-directory $$part; then summary="$$summary $$part passed;"; \
+	  else summary="$$summary $$part FAILED;"; failed=1; fi; \
+	done; \
+	echo "make test:$$summary"; exit $$failed
+
+test-pytest: $(STAMP)
 	$(PY) -m pytest $(XDIST) --durations=15 tests
-	$(PY) -m pytest $(XDIST) --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg solutions course
+
+test-notebooks: $(STAMP)
+	$(PY) -m pytest $(XDIST) $(NBVAL) solutions course
+
+# Every test not marked slow or e2e (no notebooks): a few minutes.
+test-fast: $(STAMP)
+	$(PY) -m pytest $(XDIST) -m "$(FAST)" tests
+
+# One chapter, in under 2 minutes: `make test-chapter CH=03` runs the fast tests that belong to
+# chapter 03 (tests/tiers.py says which) and its solution notebook under nbval.
+test-chapter: $(STAMP)
+	@test -n "$(CH)" || { echo "make test-chapter needs a chapter: make test-chapter CH=03" >&2; exit 2; }
+	$(PY) -m pytest $(XDIST) -m "$(FAST)" --durations=10 --chapter $(CH) $(NBVAL) tests \
+	  $(wildcard solutions/$(CH)_*.ipynb)
 
 course: $(STAMP)
 	$(PY) -m autograder build-course

@@ -25,7 +25,10 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from babel.messages.pofile import read_po, write_po
+
+pytestmark = pytest.mark.e2e  # copies the repository, runs sync and builds notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = Path("autograder/exercises/ch03_unbroadcasting.py")

@@ -8,6 +8,8 @@ import csv
 import shutil
 from pathlib import Path
 
+import pytest
+
 from autograder.grading import command
 from autograder.grading.start import batch_chapter
 from autograder.grading.submissions import Notebook, Submission
@@ -27,6 +29,7 @@ def test_the_majority_chapter_is_taken_and_a_tie_is_refused():
     assert chapter is None and "--assignment" in problem and "chapter 00: 1" in problem
 
 
+@pytest.mark.e2e  # grades a batch of notebooks through the sandbox
 def test_a_notebook_of_another_chapter_scores_0_without_assignment(tmp_path, capsys):
     paths = []
     for index in range(2):

@@ -14,6 +14,8 @@ import pytest
 
 from autograder.exercises import for_chapter
 
+pytestmark = pytest.mark.e2e  # grades whole notebooks through the sandbox
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(path.name for path in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
 

@@ -25,6 +25,8 @@ from autograder.grading.submissions import read_submissions
 from autograder.sandbox import sandbox
 from autograder.sandbox.confined import confine
 
+pytestmark = pytest.mark.e2e  # grades batches through the sandbox, as an instructor does
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -27,6 +27,8 @@ from ..installed import clean_environment, install_wheel, make_grader_venv, work
 from ..project.test_environment import pins, requirements
 from ..submissions import GOOD_MATMUL, LEARNER_COPY, ROOT, bad_unbroadcast, fill
 
+pytestmark = pytest.mark.e2e  # builds the zip and runs the grader in its own venv
+
 SEED = 1234
 GRADING_ERROR = "GRADING ERROR"
 

@@ -46,6 +46,8 @@ from autograder.sandbox.pools import Sandbox
 
 from ..submissions import ROOT, write_all
 
+pytestmark = pytest.mark.e2e  # the grade command on whole submissions, through the sandbox
+
 SEED = "5"
 
 

@@ -18,6 +18,8 @@ from autograder.grading.tampering import read_findings
 from ..submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
 from ..tampering_attacks import STOPPED_BY_THE_CHILD, tampering_attacks
 
+pytestmark = pytest.mark.e2e  # the tampering attacks, graded in every sandbox mode
+
 WAYS_IN = [
     'import sys\nsys.modules["harness"].invoker = lambda *a, **k: (lambda fn, *args: fn(*args))',
     "import harness\nharness.ch01_chain_rule.invoke_rows = lambda fn, *a: fn(*a)",

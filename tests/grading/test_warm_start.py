@@ -30,6 +30,8 @@ from autograder.grading.warm_groups import warm_groups
 from autograder.sandbox import children, warm_children
 from autograder.sandbox.pools import Sandbox
 
+pytestmark = pytest.mark.e2e  # grades through the sandbox's warm children
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION_06 = ROOT / "solutions" / "06_implicit_callbacks_checkpointing.ipynb"
 # Appended to the bessel_i0e cell: the process ends while bessel_i0e runs.

@@ -36,6 +36,8 @@ import pytest
 
 from autograder.authoring.notebooks import BEGIN, END, learner_copy
 
+pytestmark = pytest.mark.e2e  # JupyterLab in headless Chromium
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium"))
 REQUIRE_BROWSER = os.environ.get("COURSE_REQUIRE_BROWSER") == "1"

@@ -20,6 +20,8 @@ from autograder.authoring import coursemap
 
 from ..installed import ROOT, Install, clean_environment, installed_course, run
 
+pytestmark = pytest.mark.e2e  # runs a learner copy in a kernel, from the wheel
+
 CHAPTER = "00_start_here.ipynb"
 FAKE_COLAB = '''
 import sys, types

@@ -26,6 +26,8 @@ from ..installed import (
 )
 from ..submissions import GOOD_UNBROADCAST
 
+pytestmark = pytest.mark.e2e  # builds the wheel, checks and grades from it
+
 SOLUTION = ROOT / "solutions" / "03_unbroadcasting.ipynb"
 
 

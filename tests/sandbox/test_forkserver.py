@@ -28,6 +28,8 @@ from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
 from autograder.sandbox.pools import Sandbox
 
+pytestmark = pytest.mark.e2e  # grades through the fork server
+
 ROOT = Path(__file__).resolve().parents[2]
 # Appended to chapter 01's qa_gradients cell: every later GradientTape.gradient in this
 # interpreter returns None. It breaks the submission's own TensorFlow exercises; a child

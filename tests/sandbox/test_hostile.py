@@ -29,6 +29,8 @@ from ..hostile import IPC_KEY, POSIX_SHM_NAME, SOLUTION, write_corpus
 from ..submissions import ROOT
 from ..tampering_attacks import tampering_attacks
 
+pytestmark = pytest.mark.e2e  # the hostile corpus, graded in every sandbox mode
+
 MODES = ["bubblewrap", "refused", "fork"]
 
 

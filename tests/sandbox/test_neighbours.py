@@ -25,6 +25,8 @@ from ..hostile import BUSY, always_run
 from ..submissions import GOOD_MATMUL, GOOD_UNBROADCAST, LEARNER_COPY, ROOT, fill
 from .test_hostile import leftover_children, mode_command
 
+pytestmark = pytest.mark.e2e  # grades busy submissions beside honest ones
+
 # How long the attacker keeps its processes and threads busy. Unpinned, the slowest honest
 # neighbour graded meanwhile took longer (6-8 s with these 6 s and 100 processes on 2 cores,
 # 20-22 s with 150 processes); pinned, 1 s or less. Half of it is the line between the two.
