@@ -124,13 +124,6 @@ def declaration_problems(exercises: Iterable[Any], read_harness: bool = True
             named = getattr(exercise, key)
             if named and (problem := _harness_function_problem(named)):
                 problems.append(f"Exercise {exercise.name}: {key}={named!r} {problem}")
-        if exercise.reference_implementation:
-            found = _harness_parameters(exercise.reference_implementation)
-            if found is not None and found != exercise.parameters:
-                problems.append(
-                    f"Exercise {exercise.name}: its reference_implementation "
-                    f"{exercise.reference_implementation!r} takes {listed(found)}, but the "
-                    f"signature {exercise.signature!r} declares {listed(exercise.parameters)}.")
         if exercise.invoke and _reads_namespace(exercise.invoke) and not exercise.namespace_reads:
             problems.append(
                 f"Exercise {exercise.name}: its invoke {exercise.invoke!r} looks names up in the "
@@ -150,7 +143,7 @@ def _harness_function_problem(named: str) -> str:
     return ""
 
 
-def _harness_parameters(named: str) -> tuple[str, ...] | None:
+def harness_parameters(named: str) -> tuple[str, ...] | None:
     """The parameters of a harness function, read from its source (None: not found)."""
     module, function = harness.split_name(named)
     source = (_harness_definitions(module) or {}).get(function, "")

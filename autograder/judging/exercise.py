@@ -26,6 +26,7 @@ from autograder.judging.declaration import (
     MISMATCH_KINDS,
     chapter_of,
     declaring_module,
+    harness_parameters,
     is_exception_name,
     listed,
     parameter_names,
@@ -75,8 +76,8 @@ class Exercise:
     `signature` is the learner's function as messages show it, "unbroadcast(g, shape) ->
     ndarray": its name, its parameters (a case's arguments, in order) and in words what it
     gives back. It is checked when declared against the known mistakes' parameters (each a
-    learner function) and the names the reference reads, and against the reference
-    implementation's by `declaration_problems`. `cases(profile)` draws cases and `edges()`
+    learner function), the reference implementation's (read from the harness source) and the
+    names the reference reads. `cases(profile)` draws cases and `edges()`
     builds the hand-picked ones; read them through `strategy` and `edge_cases`, which name
     the exercise when a case is malformed. `reference` gives what TensorFlow and JAX compute
     (derived.py: one forward for both, or two written by hand with the reason). The keys of
@@ -162,6 +163,12 @@ class Exercise:
                     f"the mistake {mistake.name!r} takes {listed(found)}, but the signature "
                     f"{self.signature!r} declares {listed(self.parameters)}: a mistake is "
                     "written with the learner's own parameters.")
+        implementation = self.reference_implementation
+        found = harness_parameters(implementation) if implementation else None
+        if found is not None and found != self.parameters:
+            problems.append(
+                f"its reference_implementation {implementation!r} takes {listed(found)}, but the "
+                f"signature {self.signature!r} declares {listed(self.parameters)}.")
         unknown = [n for n in self.reference.reads if n not in self.parameters]
         if unknown:
             problems.append(

@@ -90,6 +90,12 @@ def test_a_mistake_with_other_parameters_is_refused_naming_exercise_and_mistake(
         dataclasses.replace(UNBROADCAST, mistakes=(*UNBROADCAST.mistakes, wrong))
 
 
+def test_a_reference_implementation_with_other_parameters_is_refused():
+    with pytest.raises(ValueError, match=r"Exercise matmul_vjp: its reference_implementation "
+                                         r"'ch03_unbroadcasting:unbroadcast' takes \(g, shape\)"):
+        dataclasses.replace(MATMUL_VJP, reference_implementation="ch03_unbroadcasting:unbroadcast")
+
+
 def test_a_reference_reading_an_undeclared_argument_is_refused():
     with pytest.raises(ValueError, match=r"Exercise matmul_vjp: the reference reads \(c\)"):
         dataclasses.replace(MATMUL_VJP, reference=vjp_reference(
