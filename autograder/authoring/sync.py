@@ -151,8 +151,8 @@ def build(what: str, action: Callable[[], None]) -> list[str]:
         action()
     except CellExecutionError as error:
         lines = str(error).strip().splitlines()
-        return [f"{what}: a cell raised, so nothing was written for it; fix its source and "
-                f"sync again. {' / '.join(lines[-3:])}"]
+        return [f"{what}: a cell raised, so the notebook that ran it was not written; fix "
+                f"its source and sync again. {' / '.join(lines[-3:])}"]
     return []
 
 
