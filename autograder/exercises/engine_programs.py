@@ -87,11 +87,15 @@ def _input(rng: np.random.Generator, shape: tuple[int, ...], positive: bool) -> 
 
 
 @st.composite
-def _inputs(draw: st.DrawFn) -> list[np.ndarray]:
+def _inputs(draw: st.DrawFn, batched: bool) -> list[np.ndarray]:
+    """Three inputs of shapes drawn from SHAPES; `batched`: x0 a batch of (m, k) matrices
+    and x1 a (k, m) matrix, so that both x0 @ x1 and x1 @ x0 are batched matmuls."""
     sizes = Sizes(*(draw(st.integers(2, 3)) for _ in range(3)))
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-    return [_input(rng, sizes.shape(draw(st.sampled_from(SHAPES))), draw(st.booleans()))
-            for _ in INPUTS]
+    kinds = [draw(st.sampled_from(SHAPES)) for _ in INPUTS]
+    if batched:
+        kinds[:2] = ["batch", "matrix_t"]
+    return [_input(rng, sizes.shape(kind), draw(st.booleans())) for kind in kinds]
 
 
 # ---------------------------------------------------------------- one operation at a time
@@ -265,16 +269,20 @@ def _value(expression: str, pool: Pool) -> np.ndarray | None:
 
 
 @st.composite
-def program_text(draw: Draw, inputs: list[np.ndarray], most: int) -> str:
+def program_text(draw: Draw, inputs: list[np.ndarray], most: int, batched: bool) -> str:
     """A program over the inputs: 1 to `most` operations, each on the value before it (the
-    first on an input), then the sum of the last value. An operation that does not suit the
-    value (log of a negative value, no operand to multiply with) gives way to the next of
-    OPS that does."""
+    first on an input; `batched`: the first is x0 @ x1 or x1 @ x0), then the sum of the last
+    value. An operation that does not suit the value (log of a negative value, no operand to
+    multiply with) gives way to the next of OPS that does."""
     pool: Pool = dict(zip(INPUTS, inputs, strict=True))
     a, lines = draw(st.sampled_from(INPUTS)), []
     for line in range(draw(st.integers(1, most))):
-        expression, value = _first_that_suits(draw, draw(st.integers(0, len(OPS) - 1)), a,
-                                              pool)
+        if batched and not lines:
+            expression = "x1 @ x0" if draw(st.booleans()) else "x0 @ x1"
+            value = numpy_value(expression, pool)
+        else:
+            start = draw(st.integers(0, len(OPS) - 1))
+            expression, value = _first_that_suits(draw, start, a, pool)
         a = f"y{line}"
         pool[a] = value
         lines.append(f"{a} = {expression}")
@@ -296,9 +304,10 @@ def _first_that_suits(draw: Draw, start: int, a: str, pool: Pool) -> tuple[str, 
 @st.composite
 def programs(draw: Draw, profile: Profile) -> Case:
     """A case: a random program and its three inputs."""
-    inputs = draw(_inputs())
+    batched = draw(st.booleans())  # a batched matmul first, in about half the programs
+    inputs = draw(_inputs(batched))
     most = GRADING_LINES if grading_sized(profile) else NOTEBOOK_LINES
-    program = draw(program_text(inputs, most))
+    program = draw(program_text(inputs, most, batched))
     return Case((("program", program), *zip(INPUTS, inputs, strict=True)))
 
 
@@ -313,8 +322,21 @@ QA_INPUTS = [np.array([[[1.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]]),
              np.array([[[1.0, 1.0], [2.0, 2.0]], [[3.0, 3.0], [-1.0, -1.0]]])]
 
 
+# Two programs that between them use every operation the random ones draw from, so that every
+# check runs each at least once, whatever its seed draws.
+EVERY_OPERATION = (
+    "y0 = maximum(x0, x1)\ny1 = relu(y0)\ny2 = y1 / x2\ny3 = y2 - x1\n"
+    "y4 = log_softmax(y3, axis=0)\ny5 = mean(y4, axis=1, keepdims=True)\n"
+    "y6 = broadcast_to(y5, (2, 2))\ny7 = y6 * y6\ny8 = sum(y7)",
+    "y0 = log(x0)\ny1 = reshape(y0, (3, 2))\ny2 = transpose(y1, (1, 0))\ny3 = -y2\n"
+    "y4 = exp(y3)\ny5 = y4[:, 1:3]\ny6 = y5 ** 3\ny7 = sum(y6, axis=0)\ny8 = y7 ** -1\n"
+    "y9 = y8 ** 0.5\ny10 = x1[[1, 1]]\ny11 = y9 + y10\ny12 = sum(y11)",
+)
+
+
 def program_edges() -> list[Case]:
-    """The source material's batched matmul, a value used twice, a gather that repeats."""
+    """The source material's batched matmul, a value used three times, a gather that
+    repeats, and the two programs of every operation."""
     rng = np.random.default_rng(2)
     return [
         program_case("y0 = x0 @ x1\ny1 = y0 @ x2\ny2 = sum(y1)", QA_INPUTS,
@@ -323,8 +345,14 @@ def program_edges() -> list[Case]:
                      [_input(rng, (2, 3), False), *QA_INPUTS[1:]],
                      label="a value used three times"),
         program_case("y0 = x0[[0, 2, 0]]\ny1 = tanh(y0)\ny2 = y1 * x1\ny3 = sum(y2)",
-            [_input(rng, (3, 2), False), _input(rng, (3, 2), False), QA_INPUTS[2]],
-            label="a gather that repeats row 0"),
+                     [_input(rng, (3, 2), False), _input(rng, (3, 2), False), QA_INPUTS[2]],
+                     label="a gather that repeats row 0"),
+        program_case(EVERY_OPERATION[0], [_input(rng, (2, 3), False), _input(rng, (3,), False),
+                                          _input(rng, (2, 1), True)],
+                     label="maximum, relu, /, -, log_softmax, mean and broadcast_to"),
+        program_case(EVERY_OPERATION[1], [_input(rng, (2, 3), True), _input(rng, (3, 2), False),
+                                          QA_INPUTS[2]],
+                     label="log, reshape, transpose, -, exp, slices, powers and a gather"),
     ]
 
 

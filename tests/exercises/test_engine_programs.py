@@ -19,6 +19,7 @@ from autograder.exercises.engine_programs import (
     NOTEBOOK_LINES,
     QA_INPUTS,
     program_case,
+    program_edges,
     program_jax,
     program_tf,
     programs,
@@ -76,9 +77,12 @@ def _shrunk(exercise, swaps, seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("swaps", "hint"), [(SEED_001, SEED_HINT), (ASSIGNING, ASSIGN_HINT)],
-                         ids=["seed 001", "assigns"])
+@pytest.mark.parametrize(("swaps", "hint"), [(SEED_001, SEED_HINT), (ASSIGNING, ASSIGN_HINT),
+                                             (MATMUL_ONLY, "")],
+                         ids=["seed 001", "assigns", "seed 001's matmul rule alone"])
 def test_each_wrong_engine_is_caught_and_shrunk_on_every_seed(exercise, swaps, hint):
+    """On the programs drawn alone (the hand-picked ones would catch two of them): seed
+    001's matmul rule alone shows only on a 3-D operand."""
     for seed in SEEDS:
         failure = _shrunk(exercise, swaps, seed)
         assert failure is not None, f"seed {seed}: no program caught it"
@@ -87,10 +91,10 @@ def test_each_wrong_engine_is_caught_and_shrunk_on_every_seed(exercise, swaps, h
         assert hint in failure.hint, (seed, failure.hint)
 
 
-def test_the_matmul_rule_alone_is_caught_too(exercise):
-    """Seed 001's matmul rule with a right unbroadcast: only a 3-D operand shows it. The
-    notebook's check catches it (its programs, or the Q&A case among its edge cases) and
-    shows a program of at most 4 operations with a matmul."""
+def test_the_notebooks_check_catches_the_matmul_rule_alone(exercise):
+    """The notebook's check (its programs, and the Q&A case among its hand-picked ones)
+    fails seed 001's matmul rule with a right unbroadcast, on a program with a matmul of at
+    most 4 operations."""
     report = check_engine(engine(MATMUL_ONLY)["grad"], exercise)
     program = report.failure.case.arg("program")
     assert not report.passed and "@" in program and operations(program) <= MOST_OPERATIONS
@@ -152,19 +156,20 @@ def test_programs_are_small_and_end_in_a_scalar_that_uses_every_line(data):
                           if isinstance(node, ast.Name)}, program
 
 
-def test_the_programs_cover_every_kind_of_operation():
-    """Over a grading seed's programs: fan-out, reused inputs, broadcasting, reductions with
-    axes and keepdims, slices, repeated integer indices, batched matmul, maximum, relu,
-    log_softmax and the shape operations all occur."""
-    cases = draw_cases(programs(grading_profile(3)), grading_profile(3))
+@pytest.mark.parametrize("profile", [NOTEBOOK, grading_profile(3)], ids=["notebook", "grading"])
+def test_every_check_runs_every_kind_of_operation(profile):
+    """The check's programs (its hand-picked ones and those drawn): fan-out, reused inputs,
+    broadcasting, reductions with axes and keepdims, slices, repeated integer indices,
+    batched matmul, maximum, relu, log_softmax and the shape operations all occur."""
+    cases = program_edges() + draw_cases(programs(profile), profile)
     text = "\n".join(case.arg("program") for case in cases)
-    for needle in (" @ ", "maximum(", "relu(", "log_softmax(", "keepdims=True", "axis=",
-                   "reshape(", "transpose(", "broadcast_to(", "mean(", "log(", "exp(",
-                   " / ", " ** ", "-y", "-x", ", ["):
+    for needle in (" @ ", " + ", " - ", " * ", " / ", " ** ", "exp(", "log(", "tanh(", "relu(",
+                   "maximum(", "sum(", "mean(", "keepdims=True", "axis=", "reshape(",
+                   "transpose(", "broadcast_to(", "log_softmax(", "-y", ", [", "[["):
         assert needle in text, needle
     assert re.search(r"\[(:, )*\d:\d\]", text)  # a slice
     assert any(_repeats(case.arg("program")) for case in cases)
-    assert any(_batched_matmul(case) for case in cases)
+    assert sum(map(_batched_matmul, cases)) >= len(cases) // 4
 
 
 def _repeats(program):
