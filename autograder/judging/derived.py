@@ -100,6 +100,12 @@ def jax_namespace(jax: Any) -> ArrayNamespace:
     return ArrayNamespace(jax.numpy, stop_gradient=jax.lax.stop_gradient)
 
 
+def _tensors(tf: Any, case: Case) -> dict[str, Any]:
+    """The case's arguments by name, its arrays as TensorFlow constants."""
+    return {name: tf.constant(value) if isinstance(value, np.ndarray) else value
+            for name, value in case.args}
+
+
 def _parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
     """fn's parameters after the first (the array namespace)."""
     return tuple(inspect.signature(fn).parameters)[1:]
@@ -117,7 +123,7 @@ class _Derived:
         named = set(_parameter_names(self.forward)) | set(self.inputs)
         missing = [name for name in self.wrt if name not in named]
         if not self.wrt or missing:
-            raise ValueError(f"vjp_reference: wrt={self.wrt!r} must name parameters of the "
+            raise ValueError(f"A derived reference: wrt={self.wrt!r} must name parameters of the "
                              f"forward {_parameter_names(self.forward)} (or of inputs=).")
 
     def reads(self) -> tuple[str, ...]:
@@ -138,8 +144,7 @@ class _Derived:
 
     def tf(self, tf: Any, case: Case) -> Outputs:
         xp = tensorflow_namespace(tf)
-        named = self._arguments(xp, {name: tf.constant(value) if isinstance(value, np.ndarray)
-                                     else value for name, value in case.args})
+        named = self._arguments(xp, _tensors(tf, case))
         primals = [named[name] for name in self.wrt]
         with tf.GradientTape() as tape:
             tape.watch(primals)
@@ -162,8 +167,7 @@ class _Derived:
 
     def tf_jacobian(self, tf: Any, case: Case) -> Outputs:
         xp = tensorflow_namespace(tf)
-        named = self._arguments(xp, {name: tf.constant(value) if isinstance(value, np.ndarray)
-                                     else value for name, value in case.args})
+        named = self._arguments(xp, _tensors(tf, case))
         (primal,) = (named[name] for name in self.wrt)
         with tf.GradientTape(persistent=True) as tape:
             tape.watch(primal)
