@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -194,19 +193,9 @@ class Exercise:
             return is_exception_name(detail)
         return kind in MISMATCH_KINDS and detail in self.outputs
 
-    @cached_property
-    def strategy(self) -> Callable[[Profile], st.SearchStrategy[Case]]:
-        """`cases`, whose malformed case raises an error naming this exercise."""
-        declared, name = self.cases, self.name
-
-        @st.composite
-        def named(draw: st.DrawFn, profile: Profile) -> Case:
-            try:
-                return draw(declared(profile))
-            except AmbiguousArgument as error:
-                raise error.naming(name) from None
-
-        return named
+    def strategy(self, profile: Profile) -> st.SearchStrategy[Case]:
+        """`cases(profile)`, whose malformed case raises an error naming this exercise."""
+        return _naming(self.cases(profile), self.name)
 
     def edge_cases(self) -> list[Case]:
         """`edges()`, whose malformed case raises an error naming this exercise."""
@@ -289,6 +278,16 @@ class Exercise:
             if key in self.hints_by_kind:
                 return say(self.hints_by_kind[key])
         return say(GENERIC_HINTS.get(mismatch.kind, ""))
+
+
+@st.composite
+def _naming(draw: st.DrawFn, strategy: st.SearchStrategy[Case], exercise: str) -> Case:
+    """A case of `strategy`; an ambiguous argument's error names the exercise. (Decorated
+    here, at import: Hypothesis reads a composite's source when it is decorated.)"""
+    try:
+        return draw(strategy)
+    except AmbiguousArgument as error:
+        raise error.naming(exercise) from None
 
 
 def learner_function(name: str, parameters: str, body: Callable[..., Any]
