@@ -57,7 +57,7 @@ test-notebooks: $(STAMP)
 
 # Every test not marked slow or e2e (no notebooks): a few minutes.
 test-fast: $(STAMP)
-	$(PY) -m pytest $(XDIST) -m "$(FAST)" tests
+	$(PY) -m pytest $(XDIST) -m "$(FAST)" --durations=15 tests
 
 # One chapter, in under 2 minutes: `make test-chapter CH=03` runs the fast tests that belong to
 # chapter 03 (tests/tiers.py says which) and its solution notebook under nbval.

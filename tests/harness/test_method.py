@@ -255,6 +255,7 @@ def graded_tests(notebook: nbformat.NotebookNode, tmp_path: Path, seed: int) -> 
     return {t["name"].split()[0]: t for t in json.loads(results.read_text())["tests"]}
 
 
+@pytest.mark.e2e  # grades a notebook through the sandbox
 def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp_path):
     """One sandboxed grading of chapter 07: hvp by jax.hessian fails on the method, with no
     case; a NameError shows no case and only the learner's frames; an unanswered helper is
@@ -469,6 +470,7 @@ VMAP_ROWS = '''def jacobian_by_rows(x, W, b):
 '''
 
 
+@pytest.mark.e2e  # grades a notebook through the sandbox
 def test_the_grader_gives_the_vmap_answer_the_notebook_check_s_verdict(tmp_path):
     notebook = nbformat.read(ROOT / "solutions" / "01_chain_rule.ipynb", as_version=4)
     _replace_exercise(notebook, "jacobian_by_rows", VMAP_ROWS)

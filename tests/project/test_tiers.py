@@ -79,7 +79,8 @@ def test_make_test_runs_every_tier_and_the_fast_tiers_leave_out_only_the_markers
     everything = re.search(r"-m pytest .* tests$", parts["test-pytest"], re.MULTILINE)
     assert everything and " -m " not in everything.group(0).replace("-m pytest", "")
     assert re.search(r"--nbval .* solutions course$", parts["test-notebooks"], re.MULTILINE)
-    assert f'-m "{tiers.FAST}" tests' in parts["test-fast"]
+    assert re.search(rf'-m "{tiers.FAST}" .*tests$', parts["test-fast"], re.MULTILINE)
+    assert f'-m "{tiers.FAST}"' in parts["test-chapter"] and "--chapter" in parts["test-chapter"]
     assert tiers.FAST == "not slow and not e2e"
     test = (ROOT / "Makefile").read_text()
     assert re.search(r"^TEST_PARTS := lint test-pytest test-notebooks$", test, re.MULTILINE)
@@ -129,3 +130,4 @@ def test_each_chapter_tier_selects_its_checks_and_its_notebook(chapter, fast_ite
     assert f"{tiers.chapter_notebooks()[chapter]}.ipynb" in files
     others = set(tiers.chapter_notebooks()) - {chapter}
     assert not {f"test_check_ch{other}.py" for other in others} & files
+
