@@ -26,11 +26,11 @@ from autograder.grading import grade as grade_module
 from autograder.grading import submissions as submissions_module
 from autograder.grading.assignment import (
     Assignment,
-    GradingRun,
     prepare,
     save_known_mistakes,
 )
 from autograder.grading.grade import SubmissionResult, grade_submission
+from autograder.grading.grading_run import GradingRun
 from autograder.grading.parts import SpareSlots, split_exercises
 from autograder.grading.submissions import read_submission, read_submissions
 from autograder.grading.verdicts import (
