@@ -4,7 +4,8 @@
 It runs in a fresh interpreter, as a fresh kernel would: it times the imports a chapter's
 first cells make (numpy, JAX, TensorFlow, the check), then the first check of a right engine
 (tests/engines.py: drawing the programs, both frameworks' references, the engine on every
-program) split into its parts, then `repeats` re-runs of the same check cell. `--cache` is
+program), `repeats` re-runs of the same check cell, and then each part of the first check
+again on its own. `--cache` is
 the JAX compilation cache folder (XDG_CACHE_HOME): run it twice with the same folder to see
 a warm cache (what `make lab`'s warm-up gives a learner), once with an empty one for a cold.
 """
@@ -40,17 +41,18 @@ def main() -> None:
     print("imports (numpy, jax, tensorflow, the check):", _seconds(started), "s")
     exercise = engine_exercise((Mistake("assigns", "hint", engine(ASSIGNING)["grad"]),))
     right = engine()["grad"]
-    parts(exercise)
     started = time.perf_counter()
     report = check_engine(right, exercise)
-    print("first check, after the parts above were timed:", _seconds(started), "s",
-          report.status, report.cases_checked, "cases")
+    print("first check:", _seconds(started), "s,", report.status, report.cases_checked, "cases")
     again = []
     for _ in range(args.repeats):
         started = time.perf_counter()
         check_engine(right, exercise)
         again.append(time.perf_counter() - started)
     print(f"re-runs: median {statistics.median(again):.3f} s, max {max(again):.3f} s")
+    print("the first check's parts, each again on its own (JAX's compiled program now in "
+          "the cache):")
+    parts(exercise)
 
 
 def parts(exercise: object) -> None:
@@ -62,7 +64,8 @@ def parts(exercise: object) -> None:
     from tests.engines import engine
 
     started = time.perf_counter()
-    cases, _ = judging._notebook_cases(exercise, judging.NOTEBOOK)
+    cases = exercise.edge_cases() + judging.draw_cases(exercise.strategy(judging.NOTEBOOK),
+                                                       judging.NOTEBOOK)
     print(f"draw {len(cases)} programs:", _seconds(started), "s")
     started = time.perf_counter()
     tensorflow_references(exercise.tf_reference, cases)
