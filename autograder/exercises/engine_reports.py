@@ -100,10 +100,13 @@ def where_text(program: str, difference: Difference | None) -> str:
     if difference is None:
         return ""
     if difference.line is None:
+        wrong = difference.name.split(", ")
+        lines = [line for name in wrong for line in users(program, name)]
         return say("Every line's value has the right cotangent after your backward(root); "
-                   "the gradients of {inputs} differ. Look at the rules of the lines that use "
-                   "them, and at what your grad returns for each argnums.",
-                   inputs=difference.name)
+                   "the gradients of {inputs} differ. Look at the VJP rules of the lines that "
+                   "use them, {users}, at how your backward pass adds up what each use "
+                   "sends, and at what your grad returns for each argnums.",
+                   inputs=difference.name, users="; ".join(dict.fromkeys(lines)))
     return say("Going back from the output, the first value whose cotangent differs is {name} "
                "(its .grad after your backward(root)); every value after it has the right "
                "one. So the cotangent {name} receives is wrong: look at the VJP rules of the "
@@ -154,8 +157,12 @@ class ProgramReport(Report):
         if failure is None or self.status != FAILED or failure.input_independent:
             return parts
         program = failure.case.arg("program")
-        unused = {say("input {name}", name=name) for name in INPUTS
-                  if name not in used_names(program)} | {say("input {name}", name="program")}
+        # Left out: the inputs the program does not use, the program's repr, and every
+        # line's cotangent flattened into one vector (the differing line's is shown alone).
+        absent = [name for name in INPUTS if name not in used_names(program)]
+        unused = {say("input {name}", name=name) for name in [*absent, "program"]}
+        unused |= {say(title, name=name) for title in ("expected {name}", "got {name}")
+                   for name in [OUTPUTS[-1], *(f"{name}.grad" for name in absent)]}
         shown = []
         for title, body in parts:
             if body == failure.case.describe():

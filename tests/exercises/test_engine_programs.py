@@ -131,6 +131,7 @@ def test_the_report_shows_the_program_as_code_and_the_first_wrong_cotangent():
     assert "tanh(" in program and operations(program) <= MOST_OPERATIONS
     assert all(f"  {line}\n" in text for line in program.splitlines())  # as code, one a line
     assert "input program" not in text and "input x2" not in text  # x2 is not used
+    assert "node cotangents:" not in text
 
 
 def _tanh_of_input(namespace):
