@@ -26,7 +26,10 @@ The program is built so that it never meets a kink or a pole: `maximum` and `rel
 tie (|a - b| and |x| stay above 1e-3, so any convention at a tie passes), `log`, `/` and
 fractional powers only positive values or values away from zero, `exp` and powers only values
 that keep every value small. Each line uses the line before it, so every value reaches the
-output; a second operand is any earlier value (fan-out) or input (reuse).
+output; a second operand is any earlier value (fan-out) or input (reuse). About half the
+programs start with a batched matmul (x0 a batch of matrices, x1 a matrix), and five
+hand-picked programs (the source material's batched matmul among them) use between them
+every operation, whatever a seed draws.
 
 The outputs are the gradient of each input, from the learner's `grad(f, argnums=(0, 1, 2))`,
 and every line's cotangent (its `.grad` after the learner's `backward(root)`), flattened in
