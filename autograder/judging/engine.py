@@ -163,17 +163,14 @@ def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
 
 
 def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
-          others: Sequence[Evidence] = (), known: KnownOutputs | None = None
-          ) -> Failure | None:
+          others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
-    known mistake only if it also reproduces the `others` (other failing cases); `known`:
-    what the grader stored of the mistakes' outputs (else they are run)."""
+    known mistake only if it reproduces the `others` (other failing cases) too, run or `known`."""
     if attempt.error is not None:
         type_name = error_type(attempt)
         # Many mistakes raise the same shape error: only one alone is named; else the
         # exercise's hint for this exception, written for it.
-        named = exercise.mistake_hint([(case, Raised(type_name)), *others], several=False,
-                                      known=known)
+        named = exercise.mistake_hint([(case, Raised(type_name)), *others], False, known)
         return Failure(
             case=case,
             message=raised_message(type_name, attempt.error),
@@ -368,8 +365,7 @@ def failure_to_show(exercise: Exercise, failing: list[tuple[Case, Attempt, Outpu
     that does not depend on the case (a NameError: every case fails alike) first; else the
     caller's `preferred` failing case (the notebook's, which it shrinks from), else the
     smallest; its hint names a mistake only if that mistake reproduces the other failing
-    cases too. (A method not followed is shown only when no case fails: the callers' rule.)
-    `known`: the grader's stored outputs of the exercise's mistakes on its hidden cases."""
+    cases too. (A method not followed is shown only when no case fails: the callers' rule.)"""
     if not failing:
         return None
     independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
