@@ -110,6 +110,11 @@ def declared_mistake(exercise: Exercise, name: str) -> str:
     """A mistake the exercise declares, as the source of the learner's cell: the wrong
     answers the grader is tested with are the ones its hints are written for."""
     answer = next(m.answer for m in exercise.mistakes if m.name == name)
+    borrowed = sorted(n for n in answer.__code__.co_names
+                      if n in answer.__globals__ and n != "np")
+    if borrowed:  # a learner's cell has its own code only: the graded child would NameError
+        raise ValueError(f"{exercise.name}'s mistake {name} uses {borrowed} from its module; "
+                         "write it self-contained, as a learner's cell is.")
     return inspect.getsource(answer).replace(f"def {answer.__name__}(", f"def {exercise.name}(", 1)
 
 

@@ -64,8 +64,10 @@ def _mean_instead_of_sum(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _no_keepdims(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    # Self-contained, as a learner's cell is: tests/submissions.py grades this source.
     leading = g.ndim - len(shape)
-    return g.sum(axis=tuple(range(leading)) + _size_one_axes(shape, leading))
+    ones = tuple(leading + i for i, n in enumerate(shape) if n == 1)
+    return g.sum(axis=tuple(range(leading)) + ones)
 
 
 def _left_aligned(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
