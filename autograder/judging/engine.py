@@ -26,6 +26,7 @@ from autograder.harness import (
 from autograder.judging import references
 from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases, run_property
 from autograder.judging.compare import compare_outputs
+from autograder.judging.counterexamples import Counterexample, remember, remembered
 from autograder.judging.exercise import Evidence, Exercise, KnownOutputs, Outputs, Raised
 from autograder.judging.fingerprint import fingerprint
 from autograder.judging.numpy_only import framework_refused, frameworks_used
@@ -241,21 +242,6 @@ def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], l
     return cases, reference_outputs(exercise, cases), edge_count
 
 
-@dataclass(frozen=True)
-class Counterexample:
-    """The last failure reported for an exercise, with the fingerprint of the function it was
-    found for: its case, the references both frameworks agreed on, and the failure shown."""
-
-    case: Case
-    expected: Outputs
-    failure: Failure
-    source: str | None
-
-
-# (exercise name, profile) -> its last counterexample, for this kernel's lifetime.
-_LAST: dict[tuple[str, Profile], Counterexample] = {}
-
-
 def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
     """Check a learner's function on every case of the profile; never raises for a wrong
     answer. It is run with correct versions of the exercises it calls; the report says
@@ -273,13 +259,11 @@ def _with_own_helpers(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     """The check with the learner's own versions of the exercises it calls: an answer whose
     helper shares an exercise's name and does something else (HIPS autograd's matmul VJP
     and its `unbroadcast(x, target_meta)`) is right. The remembered counterexample stays."""
-    key, remembered = (exercise.name, profile), _LAST.get((exercise.name, profile))
+    kept = remembered(exercise, profile)
     try:
         return _full_check(replace(exercise, depends_on=()), fn, profile, fingerprint(fn))
     finally:
-        _LAST.pop(key, None)
-        if remembered is not None:
-            _LAST[key] = remembered
+        remember(exercise, profile, kept)
 
 
 def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
@@ -299,7 +283,7 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
         return framework_refused(exercise, name, used)
     new_check()  # the same code gets the same verdict, first check or tenth, as in the grader
     source = fingerprint(fn)
-    known = _LAST.get((exercise.name, profile))
+    known = remembered(exercise, profile)
     if known is None:
         return _full_check(exercise, fn, profile, source)
     attempt = call_learner(fn, known.case, exercise)
@@ -392,13 +376,8 @@ def _remember(exercise: Exercise, name: str, profile: Profile, source: str | Non
               cases_checked: int, failure: Failure | None, expected: Outputs) -> Report:
     """The report, after keeping its failure (if any) as the exercise's last counterexample."""
     if failure is not None:
-        _LAST[exercise.name, profile] = Counterexample(failure.case, expected, failure, source)
+        remember(exercise, profile, Counterexample(failure.case, expected, failure, source))
     return verdict(exercise, name, cases_checked, failure)
-
-
-def forget_counterexamples() -> None:
-    """Drop every remembered counterexample (tests, and a fresh start)."""
-    _LAST.clear()
 
 
 def warm_up(exercises: Iterable[Exercise], profile: Profile = NOTEBOOK) -> int:

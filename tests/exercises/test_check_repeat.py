@@ -3,12 +3,15 @@ has not changed is not shrunk again (a repeated check must answer in under 0.5 s
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 from autograder.judging import engine
-from autograder.judging.engine import check_function, forget_counterexamples
+from autograder.judging.counterexamples import forget_counterexamples, key, remembered
+from autograder.judging.engine import check_function
 from autograder.judging.fingerprint import fingerprint
 
 from ..answers import unbroadcast
@@ -144,3 +147,17 @@ def test_the_fingerprint_follows_closures_and_wrapped_rules():
 def test_builtins_have_no_fingerprint():
     assert fingerprint(len) is None
     assert fingerprint(np.add) is None
+
+
+def test_a_namesake_with_other_cases_never_gets_the_counterexample():
+    """Chapter 02's `grad` and the engine check's `grad` share a chapter and a name: a case
+    of one handed to the other raised TypeError for a right engine."""
+    def wrong(g, shape):
+        return g
+
+    assert not check_function(UNBROADCAST, wrong).passed
+    namesake = dataclasses.replace(UNBROADCAST, invoke="ch02_reverse_mode_tape:invoke_grad")
+    own_helpers_copy = dataclasses.replace(UNBROADCAST, depends_on=())
+    assert remembered(UNBROADCAST, engine.NOTEBOOK) is not None
+    assert remembered(namesake, engine.NOTEBOOK) is None
+    assert key(own_helpers_copy, engine.NOTEBOOK) == key(UNBROADCAST, engine.NOTEBOOK)
