@@ -11,9 +11,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from autograder.judging.attempts import call_learner
 from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases
 from autograder.judging.compare import compare_array
-from autograder.judging.engine import call_learner
 from autograder.judging.exercise import Exercise
 from autograder.judging.references import reference_outputs
 

@@ -10,8 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from autograder.grading import untrusted
-from autograder.judging.cases import Case
-from autograder.judging.engine import (
+from autograder.judging.attempts import (
     Attempt,
     error_type,
     fails,
@@ -20,6 +19,7 @@ from autograder.judging.engine import (
     not_answered,
     verdict,
 )
+from autograder.judging.cases import Case
 from autograder.judging.exercise import Exercise, KnownOutputs, Outputs
 from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED, Report, dependency_note
 from autograder.locale import say

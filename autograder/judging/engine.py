@@ -2,103 +2,45 @@
 
 The in-notebook flow: draw the cases, compute both references (cached), call the learner's
 function on each, and for the first failure among generated cases let Hypothesis shrink it
-to the smallest failing case, which is then confirmed against both frameworks again.
+to the smallest failing case, which is then confirmed against both frameworks again. One
+call and its judgement (shared with the grader) are in attempts.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from hypothesis import Phase
 
-from autograder.harness import (
-    MethodNotFollowed,
-    learner_traceback,
-    new_check,
-    plain_call,
-    raised_in,
-)
+from autograder.harness import new_check
 from autograder.judging import references
+from autograder.judging.attempts import (
+    EVIDENCE,
+    INPUT_INDEPENDENT,
+    Attempt,
+    call_learner,
+    error_type,
+    fails,
+    failure_message,
+    failure_to_show,
+    judge,
+    method_failure,
+    not_answered,
+    others_than,
+    result_of,
+    verdict,
+)
 from autograder.judging.cases import NOTEBOOK, Case, Profile, draw_cases, run_property
-from autograder.judging.compare import compare_outputs
 from autograder.judging.counterexamples import Counterexample, remember, remembered
-from autograder.judging.exercise import Evidence, Exercise, KnownOutputs, Outputs, Raised
+from autograder.judging.exercise import Evidence, Exercise, Outputs
 from autograder.judging.fingerprint import fingerprint
 from autograder.judging.numpy_only import framework_refused, frameworks_used
 from autograder.judging.references import reference_outputs
-from autograder.judging.report import (
-    ERROR,
-    FAILED,
-    NOT_ANSWERED,
-    PASSED,
-    Failure,
-    Report,
-    dependency_note,
-)
-from autograder.locale import localize, say
-
-PRINTED_LIMIT = 2000
-# Other failing cases a known mistake must also reproduce before its hint is shown: on one
-# (shrunk) case two different mistakes often give the same output.
-EVIDENCE = 4
-SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
-# Errors that say nothing about the case they were met on: the code cannot run at all. No
-# case is shown for them (nor for a method not followed: see method_failure).
-INPUT_INDEPENDENT = {"NameError", "ImportError", "ModuleNotFoundError", "SyntaxError",
-                     "IndentationError", "TabError", "FrameworkUsed"}
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """What one call of the learner's function did."""
-
-    value: Any = None
-    error: BaseException | None = None
-    traceback: str = ""
-    printed: str = ""
-    raised_in: str = ""  # the learner's function that raised the error (the innermost frame)
-    method: str = ""  # why the value was not computed the way the exercise asks ("" if it was)
-
-
-def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None = None) -> Attempt:
-    """Call `fn` on fresh copies of the case's inputs, capturing prints and exceptions.
-
-    The exercise's invoker decides how (a plain call, or e.g. under a GradientTape).
-    """
-    invoke = exercise.invoker() if exercise is not None else plain_call
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed):
-            value = invoke(fn, *case.fresh_values())
-    except MethodNotFollowed as error:  # the value is judged; the method only if it is right
-        return Attempt(value=error.value, printed=_cut(printed), method=str(error))
-    except Exception as error:
-        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed),
-                       raised_in=raised_in(error))
-    return Attempt(value=value, printed=_cut(printed))
-
-
-def _cut(buffer: io.StringIO) -> str:
-    text = buffer.getvalue()
-    return text if len(text) <= PRINTED_LIMIT else text[:PRINTED_LIMIT] + "\n... (cut)"
-
-
-def error_type(attempt: Attempt) -> str:
-    """The name of the exception the attempt raised ("" if none), wherever it was raised:
-    errors from a grading child arrive as RemoteError carrying the original type name."""
-    if attempt.error is None:
-        return ""
-    return getattr(attempt.error, "type_name", type(attempt.error).__name__)
-
-
-def not_answered(attempt: Attempt) -> bool:
-    """The exercise stub's NotImplementedError: the learner has not answered yet."""
-    return error_type(attempt) == "NotImplementedError"
+from autograder.judging.report import ERROR, FAILED, PASSED, Failure, Report, dependency_note
+from autograder.locale import say
 
 
 def _wrong_dependencies(exercise: Exercise, fn: Any) -> list[str]:
@@ -125,102 +67,6 @@ def _passes(exercise: Exercise, fn: Any) -> bool:
             _PASSES.clear()
         _PASSES[key] = (fn, check_function(exercise, fn).passed)
     return _PASSES[key][1]
-
-
-def verdict(exercise: Exercise, function: str, cases_checked: int,
-            failure: Failure | None, *, unanswered: bool = False, stub: str = "") -> Report:
-    """The one way the outcome of a run becomes a Report, in the notebook and the grader.
-    `stub` names the function whose NotImplementedError was met, when it is not `function`
-    itself (log1pexp's JVP rule, log1pexp_jvp)."""
-    report = Report(exercise.name, function, PASSED, cases_checked, exercise.references_text)
-    if unanswered:
-        return replace(report, status=NOT_ANSWERED, cases_checked=0, stub=stub)
-    if failure is None:
-        return report
-    return replace(report, status=FAILED, failure=failure)
-
-
-def raised_message(type_name: str, error: BaseException | str | None) -> str:
-    """"raised ValueError: ..." with the exception's own message verbatim (learners search it)."""
-    text = str(error) if error is not None else ""
-    if not text:
-        return say("raised {type_name}", type_name=type_name)
-    # The harness's own message (English, from the child) is translated; a framework's stays.
-    return say("raised {type_name}: {error}", type_name=type_name, error=localize(text))
-
-
-def failure_message(exercise: Exercise, attempt: Attempt, expected: Outputs) -> str | None:
-    """What is wrong with the attempt (None: nothing), without the hint, which runs every
-    known mistake on the case: cheap enough for every candidate while shrinking."""
-    if attempt.error is not None:
-        return raised_message(error_type(attempt), attempt.error)
-    mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
-    return None if mismatch is None else mismatch.message
-
-
-def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
-    """Whether the attempt is wrong, without looking for a hint (cheap, for scanning)."""
-    return failure_message(exercise, attempt, expected) is not None
-
-
-def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
-          others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> Failure | None:
-    """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
-    known mistake only if it reproduces the `others` (other failing cases) too, run or `known`."""
-    if attempt.error is not None:
-        type_name = error_type(attempt)
-        # Many mistakes raise the same shape error: only one alone is named; else the
-        # exercise's hint for this exception, written for it.
-        named = exercise.mistake_hint([(case, Raised(type_name)), *others], False, known)
-        return Failure(
-            case=case,
-            message=raised_message(type_name, attempt.error),
-            hint=named or exception_hint(exercise, type_name),
-            traceback=attempt.traceback,
-            printed=attempt.printed,
-            input_independent=type_name in INPUT_INDEPENDENT,
-        )
-    mismatch = compare_outputs(exercise.outputs, attempt.value, expected)
-    if mismatch is None:
-        return method_failure(case, attempt)
-    return Failure(
-        case=case,
-        message=mismatch.message,
-        hint=exercise.diagnose(case, attempt.value, mismatch, others, known=known),
-        expected=expected,
-        got=attempt.value,
-        output_names=exercise.outputs,
-        printed=attempt.printed,
-    )
-
-
-def result_of(attempt: Attempt) -> Any:
-    """What the learner's function gave, for recognising a mistake: its value, or the type of
-    the exception it raised."""
-    return Raised(error_type(attempt)) if attempt.error is not None else attempt.value
-
-
-def others_than(case: Case, evidence: Sequence[Evidence]) -> list[Evidence]:
-    """Up to EVIDENCE failing cases other than `case`, for naming a mistake."""
-    return [(other, got) for other, got in evidence if other is not case][:EVIDENCE]
-
-
-def method_failure(case: Case, attempt: Attempt) -> Failure | None:
-    """A right value computed another way than the exercise asks: the message says how."""
-    if not attempt.method:
-        return None
-    return Failure(case=case, message=attempt.method, printed=attempt.printed,
-                   input_independent=True, method=True)
-
-
-def exception_hint(exercise: Exercise, type_name: str) -> str:
-    """A hint for this exception type (`exception:TypeError`), else the shape-error hint
-    (`exception`) for a shape-like error, else the exercise's fallback for any exception
-    (`error`): what to look at, chosen by the exception's type, never by its message."""
-    hints = exercise.hints_by_kind
-    keys = [f"exception:{type_name}", *(["exception"] if type_name in SHAPE_ERRORS else []),
-            "error"]
-    return say(next((hints[key] for key in keys if key in hints), ""))
 
 
 @cache
@@ -340,25 +186,6 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
               if generated is not None else None)
     failure, expected = shrunk or _shown_with_expected(exercise, failing, generated)
     return _remember(exercise, name, profile, source, len(cases), failure, expected)
-
-
-def failure_to_show(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],
-                    preferred: tuple[Case, Attempt, Outputs] | None = None,
-                    known: KnownOutputs | None = None) -> Failure | None:
-    """The failure a report shows, the same rule in the notebook and in the grader: an error
-    that does not depend on the case (a NameError: every case fails alike) first; else the
-    caller's `preferred` failing case (the notebook's, which it shrinks from), else the
-    smallest; its hint names a mistake only if that mistake reproduces the other failing
-    cases too. (A method not followed is shown only when no case fails: the callers' rule.)"""
-    if not failing:
-        return None
-    independent = [failed for failed in failing if error_type(failed[1]) in INPUT_INDEPENDENT]
-    if independent:
-        case, attempt, expected = independent[0]
-    else:
-        case, attempt, expected = preferred or min(failing, key=lambda f: f[0].size())
-    evidence = [(other, result_of(other_attempt)) for other, other_attempt, _ in failing]
-    return judge(exercise, case, attempt, expected, others_than(case, evidence), known)
 
 
 def _shown_with_expected(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],

@@ -24,9 +24,9 @@ from autograder.exercises.ch01_chain_rule import (
     TO_NUMPY_INVOKE,
 )
 from autograder.harness import invoker
+from autograder.judging.attempts import call_learner, judge
 from autograder.judging.cases import NOTEBOOK, draw_cases
 from autograder.judging.compare import compare_outputs
-from autograder.judging.engine import call_learner, judge
 
 # ---------------------------------------------------------------- predict_tape_gradient
 

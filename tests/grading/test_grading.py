@@ -36,8 +36,8 @@ from autograder.grading.submissions import read_submission, read_submissions
 from autograder.grading.verdicts import (
     cases_run,
 )
+from autograder.judging.attempts import INPUT_INDEPENDENT
 from autograder.judging.cases import Case
-from autograder.judging.engine import INPUT_INDEPENDENT
 from autograder.sandbox import capacity, children, errors, sandbox
 from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
@@ -406,8 +406,8 @@ def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_
     save_known_mistakes(assignment, 4, tmp_path)
     program = (
         "import sys, pathlib\nfrom autograder.grading.assignment import prepare\n"
-        "from autograder.judging.engine import failure_to_show\n"
-        "from autograder.judging.engine import Attempt\n"
+        "from autograder.judging.attempts import failure_to_show\n"
+        "from autograder.judging.attempts import Attempt\n"
         f"a = prepare('04', 4, pathlib.Path({str(tmp_path)!r}))\n"
         "e = next(x for x in a.exercises if x.name == 'logaddexp')\n"
         "m = next(x for x in e.mistakes if 'cotangent' in x.hint)\n"

@@ -16,8 +16,8 @@ import pytest
 from autograder import harness
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
+from autograder.judging.attempts import call_learner
 from autograder.judging.cases import Case
-from autograder.judging.engine import call_learner
 from autograder.sandbox import submission_folders
 
 HARNESS = Path(harness.__file__).parent
@@ -73,6 +73,7 @@ def test_the_traceback_starts_at_the_learners_own_frames():
     assert "in vjp_rule" in attempt.traceback
     assert attempt.traceback.endswith("ValueError: the learner's own error")
     assert str(HARNESS) not in attempt.traceback and "engine.py" not in attempt.traceback
+    assert "attempts.py" not in attempt.traceback
 
 
 CHILD_SCRIPT = """

@@ -17,8 +17,9 @@ from autograder.exercises.ch01_chain_rule import JACOBIAN_BY_ROWS
 from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
 from autograder.exercises.ch04_custom_gradient_tf import TANH_LAYER
 from autograder.exercises.ch07_jacobians import HVP, JACOBIAN_VIA_VJP
+from autograder.judging.attempts import exception_hint
 from autograder.judging.compare import outputs_close, outputs_match
-from autograder.judging.engine import check_function, exception_hint
+from autograder.judging.engine import check_function
 
 
 @pytest.mark.parametrize("name", sorted(EXERCISES))

@@ -19,14 +19,9 @@ import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder.exercises import EXERCISES
+from autograder.judging.attempts import call_learner, fails, failure_to_show
 from autograder.judging.cases import NOTEBOOK
-from autograder.judging.engine import (
-    _notebook_table,
-    call_learner,
-    check_function,
-    fails,
-    failure_to_show,
-)
+from autograder.judging.engine import _notebook_table, check_function
 from autograder.judging.exercise import SEVERAL_MISTAKES, Exercise, Mistake
 from autograder.judging.references import jax_module, tensorflow
 from autograder.judging.report import FAILED, PASSED

@@ -85,7 +85,7 @@ def test_say_fills_the_same_values_in_both_languages():
 def test_text_made_in_the_child_is_translated_by_its_template():
     """The harness (confined child) says English; the report matches it to the template."""
     from autograder.harness import english
-    from autograder.judging.engine import raised_message
+    from autograder.judging.attempts import raised_message
 
     text = english("toposort returned {node} twice: list each node once.", node="Node(v3 = mul)")
     with speaking("zh-CN"):
