@@ -19,7 +19,7 @@ from autograder.grading.verdicts import ExerciseResult, exercise_result, judge_o
 from autograder.judging.exercise import Exercise
 from autograder.locale import say
 from autograder.sandbox import children, errors, submission_folders, warm_children
-from autograder.sandbox.confined import child, wire
+from autograder.sandbox.confined import submitted, wire
 from autograder.sandbox.pools import Sandbox
 
 
@@ -112,7 +112,7 @@ def _run_group(
         # environment first (JAX_ENABLE_X64) gets a fresh child that imports after it.
         outcome = warm.run(part.deadline, part.sandbox) if warm else children.run_child(
             part.sandbox, round_folders, part.deadline, tuple(program["allowed"]),
-            forked=not child.sets_environment(program["cells"]))
+            forked=not submitted.sets_environment(program["cells"]))
         if not outcome.started:
             if not (outcome.timed_out and part.rounds > 1):
                 raise errors.SandboxFailure(_launcher_message(outcome))
@@ -148,7 +148,7 @@ def _usable_warm_child(part: Part, allowed: tuple[str, ...], cells: list[str]
     warm, part.warm = part.warm, None
     if warm is None:
         return None
-    if warm.allowed == tuple(child_frameworks(allowed, cells)) and not child.sets_environment(
+    if warm.allowed == tuple(child_frameworks(allowed, cells)) and not submitted.sets_environment(
             cells):
         return warm
     warm.stop()

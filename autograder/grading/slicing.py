@@ -26,7 +26,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from autograder.sandbox.confined.child import MAGIC
+from autograder.sandbox.confined.submitted import MAGIC
 
 CONFIGURING = re.compile(
     r"(^|\.)(config|environ|seterr|set_printoptions|seed|filterwarnings|simplefilter|"

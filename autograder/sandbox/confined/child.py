@@ -1,15 +1,16 @@
 """The sandboxed side of grading: runs ONE submission's code, then its exercise functions.
 
-The grader copies this folder's files (this one; confine.py, guards.py, wire.py) and the
-harness package (how each exercise calls the learner's function, shared with the in-notebook
-check) into a folder the child can read but not write, and runs this file with a fresh
-Python (under bubblewrap where present) in an empty working folder. Before any submitted code
-runs, it confines itself (confine.py: rlimits, no_new_privs, Landlock, seccomp, as the
-grader's plan says) and then sends one byte on the `ready` file descriptor it was given,
-which is how the grader knows the sandbox started. It imports only the standard library,
-numpy, the harness and its siblings, never the grader: the child sees the case inputs and
-nothing else (no references, no seed). What it reads and writes, and in which files, is
-wire.py's format; the grader reads what it writes as untrusted data and judges it itself.
+The grader copies this folder's files (this one; confine.py, guards.py, submitted.py, which
+runs the cells, and wire.py) and the harness package (how each exercise calls the learner's
+function, shared with the in-notebook check) into a folder the child can read but not write,
+and runs this file with a fresh Python (under bubblewrap where present) in an empty working
+folder. Before any submitted code runs, it confines itself (confine.py: rlimits,
+no_new_privs, Landlock, seccomp, as the grader's plan says) and then sends one byte on the
+`ready` file descriptor it was given, which is how the grader knows the sandbox started. It
+imports only the standard library, numpy, the harness and its siblings, never the grader: the
+child sees the case inputs and nothing else (no references, no seed). What it reads and
+writes, and in which files, is wire.py's format; the grader reads what it writes as untrusted
+data and judges it itself.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
-import io
 import json
 import os
-import re
 import signal
 import sys
 import time
@@ -52,56 +51,11 @@ def _sibling(name: str) -> types.ModuleType:
 
 wire = _sibling("wire")
 guards = _sibling("guards")
-
-OUTPUT_LIMIT = 20_000  # characters of printing kept per cell or exercise
+submitted = _sibling("submitted")
 
 
 class ExerciseTimeout(BaseException):
     """Raised by the alarm; a BaseException so a bare `except Exception` cannot swallow it."""
-
-
-class BoundedWriter(io.TextIOBase):
-    """Keeps the first OUTPUT_LIMIT characters; a flood of printing costs nothing more."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.size = 0
-
-    def write(self, text: str) -> int:
-        if self.size < OUTPUT_LIMIT:
-            self.parts.append(text[: OUTPUT_LIMIT - self.size])
-        self.size += len(text)
-        return len(text)
-
-    def text(self) -> str:
-        tail = "\n... (output cut)" if self.size > OUTPUT_LIMIT else ""
-        return "".join(self.parts) + tail
-
-
-MAGIC = re.compile(r"^(\s*)[%!].*$", re.MULTILINE)
-
-
-def _without_magics(source: str) -> str:
-    return MAGIC.sub(lambda m: f"{m.group(1)}pass", source)
-
-
-def run_cells(cells: list[str], namespace: dict) -> list[dict]:
-    """Run each cell; a cell that fails is recorded and the next one still runs."""
-    problems = []
-    for index, source in enumerate(cells):
-        writer = BoundedWriter()
-        sys.stdout = sys.stderr = writer
-        try:
-            exec(compile(_without_magics(source), f"<cell {index + 1}>", "exec"), namespace)
-        except BaseException as error:  # SystemExit and KeyboardInterrupt included
-            problems.append({
-                "cell": index + 1,
-                "type": type(error).__name__,
-                "message": str(error)[:500],
-            })
-        finally:
-            sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    return problems
 
 
 def _on_alarm(signum, frame):
@@ -176,15 +130,6 @@ def bind_checks(harness: types.ModuleType, hidden: dict[str, types.ModuleType],
             hidden[key] = sys.modules.pop(key)
 
 
-def fresh_main() -> dict:
-    """A new `__main__` module, whose namespace the cells run in: `import __main__` in a
-    submitted cell gives the notebook's namespace, as in a kernel, not this file's module
-    (its functions and their globals lead to the harness)."""
-    main = types.ModuleType("__main__")
-    sys.modules["__main__"] = main
-    return main.__dict__
-
-
 def run_exercise(
     inputs: Path, out: Path, name: str, namespace: dict, program: dict, checks: Checks,
     label: str = "",
@@ -207,7 +152,7 @@ def run_exercise(
                                    if callable(v) and not k.startswith("_"))[:30]
     else:
         arguments, params, arrays_in = wire.load_cases(inputs, name)
-        writer = BoundedWriter()
+        writer = submitted.BoundedWriter()
         signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, float(program["time_limit"]))
         sys.stdout = sys.stderr = writer
@@ -292,20 +237,6 @@ def import_frameworks(allowed: list[str]) -> None:
         gc.freeze()
 
 
-ENVIRONMENT = re.compile(r"\b(?:environ|putenv|unsetenv)\b")
-# The course's notebooks quiet TensorFlow's C++ logging before importing it; the child's
-# environment already sets it (to 3), and it changes nothing but logging.
-QUIET_LOGGING = re.compile(r"""environ(?:\.setdefault\(|\[)\s*["']TF_CPP_MIN_LOG_LEVEL["']""")
-
-
-def sets_environment(cells: list[str]) -> bool:
-    """Whether the submission's code touches the environment (but for TensorFlow's log
-    level). TensorFlow and JAX read settings from it when imported (JAX_ENABLE_X64,
-    XLA_FLAGS), so such code imports them itself, after its own settings, as its notebook
-    did."""
-    return any(ENVIRONMENT.search(QUIET_LOGGING.sub("", cell)) for cell in cells)
-
-
 def main() -> None:
     inputs, ready = Path(__file__).resolve().parent, int(sys.argv[1])
     if sys.argv[2:3] == ["--warm"]:
@@ -364,7 +295,7 @@ def serve(inputs: Path, ready: int) -> None:
         os.close(ready)
     out = Path(program["out"])
     harness = _load_harness(inputs)
-    late = sets_environment(program["cells"])
+    late = submitted.sets_environment(program["cells"])
     if _PRELOADED is None:
         guards.install(allowed)
         if allowed and not late:
@@ -375,8 +306,8 @@ def serve(inputs: Path, ready: int) -> None:
     # cells (the grader's reading of the source, tampering.py, decides for those).
     checks = None if late and allowed else Checks(harness, program, names)
     hidden = _hidden_harness(inputs)
-    namespace = fresh_main()
-    problems = run_cells(program["cells"], namespace)
+    namespace = submitted.fresh_main()
+    problems = submitted.run_cells(program["cells"], namespace)
     if first:
         (out / wire.CELL_ERRORS).write_text(json.dumps(problems))
     checks = checks or bind_checks(harness, hidden, program, names)
@@ -392,7 +323,7 @@ def _preloaded_for_workers(allowed: list[str], cells: list[str]) -> bool:
     workers forked now share the import (framework code only, as in a fork server)."""
     if _PRELOADED is not None:
         return True
-    if not allowed or sets_environment(cells):
+    if not allowed or submitted.sets_environment(cells):
         return False
     try:
         preload(allowed)
