@@ -71,10 +71,15 @@ def source_messages(package: Path = PACKAGE) -> Iterator[tuple[str, str]]:
 
 def _module_strings(tree: ast.Module) -> dict[str, str]:
     """NAME -> text for each module-level `NAME = "..."` (a template said by its name)."""
-    return {target.id: node.value.value for node in tree.body
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-            for target in node.targets if isinstance(target, ast.Name)}
+    return {
+        target.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def runtime_messages(templates: Iterable[tuple[str, str]] = ()) -> Iterator[tuple[str, str]]:
@@ -86,10 +91,23 @@ def runtime_messages(templates: Iterable[tuple[str, str]] = ()) -> Iterator[tupl
     from autograder.judging import exercise as declarations
     from autograder.judging import report
 
-    yield from ((CORE, text) for text in (
-        declarations.SEVERAL_MISTAKES, *declarations.GENERIC_HINTS.values(),
-        NOT_ANSWERED_TEXT, *report.PROSE_SECTIONS, report.PASSED, report.FAILED,
-        report.NOT_ANSWERED, "chapter", "exercise", "status", "PASSED", "FAILED"))
+    yield from (
+        (CORE, text)
+        for text in (
+            declarations.SEVERAL_MISTAKES,
+            *declarations.GENERIC_HINTS.values(),
+            NOT_ANSWERED_TEXT,
+            *report.PROSE_SECTIONS,
+            report.PASSED,
+            report.FAILED,
+            report.NOT_ANSWERED,
+            "chapter",
+            "exercise",
+            "status",
+            "PASSED",
+            "FAILED",
+        )
+    )
     filled: dict[str, list[re.Pattern[str]]] = {}
     for file, text in templates:
         if FIELD.search(text):
@@ -97,9 +115,12 @@ def runtime_messages(templates: Iterable[tuple[str, str]] = ()) -> Iterator[tupl
     for exercise in EXERCISES.values():
         chapter = f"ch{exercise.chapter}"
         yield from ((chapter, text) for text in exercise_texts(exercise))
-        yield from ((chapter, case.label) for case in exercise.edge_cases()
-                    if case.label and not any(pattern.fullmatch(case.label)
-                                              for pattern in filled.get(chapter, ())))
+        yield from (
+            (chapter, case.label)
+            for case in exercise.edge_cases()
+            if case.label
+            and not any(pattern.fullmatch(case.label) for pattern in filled.get(chapter, ()))
+        )
     for prediction in PREDICTIONS.values():
         chapter = f"ch{prediction_chapter(prediction.name)}"
         yield chapter, prediction.question
@@ -168,8 +189,9 @@ def fields(text: str) -> list[str]:
     return sorted(match.group(0) for match in FIELD.finditer(text))
 
 
-def translation_problems(wanted: Iterable[tuple[str, str]],
-                         have: dict[str, dict[str, str]]) -> list[str]:
+def translation_problems(
+    wanted: Iterable[tuple[str, str]], have: dict[str, dict[str, str]]
+) -> list[str]:
     """Each wanted (file, message) without its Chinese in that file (none, still English, or
     with other fields than the English), named with its file."""
     problems = []
@@ -181,21 +203,28 @@ def translation_problems(wanted: Iterable[tuple[str, str]],
         if not translation or (not CJK_TEXT.search(translation) and words_left):
             problems.append(f"{po_path(file).name}: no Chinese for {text[:80]!r}")
         elif fields(translation) != fields(text):
-            problems.append(f"{po_path(file).name}: fields {fields(translation)} in the "
-                            f"Chinese of {text[:60]!r}, {fields(text)} in the English")
+            problems.append(
+                f"{po_path(file).name}: fields {fields(translation)} in the "
+                f"Chinese of {text[:60]!r}, {fields(text)} in the English"
+            )
     return problems
 
 
-def update(language: str = CHINESE, only: tuple[str, ...] = (),
-           wanted: dict[str, list[str]] | None = None) -> dict[str, int]:
+def update(
+    language: str = CHINESE, only: tuple[str, ...] = (), wanted: dict[str, list[str]] | None = None
+) -> dict[str, int]:
     """Write every message into the language's .po files, keeping existing translations (found
     in any of its files); a file whose messages all moved elsewhere is left empty. Returns how
     many each file written has left untranslated."""
     from babel.messages.catalog import Catalog
     from babel.messages.pofile import write_po
 
-    known = {text: translation for entries in read_catalogues(language).values()
-             for text, translation in entries.items() if translation}
+    known = {
+        text: translation
+        for entries in read_catalogues(language).values()
+        for text, translation in entries.items()
+        if translation
+    }
     wanted = messages() if wanted is None else wanted
     existing = [path.stem for path in sorted((FOLDER / language).glob("*.po"))]
     left: dict[str, int] = {}
@@ -203,8 +232,9 @@ def update(language: str = CHINESE, only: tuple[str, ...] = (),
         if only and file not in only:
             continue
         texts = wanted.get(file, [])
-        catalog = Catalog(locale=language.replace("-", "_"), project="autodiff-course",
-                          charset="utf-8")
+        catalog = Catalog(
+            locale=language.replace("-", "_"), project="autodiff-course", charset="utf-8"
+        )
         for text in texts:
             flags = ["python-brace-format"] if FIELD.search(text) else []
             catalog.add(text, known.get(text, ""), flags=flags)
@@ -221,5 +251,7 @@ def sync_messages(language: str = CHINESE) -> list[str]:
     that still lacks its translation, named with its file (`sync`'s step)."""
     wanted = messages()
     update(language, wanted=wanted)
-    return translation_problems([(file, text) for file, texts in wanted.items() for text in texts],
-                                read_catalogues(language))
+    return translation_problems(
+        [(file, text) for file, texts in wanted.items() for text in texts],
+        read_catalogues(language),
+    )

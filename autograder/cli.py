@@ -27,8 +27,10 @@ def build_course(*, solutions: Path, course: Path, only: Sequence[str] = ()) -> 
     for edition in translations.editions(solutions.parent):
         if only and not any(edition.source.name.startswith(prefix) for prefix in only):
             continue
-        print(f"building {edition.learner} from {edition.source} and {edition.translation}",
-              flush=True)
+        print(
+            f"building {edition.learner} from {edition.source} and {edition.translation}",
+            flush=True,
+        )
         notebooks.build_edition(solutions.parent, edition)
     return 0
 
@@ -39,14 +41,19 @@ def check_sync(*, solutions: Path, course: Path) -> int:
 
     pairs = notebooks.pairs(solutions, course)
     problems = [p for pair in pairs for p in notebooks.sync_problems(pair)]
-    problems += [p for edition in translations.editions(solutions.parent)
-                 for p in notebooks.edition_sync_problems(solutions.parent, edition)]
+    problems += [
+        p
+        for edition in translations.editions(solutions.parent)
+        for p in notebooks.edition_sync_problems(solutions.parent, edition)
+    ]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
-        print("Run `python -m autograder sync NN` for each chapter named (it also says what "
-              "is left to do by hand), or `make course` to regenerate every chapter.",
-              file=sys.stderr)
+        print(
+            "Run `python -m autograder sync NN` for each chapter named (it also says what "
+            "is left to do by hand), or `make course` to regenerate every chapter.",
+            file=sys.stderr,
+        )
     return 1 if problems else 0
 
 
@@ -75,8 +82,9 @@ def translation_status(*, root: Path) -> int:
         added = translations.stub_missing(english, edition.translation)
         if added:
             print(f"{edition.translation}: added {added} section(s) holding the English")
-        problems += translations.drift(english, translations.read_sections(edition.translation),
-                                       str(edition.translation))
+        problems += translations.drift(
+            english, translations.read_sections(edition.translation), str(edition.translation)
+        )
     print("\n".join(problems) or "every chapter's translation is complete and current")
     return 1 if problems else 0
 
@@ -116,75 +124,125 @@ def parser() -> argparse.ArgumentParser:
         "--root", type=Path, default=ROOT
     )
     sync = commands.add_parser(
-        "sync", help="one chapter from its edited solution notebook and exercise module to "
+        "sync",
+        help="one chapter from its edited solution notebook and exercise module to "
         "every generated file (messages, translation stubs, both editions' notebooks), then "
-        "the sync check; lists what is left to do by hand and exits 1 while anything is")
+        "the sync check; lists what is left to do by hand and exits 1 while anything is",
+    )
     sync.add_argument("chapter", metavar="NN", help="the chapter's two digits, e.g. 03")
     sync.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: here)")
     commands.add_parser("warm-up", help="compile the notebook checks' references once")
-    bundle = commands.add_parser("bundle", help="zip every notebook and what runs them, for "
-                                 "learners who cannot clone (README.zh-CN.md)")
+    bundle = commands.add_parser(
+        "bundle",
+        help="zip every notebook and what runs them, for "
+        "learners who cannot clone (README.zh-CN.md)",
+    )
     bundle.add_argument("--out", type=Path, default=ROOT / "dist" / "autodiff-course.zip")
     bundle.add_argument("--root", type=Path, default=ROOT)
-    commands.add_parser("messages", help="update autograder/locale/zh-CN/*.po with every "
-                        "message the checks and the grader say (translations kept)")
-    commands.add_parser("translations", help="what the Chinese edition's prose lacks: "
-                        "untranslated, or changed in English since (adds stubs for new cells)")
+    commands.add_parser(
+        "messages",
+        help="update autograder/locale/zh-CN/*.po with every "
+        "message the checks and the grader say (translations kept)",
+    )
+    commands.add_parser(
+        "translations",
+        help="what the Chinese edition's prose lacks: "
+        "untranslated, or changed in English since (adds stubs for new cells)",
+    )
     commands.add_parser(
         "progress", help="every chapter's exercises as passed, failed or not answered"
-    ).add_argument("folder", nargs="?", type=Path, default=ROOT / "course",
-                   help="the folder of chapter notebooks (default: course/)")
+    ).add_argument(
+        "folder",
+        nargs="?",
+        type=Path,
+        default=ROOT / "course",
+        help="the folder of chapter notebooks (default: course/)",
+    )
     reset = commands.add_parser("reset", help="restore one exercise cell to its original stub")
     reset.add_argument("notebook", type=Path, metavar="NOTEBOOK.ipynb")
     reset.add_argument("exercise", metavar="EXERCISE", help="the function's name, e.g. unbroadcast")
-    reset.add_argument("--solutions", type=Path, default=None,
-                       help="a solutions folder to take the stub from; needed only for a copy "
-                            "made before its cells carried their stubs (default: the stub the "
-                            "cell carries, else solutions/ beside the notebook's folder)")
+    reset.add_argument(
+        "--solutions",
+        type=Path,
+        default=None,
+        help="a solutions folder to take the stub from; needed only for a copy "
+        "made before its cells carried their stubs (default: the stub the "
+        "cell carries, else solutions/ beside the notebook's folder)",
+    )
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
     grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
-    grade.add_argument("--jobs", type=int, default=None,
-                       help="sandboxed children at once: whole submissions first, and when "
-                            "fewer are left than that, one submission's exercises in parts at "
-                            "once (default: the CPUs the grader may use, as memory allows)")
+    grade.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="sandboxed children at once: whole submissions first, and when "
+        "fewer are left than that, one submission's exercises in parts at "
+        "once (default: the CPUs the grader may use, as memory allows)",
+    )
     grade.add_argument("--seed", type=int, default=None, help="hidden cases' seed (recorded)")
     grade.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     grade.add_argument("--assignment", default=None, help="chapter, e.g. 03 (else metadata)")
-    grade.add_argument("--sandbox", dest="sandbox_mode", default="auto",
-                       choices=("auto", "bubblewrap", "fallback"),
-                       help="auto: bubblewrap where it works, else the fallback layers "
-                            "(own uid, Landlock, seccomp); the choice is recorded in results")
-    grade.add_argument("--unsafe-no-sandbox", action="store_true",
-                       help="grade even where neither bubblewrap nor Landlock is available "
-                            "(recorded in every result)")
-    grade.add_argument("--reference-cache", type=Path, default=None,
-                       help="folder of cached hidden cases and references (default: "
-                            "$AUTODIFF_REFERENCE_CACHE, else ~/.cache/autodiff-course/references)")
-    grade.add_argument("--fork-server", action=argparse.BooleanOptionalAction, default=None,
-                       help="fork each child from an interpreter that imported numpy and its "
-                            "framework once per batch, instead of importing TensorFlow or JAX "
-                            "in every child (seconds per submission); forked children are "
-                            "confined by their own uid, Landlock and seccomp, not bubblewrap. "
-                            "Default: on for a batch of a TensorFlow or JAX chapter larger than "
-                            "--jobs, where the machine allows it (and --sandbox is not "
-                            "bubblewrap); --no-fork-server never")
+    grade.add_argument(
+        "--sandbox",
+        dest="sandbox_mode",
+        default="auto",
+        choices=("auto", "bubblewrap", "fallback"),
+        help="auto: bubblewrap where it works, else the fallback layers "
+        "(own uid, Landlock, seccomp); the choice is recorded in results",
+    )
+    grade.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="grade even where neither bubblewrap nor Landlock is available "
+        "(recorded in every result)",
+    )
+    grade.add_argument(
+        "--reference-cache",
+        type=Path,
+        default=None,
+        help="folder of cached hidden cases and references (default: "
+        "$AUTODIFF_REFERENCE_CACHE, else ~/.cache/autodiff-course/references)",
+    )
+    grade.add_argument(
+        "--fork-server",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fork each child from an interpreter that imported numpy and its "
+        "framework once per batch, instead of importing TensorFlow or JAX "
+        "in every child (seconds per submission); forked children are "
+        "confined by their own uid, Landlock and seccomp, not bubblewrap. "
+        "Default: on for a batch of a TensorFlow or JAX chapter larger than "
+        "--jobs, where the machine allows it (and --sandbox is not "
+        "bubblewrap); --no-fork-server never",
+    )
     prepare = commands.add_parser(
-        "prepare", help="compute and cache a chapter's hidden cases and references for a seed")
+        "prepare", help="compute and cache a chapter's hidden cases and references for a seed"
+    )
     prepare.add_argument("chapters", nargs="+", metavar="CHAPTER", help="e.g. 03")
     prepare.add_argument("--seed", type=int, required=True, help="the grading run's seed")
-    prepare.add_argument("--reference-cache", type=Path, default=None,
-                         help="the cache folder (default as for grade)")
-    prepare.add_argument("--warm-with", nargs="*", type=Path, default=[], metavar="NOTEBOOK",
-                         help="solution notebooks to grade once with JAX's compilation cache "
-                              "writable (trusted code only), so later children read it")
+    prepare.add_argument(
+        "--reference-cache", type=Path, default=None, help="the cache folder (default as for grade)"
+    )
+    prepare.add_argument(
+        "--warm-with",
+        nargs="*",
+        type=Path,
+        default=[],
+        metavar="NOTEBOOK",
+        help="solution notebooks to grade once with JAX's compilation cache "
+        "writable (trusted code only), so later children read it",
+    )
     zipped = commands.add_parser("gradescope", help="build the Gradescope autograder zip")
     zipped.add_argument("--assignment", required=True, help="chapter, e.g. 03")
     zipped.add_argument("--out", type=Path, default=Path("autograder.zip"))
     zipped.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
-    zipped.add_argument("--seed", type=int, default=None,
-                        help="hidden cases' seed for the whole assignment (drawn and printed "
-                             "when left out)")
+    zipped.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="hidden cases' seed for the whole assignment (drawn and printed when left out)",
+    )
     return top
 
 
@@ -244,6 +302,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if command == "translations":
         return translation_status(root=ROOT)
-    commands = {"build-course": build_course, "check-sync": check_sync, "course-map": course_map,
-                "sync": sync_chapter}
+    commands = {
+        "build-course": build_course,
+        "check-sync": check_sync,
+        "course-map": course_map,
+        "sync": sync_chapter,
+    }
     return commands[command](**args)

@@ -117,7 +117,10 @@ def repeat_verdict(result: dict[str, Any]) -> tuple[str, bool]:
     passed = p90 <= REPEAT_TARGET_SECONDS
     line = target_line(
         f"p{REPEAT_PERCENTILE} of repeated checks (right and wrong answers, chapters 03 and "
-        f"05) <= {REPEAT_TARGET_SECONDS} s", f"{p90:.3f} s over {len(repeats)} re-runs", passed)
+        f"05) <= {REPEAT_TARGET_SECONDS} s",
+        f"{p90:.3f} s over {len(repeats)} re-runs",
+        passed,
+    )
     return line, passed
 
 
@@ -125,7 +128,7 @@ def parse_marked_json(stdout: str) -> dict[str, Any]:
     """The JSON the child printed after the marker (libraries may print other lines)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(JSON_MARKER):
-            return json.loads(line[len(JSON_MARKER):])
+            return json.loads(line[len(JSON_MARKER) :])
     raise ValueError("the subprocess printed no result line")
 
 
@@ -144,8 +147,12 @@ def measure_latency(env: dict[str, str]) -> dict[str, Any]:
     cache = jax_cache_dir(env)
     before = cache_entries(cache)
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.latency", "--repeats", str(REPEATS)], env=env,
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        [sys.executable, "-m", "benchmarks.latency", "--repeats", str(REPEATS)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"latency subprocess exited {done.returncode}:\n{tail(done.stderr)}")
@@ -155,15 +162,19 @@ def measure_latency(env: dict[str, str]) -> dict[str, Any]:
 
 
 def print_latency(label: str, result: dict[str, Any]) -> None:
-    print(f"[{label}] imports (autograder.check, numpy, tensorflow, jax): "
-          f"{result['imports']:.2f} s; JAX cache entries before {result['cache_before']}, "
-          f"compiled and added {result['cache_added']}")
+    print(
+        f"[{label}] imports (autograder.check, numpy, tensorflow, jax): "
+        f"{result['imports']:.2f} s; JAX cache entries before {result['cache_before']}, "
+        f"compiled and added {result['cache_added']}"
+    )
     for check in result["checks"]:
         kind = "right" if check["right"] else ("wrong, shrunk" if check["shrunk"] else "wrong")
         repeats = check["repeats"]
-        print(f"[{label}] check.{check['exercise']}({check['function']}) [{kind}]: first call "
-              f"{check['first']:.3f} s; {len(repeats)} re-runs median "
-              f"{percentile(repeats, 50) * 1e3:.1f} ms, max {max(repeats) * 1e3:.1f} ms")
+        print(
+            f"[{label}] check.{check['exercise']}({check['function']}) [{kind}]: first call "
+            f"{check['first']:.3f} s; {len(repeats)} re-runs median "
+            f"{percentile(repeats, 50) * 1e3:.1f} ms, max {max(repeats) * 1e3:.1f} ms"
+        )
 
 
 def latency_verdict(cold: dict[str, Any], warm: dict[str, Any]) -> tuple[str, bool]:
@@ -178,7 +189,8 @@ def latency_verdict(cold: dict[str, Any], warm: dict[str, Any]) -> tuple[str, bo
     line = target_line(
         f"latency of one check call after imports < {LATENCY_TARGET_SECONDS} s "
         "(first call of each exercise after `make lab`'s warm-up)",
-        measured, passed,
+        measured,
+        passed,
     )
     return line, passed
 
@@ -188,16 +200,22 @@ def bench_latency() -> bool:
     with tempfile.TemporaryDirectory(prefix="bench-xdg-") as empty_cache:
         cold = measure_latency(child_env(XDG_CACHE_HOME=empty_cache))
     print_latency("cold JAX cache", cold)
-    subprocess.run([sys.executable, "-m", "autograder", "warm-up"], env=child_env(), check=True,
-                   capture_output=True)  # what `make lab` does before opening the course
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "warm-up"],
+        env=child_env(),
+        check=True,
+        capture_output=True,
+    )  # what `make lab` does before opening the course
     warm = measure_latency(child_env())
     print_latency("normal JAX cache", warm)
     if warm["cache_added"]:
         print("  note: the normal cache was not fully warm (entries were added during the run)")
     for name in FIRST_CALLS:
         first_cold, first_warm = cold[name]["first"], warm[name]["first"]
-        print(f"first call {name}: cold cache {first_cold:.3f} s vs normal cache "
-              f"{first_warm:.3f} s (cold / normal x{ratio(first_cold, first_warm):.1f})")
+        print(
+            f"first call {name}: cold cache {first_cold:.3f} s vs normal cache "
+            f"{first_warm:.3f} s (cold / normal x{ratio(first_cold, first_warm):.1f})"
+        )
     line, passed = latency_verdict(cold, warm)
     print(line, flush=True)
     repeat_line, repeat_passed = repeat_verdict(warm)
@@ -225,8 +243,10 @@ def bench_fixes() -> None:
     rows = measure_fixes(FIX_BATCHES, repeats=7)
     print(f"{'fix':>11} {'batch':>6} {'median ms':>10} {'peak KiB':>10} {'beyond output KiB':>18}")
     for r in rows:
-        print(f"{r.fix:>11} {r.batch:>6} {r.seconds * 1e3:>10.3f} {r.peak_bytes / 1024:>10.1f}"
-              f" {r.work_bytes / 1024:>18.1f}")
+        print(
+            f"{r.fix:>11} {r.batch:>6} {r.seconds * 1e3:>10.3f} {r.peak_bytes / 1024:>10.1f}"
+            f" {r.work_bytes / 1024:>18.1f}"
+        )
     largest = max(FIX_BATCHES)
     print(f"ratios vs reshape at B={largest}:")
     for fix, (time_ratio, peak_ratio) in fixes_ratios(rows, largest).items():
@@ -273,8 +293,11 @@ def chapter_notebooks(root: Path = ROOT) -> dict[str, tuple[Path, Path]]:
 
 
 def exercise_cells(notebook: NotebookNode) -> list[int]:
-    return [i for i, cell in enumerate(notebook.cells)
-            if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", [])]
+    return [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and "exercise" in cell.metadata.get("tags", [])
+    ]
 
 
 def solution_cells(chapter: str) -> dict[str, str]:
@@ -283,8 +306,11 @@ def solution_cells(chapter: str) -> dict[str, str]:
 
     solution = nbformat.read(chapter_notebooks()[chapter][0], as_version=4)
     names = {e.name for e in for_chapter(chapter)}
-    return {name: solution.cells[i].source for i in exercise_cells(solution)
-            for name in defined_names(solution.cells[i].source, names)}
+    return {
+        name: solution.cells[i].source
+        for i in exercise_cells(solution)
+        for name in defined_names(solution.cells[i].source, names)
+    }
 
 
 def stub_plan(cells: int, count: int) -> list[set[int]]:
@@ -313,9 +339,11 @@ def reads_by_function(notebook: NotebookNode) -> dict[str, set[str]]:
             continue
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef):
-                found[node.name] = {n.func.id for n in ast.walk(node)
-                                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                                    } - local_names(node)
+                found[node.name] = {
+                    n.func.id
+                    for n in ast.walk(node)
+                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                } - local_names(node)
     return found
 
 
@@ -334,8 +362,9 @@ def local_names(node: ast.FunctionDef | ast.ClassDef) -> set[str]:
     return bound
 
 
-def depends_on(name: str, others: set[str], reads: dict[str, set[str]],
-               roots: tuple[str, ...] = ()) -> bool:
+def depends_on(
+    name: str, others: set[str], reads: dict[str, set[str]], roots: tuple[str, ...] = ()
+) -> bool:
     """Whether `name`'s code (or the names its invoke reads from the notebook, `roots`)
     reaches one of `others` through the notebook's functions."""
     seen, pending = set(), [name, *roots]
@@ -351,10 +380,14 @@ def depends_on(name: str, others: set[str], reads: dict[str, set[str]],
     return False
 
 
-def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int],
-                 names: set[str], roots: dict[str, tuple[str, ...]] | None = None,
-                 replaced: dict[str, tuple[str, ...]] | None = None
-                 ) -> tuple[NotebookNode, dict[str, float]]:
+def make_variant(
+    solution: NotebookNode,
+    learner: NotebookNode,
+    stubbed: set[int],
+    names: set[str],
+    roots: dict[str, tuple[str, ...]] | None = None,
+    replaced: dict[str, tuple[str, ...]] | None = None,
+) -> tuple[NotebookNode, dict[str, float]]:
     """A copy of the solution with the stubbed exercise cells taken from the learner copy,
     and the score each exercise must get: 0 where stubbed or where its code reaches an
     exercise that is stubbed, else 1. An exercise's declared dependencies (`replaced`, its
@@ -371,9 +404,16 @@ def make_variant(solution: NotebookNode, learner: NotebookNode, stubbed: set[int
         if position in stubbed:
             notebook.cells[mine].source = learner.cells[theirs].source
     reads, roots, replaced = reads_by_function(solution), roots or {}, replaced or {}
-    broken = {n for n in answered
-              if depends_on(n, unanswered - set(replaced.get(n, ())),
-                            without_calls(reads, replaced.get(n, ())), roots.get(n, ()))}
+    broken = {
+        n
+        for n in answered
+        if depends_on(
+            n,
+            unanswered - set(replaced.get(n, ())),
+            without_calls(reads, replaced.get(n, ())),
+            roots.get(n, ()),
+        )
+    }
     return notebook, {n: 0.0 if n in unanswered | broken else 1.0 for n in answered | unanswered}
 
 
@@ -383,8 +423,9 @@ def without_calls(reads: dict[str, set[str]], names: Sequence[str]) -> dict[str,
     return {function: called - set(names) for function, called in reads.items()}
 
 
-def write_batch(chapter: str, folder: Path, count: int = BATCH
-                ) -> tuple[list[Path], dict[str, dict[str, float]]]:
+def write_batch(
+    chapter: str, folder: Path, count: int = BATCH
+) -> tuple[list[Path], dict[str, dict[str, float]]]:
     """`count` submissions of the chapter and the scores a right grader gives them."""
     from autograder.exercises import for_chapter
 
@@ -397,8 +438,9 @@ def write_batch(chapter: str, folder: Path, count: int = BATCH
     roots = {e.name: e.namespace_reads for e in exercises if e.namespace_reads}
     paths, expected = [], {}
     for index, stubbed in enumerate(stub_plan(len(exercise_cells(solution)), count), 1):
-        notebook, scores = make_variant(solution, learner, stubbed, names, roots,
-                                        {e.name: e.depends_on for e in exercises})
+        notebook, scores = make_variant(
+            solution, learner, stubbed, names, roots, {e.name: e.depends_on for e in exercises}
+        )
         path = folder / f"sub{index:02d}.ipynb"
         nbformat.write(notebook, path)
         paths.append(path)
@@ -412,37 +454,58 @@ def read_grades(csv_path: Path) -> dict[str, dict[str, str]]:
         return {Path(row["file"]).stem: row for row in csv.DictReader(file)}
 
 
-def grade_problems(grades: dict[str, dict[str, str]],
-                   expected: dict[str, dict[str, float]]) -> list[str]:
+def grade_problems(
+    grades: dict[str, dict[str, str]], expected: dict[str, dict[str, float]]
+) -> list[str]:
     """Where the gradebook disagrees with what each submission should score."""
-    problems = [] if len(grades) == len(expected) else [
-        f"{len(grades)} rows, expected {len(expected)}"]
+    problems = (
+        [] if len(grades) == len(expected) else [f"{len(grades)} rows, expected {len(expected)}"]
+    )
     for stem, scores in expected.items():
         row = grades.get(stem)
         if row is None:
             problems.append(f"{stem}: missing from grades.csv")
             continue
-        problems += [f"{stem}: {name} scored {row.get(name)}, expected {score:g}"
-                     for name, score in scores.items() if float(row.get(name) or 0) != score]
+        problems += [
+            f"{stem}: {name} scored {row.get(name)}, expected {score:g}"
+            for name, score in scores.items()
+            if float(row.get(name) or 0) != score
+        ]
         if row.get("grading_error"):
             problems.append(f"{stem}: grading error {row['grading_error']}")
     return problems
 
 
-def run_grader(paths: Sequence[Path], out: Path, jobs: int | None, cache: Path,
-               *flags: str) -> tuple[float, str]:
+def run_grader(
+    paths: Sequence[Path], out: Path, jobs: int | None, cache: Path, *flags: str
+) -> tuple[float, str]:
     """Seconds for one `python -m autograder grade` run and its stderr; raises on failure.
     `jobs` None: the grader's default, as Gradescope's run_autograder runs it."""
     jobs_flag = [] if jobs is None else ["--jobs", str(jobs)]
-    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               *jobs_flag, "--seed", str(GRADE_SEED), "--reference-cache", str(cache), *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        *map(str, paths),
+        "--out",
+        str(out),
+        *jobs_flag,
+        "--seed",
+        str(GRADE_SEED),
+        "--reference-cache",
+        str(cache),
+        *flags,
+    ]
     start = time.perf_counter()
-    done = subprocess.run(command, env=child_env(), cwd=ROOT, capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        command, env=child_env(), cwd=ROOT, capture_output=True, text=True, check=False
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise RuntimeError(f"the grader exited {done.returncode} on {len(paths)} submissions:\n"
-                           f"{tail(done.stderr)}")
+        raise RuntimeError(
+            f"the grader exited {done.returncode} on {len(paths)} submissions:\n{tail(done.stderr)}"
+        )
     return seconds, done.stderr
 
 
@@ -455,12 +518,23 @@ def run_first(path: Path, out: Path, cache: Path) -> float:
 def run_nbconvert(path: Path, folder: Path) -> float:
     """Seconds to execute one submission top to bottom in a kernel, as nbgrader/otter do."""
     jupyter = Path(sys.executable).parent / "jupyter"
-    command = [str(jupyter), "nbconvert", "--to", "notebook", "--execute",
-               "--ExecutePreprocessor.timeout=600", "--output-dir", str(folder),
-               "--output", "executed", str(path)]
+    command = [
+        str(jupyter),
+        "nbconvert",
+        "--to",
+        "notebook",
+        "--execute",
+        "--ExecutePreprocessor.timeout=600",
+        "--output-dir",
+        str(folder),
+        "--output",
+        "executed",
+        str(path),
+    ]
     start = time.perf_counter()
-    done = subprocess.run(command, env=child_env(), cwd=path.parent, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        command, env=child_env(), cwd=path.parent, capture_output=True, text=True, check=False
+    )
     seconds = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"nbconvert exited {done.returncode}:\n{tail(done.stderr)}")
@@ -512,8 +586,9 @@ class ChapterTimes:
 
     @property
     def other_jobs_speedup(self) -> float:
-        return ratio(self.other_serial - self.other_startup,
-                     self.other_parallel - self.other_startup)
+        return ratio(
+            self.other_serial - self.other_startup, self.other_parallel - self.other_startup
+        )
 
     @property
     def startup(self) -> float:
@@ -529,15 +604,17 @@ class ChapterTimes:
 
 def chapter_row(t: ChapterTimes) -> str:
     one, marginal = ratio(t.one, t.nbconvert), ratio(t.marginal, t.nbconvert)
-    return (f"| {t.chapter} | {t.nbconvert:.1f} s | {t.first_run:.0f} s | {t.one:.1f} s "
-            f"(--jobs 1: {t.one_serial:.1f} s) | {one:.2f} "
-            f"{verdict(one <= ONE_TARGET)} | {t.marginal:.2f} s | {marginal:.3f} "
-            f"{verdict(marginal <= MARGINAL_TARGET)} | x{t.jobs_speedup:.2f} "
-            f"(raw x{ratio(t.serial, t.parallel):.2f}, {t.batch} submissions) "
-            f"{verdict(t.jobs_speedup >= JOBS_TARGET)} | {default_way(t)} "
-            f"| {t.other_flag}: {t.other_marginal:.2f} s, "
-            f"{ratio(t.other_marginal, t.nbconvert):.3f}, x{t.other_jobs_speedup:.2f} "
-            f"({t.other_batch}) |")
+    return (
+        f"| {t.chapter} | {t.nbconvert:.1f} s | {t.first_run:.0f} s | {t.one:.1f} s "
+        f"(--jobs 1: {t.one_serial:.1f} s) | {one:.2f} "
+        f"{verdict(one <= ONE_TARGET)} | {t.marginal:.2f} s | {marginal:.3f} "
+        f"{verdict(marginal <= MARGINAL_TARGET)} | x{t.jobs_speedup:.2f} "
+        f"(raw x{ratio(t.serial, t.parallel):.2f}, {t.batch} submissions) "
+        f"{verdict(t.jobs_speedup >= JOBS_TARGET)} | {default_way(t)} "
+        f"| {t.other_flag}: {t.other_marginal:.2f} s, "
+        f"{ratio(t.other_marginal, t.nbconvert):.3f}, x{t.other_jobs_speedup:.2f} "
+        f"({t.other_batch}) |"
+    )
 
 
 FRESH, FORKED = "fresh children", "forked children"
@@ -551,8 +628,7 @@ def default_way(t: ChapterTimes) -> str:
 
 def batch_targets_met(t: ChapterTimes) -> bool:
     """Both batch targets at once (the margin and --jobs 2), by the documented command."""
-    return (ratio(t.marginal, t.nbconvert) <= MARGINAL_TARGET
-            and t.jobs_speedup >= JOBS_TARGET)
+    return ratio(t.marginal, t.nbconvert) <= MARGINAL_TARGET and t.jobs_speedup >= JOBS_TARGET
 
 
 TABLE_HEADER = [
@@ -567,11 +643,14 @@ def import_seconds(module: str) -> float:
     """A fresh interpreter's time to import one framework as the grader's child does (the
     other frameworks, and Keras, left out; the garbage collector paused): the floor of a
     framework child."""
-    script = ("from autograder.sandbox.confined import child, guards; "
-              f"guards.install([{module!r}]); child.import_frameworks([{module!r}])")
+    script = (
+        "from autograder.sandbox.confined import child, guards; "
+        f"guards.install([{module!r}]); child.import_frameworks([{module!r}])"
+    )
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", script], env=child_env(), check=True,
-                   capture_output=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-c", script], env=child_env(), check=True, capture_output=True, cwd=ROOT
+    )
     return time.perf_counter() - start
 
 
@@ -579,21 +658,30 @@ def slow_notes(t: ChapterTimes, imports: dict[str, float] | None = None) -> list
     """What a missed target is made of, in measured seconds."""
     notes = []
     imports = imports or {}
-    child = "numpy only" if not t.frameworks else " and ".join(
-        f"{name} (a fresh `import {name}` alone: {imports[name]:.1f} s)" if name in imports
-        else name for name in t.frameworks)
+    child = (
+        "numpy only"
+        if not t.frameworks
+        else " and ".join(
+            f"{name} (a fresh `import {name}` alone: {imports[name]:.1f} s)"
+            if name in imports
+            else name
+            for name in t.frameworks
+        )
+    )
     if ratio(t.one, t.nbconvert) > ONE_TARGET or ratio(t.marginal, t.nbconvert) > MARGINAL_TARGET:
         notes.append(
             f"ch {t.chapter}: grade one {t.one:.1f} s; with --jobs 1 {t.one_serial:.1f} s = "
             f"parent start-up {t.startup:.1f} s (Python, numpy, Hypothesis, the cached "
             f"references; no framework) + the submission {t.one_serial_child:.1f} s (sandboxed "
             f"children, {child}: interpreter and framework start-up per framework group, then "
-            f"the learner's cells and calls)")
+            f"the learner's cells and calls)"
+        )
     if t.jobs_speedup < JOBS_TARGET:
         notes.append(
             f"ch {t.chapter}: --jobs 2 gives x{t.jobs_speedup:.2f}: two children share "
             f"{os.cpu_count()} cores with everything else on this machine (load average "
-            f"{os.getloadavg()[0]:.1f} at the end of the chapter)")
+            f"{os.getloadavg()[0]:.1f} at the end of the chapter)"
+        )
     return notes
 
 
@@ -616,7 +704,8 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
         return run_grader(paths[:1], folder / "one", None, cache)[0]
 
     nbconvert, one = fastest_side_by_side(
-        [lambda: run_nbconvert(paths[0], folder / "executed"), one_run])
+        [lambda: run_nbconvert(paths[0], folder / "executed"), one_run]
+    )
     one_serial, stderr = run_grader(paths[:1], folder / "one-serial", 1, cache)
     one_serial_child = sum(submission_seconds(stderr))
     typical = typical_submission(paths, folder / "sizing", cache)
@@ -634,20 +723,40 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
     else:
         other_paths, other_expected = paths, expected
     other_serial, _ = fastest_batch(other_paths, folder / "other-serial", 1, cache, other_flag)
-    other_parallel, _ = fastest_batch(other_paths, folder / "other-parallel", 2, cache,
-                                      other_flag)
-    problems = [f"{name}: {problem}" for name, planted in (
-                    ("serial", expected), ("parallel", expected),
-                    ("other-serial", other_expected), ("other-parallel", other_expected))
-                for problem in grade_problems(read_grades(folder / name / "grades.csv"),
-                                              planted)]
+    other_parallel, _ = fastest_batch(other_paths, folder / "other-parallel", 2, cache, other_flag)
+    problems = [
+        f"{name}: {problem}"
+        for name, planted in (
+            ("serial", expected),
+            ("parallel", expected),
+            ("other-serial", other_expected),
+            ("other-parallel", other_expected),
+        )
+        for problem in grade_problems(read_grades(folder / name / "grades.csv"), planted)
+    ]
     if problems:  # reported, and the chapter fails; the other chapters are still measured
         print(f"  chapter {chapter}: GRADED WRONGLY:\n    " + "\n    ".join(problems))
     frameworks = sorted({f for e in for_chapter(chapter) for f in e.frameworks})
-    return ChapterTimes(chapter, nbconvert, first_run, one, one_serial, one_serial_child,
-                        serial, parallel, tuple(frameworks), count, len(problems), typical,
-                        other_flag, other_one, other_serial, other_parallel, other_typical,
-                        other_count)
+    return ChapterTimes(
+        chapter,
+        nbconvert,
+        first_run,
+        one,
+        one_serial,
+        one_serial_child,
+        serial,
+        parallel,
+        tuple(frameworks),
+        count,
+        len(problems),
+        typical,
+        other_flag,
+        other_one,
+        other_serial,
+        other_parallel,
+        other_typical,
+        other_count,
+    )
 
 
 def typical_submission(paths: Sequence[Path], out: Path, cache: Path, *flags: str) -> float:
@@ -669,8 +778,9 @@ def fastest_side_by_side(measures: Sequence[Callable[[], float]]) -> list[float]
     return fastest
 
 
-def fastest_batch(paths: Sequence[Path], out: Path, jobs: int, cache: Path, *flags: str
-                  ) -> tuple[float, bool]:
+def fastest_batch(
+    paths: Sequence[Path], out: Path, jobs: int, cache: Path, *flags: str
+) -> tuple[float, bool]:
     """The fastest of BATCH_RUNS gradings of the batch (each into a fresh `out`, the last
     one kept for its gradebook), and whether the grader forked its children (it says so in
     its first line)."""
@@ -683,12 +793,16 @@ def fastest_batch(paths: Sequence[Path], out: Path, jobs: int, cache: Path, *fla
 
 
 def bench_grading(chapters: Sequence[str]) -> bool:
-    section(f"3. Grading speed per chapter: seed {GRADE_SEED}, batches of {BATCH} (or as many "
-            f"more as last {MIN_BATCH_SECONDS:.0f} s with --jobs 1, up to {MAX_BATCH}) built from "
-            "solutions/ (some exercise cells left as the course's stub)")
-    print("The command: `python -m autograder grade SUBMISSIONS --out DIR --seed N` (the "
-          "instructor guide's), its first run on an empty cache. Every gradebook is checked.",
-          flush=True)
+    section(
+        f"3. Grading speed per chapter: seed {GRADE_SEED}, batches of {BATCH} (or as many "
+        f"more as last {MIN_BATCH_SECONDS:.0f} s with --jobs 1, up to {MAX_BATCH}) built from "
+        "solutions/ (some exercise cells left as the course's stub)"
+    )
+    print(
+        "The command: `python -m autograder grade SUBMISSIONS --out DIR --seed N` (the "
+        "instructor guide's), its first run on an empty cache. Every gradebook is checked.",
+        flush=True,
+    )
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as tmp:
         for chapter in chapters:
@@ -706,19 +820,26 @@ def grading_passed(rows: Sequence[ChapterTimes]) -> bool:
     return all(line.endswith("PASS") for line in grading_targets(rows))
 
 
-def grading_table(rows: Sequence[ChapterTimes], imports: dict[str, float] | None = None
-                  ) -> list[str]:
+def grading_table(
+    rows: Sequence[ChapterTimes], imports: dict[str, float] | None = None
+) -> list[str]:
     notes = [note for row in rows for note in slow_notes(row, imports)]
     if notes:
-        notes.append("A fresh child imports its framework for every submission: that "
-                      "import is the floor of grading one (the child starts before the "
-                      "grader has imported itself, and its workers share the import). A "
-                      "batch of a framework chapter forks its children from a server, so the "
-                      "import is paid once per batch; what is left per submission is the "
-                      "learner's cells and every hidden case through the framework "
-                      "(tf.function traces, JAX compilation per new shape).")
-    return [*TABLE_HEADER, *map(chapter_row, rows),
-            *(["what stays slow:", *notes] if notes else []), *grading_targets(rows)]
+        notes.append(
+            "A fresh child imports its framework for every submission: that "
+            "import is the floor of grading one (the child starts before the "
+            "grader has imported itself, and its workers share the import). A "
+            "batch of a framework chapter forks its children from a server, so the "
+            "import is paid once per batch; what is left per submission is the "
+            "learner's cells and every hidden case through the framework "
+            "(tf.function traces, JAX compilation per new shape)."
+        )
+    return [
+        *TABLE_HEADER,
+        *map(chapter_row, rows),
+        *(["what stays slow:", *notes] if notes else []),
+        *grading_targets(rows),
+    ]
 
 
 def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
@@ -728,25 +849,41 @@ def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
     wrong = sum(r.wrong_grades for r in rows)
     return [
         target_line("every gradebook right", f"{wrong} wrong entries", wrong == 0),
-        target_line(f"the documented command: grade one <= {ONE_TARGET} x nbconvert on every "
-                    "chapter", f"worst {one:.2f}", one <= ONE_TARGET),
-        target_line(f"the documented command: marginal <= {MARGINAL_TARGET} x nbconvert on every "
-                    "chapter", f"worst {marginal:.3f}", marginal <= MARGINAL_TARGET),
-        target_line(f"the documented command: --jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput on "
-                    "every chapter", f"worst x{jobs:.2f}", jobs >= JOBS_TARGET),
+        target_line(
+            f"the documented command: grade one <= {ONE_TARGET} x nbconvert on every chapter",
+            f"worst {one:.2f}",
+            one <= ONE_TARGET,
+        ),
+        target_line(
+            f"the documented command: marginal <= {MARGINAL_TARGET} x nbconvert on every chapter",
+            f"worst {marginal:.3f}",
+            marginal <= MARGINAL_TARGET,
+        ),
+        target_line(
+            f"the documented command: --jobs 2 >= {JOBS_TARGET} x --jobs 1 throughput on "
+            "every chapter",
+            f"worst x{jobs:.2f}",
+            jobs >= JOBS_TARGET,
+        ),
     ]
 
 
 def arguments(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--chapters", default="",
-                        help="comma-separated chapters to grade, e.g. 03,06 (default: all)")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--chapters",
+        default="",
+        help="comma-separated chapters to grade, e.g. 03,06 (default: all)",
+    )
     only = parser.add_mutually_exclusive_group()
-    only.add_argument("--grading-only", action="store_true",
-                      help="skip the latency and fixes sections")
-    only.add_argument("--latency-only", action="store_true",
-                      help="run the latency section alone")
+    only.add_argument(
+        "--grading-only", action="store_true", help="skip the latency and fixes sections"
+    )
+    only.add_argument("--latency-only", action="store_true", help="run the latency section alone")
     return parser.parse_args(argv)
 
 
@@ -754,8 +891,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     options = arguments(argv)
     chapters = [c for c in options.chapters.split(",") if c] or list(chapter_notebooks())
     started = time.perf_counter()
-    print(f"autograder benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}", flush=True)
+    print(
+        f"autograder benchmark: python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}",
+        flush=True,
+    )
     latency_ok = grading_ok = None
     if not options.grading_only:
         latency_ok = bench_latency()
@@ -768,9 +908,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-memory-") as folder:
             memory_ok = bench_grader_memory(Path(folder), child_env())
     section("Summary")
-    print(f"check latency target: {summary_verdict(latency_ok)}; grading ratio target: "
-          f"{summary_verdict(grading_ok)}; grader memory target: "
-          f"{summary_verdict(memory_ok)}; bench took {time.perf_counter() - started:.0f} s")
+    print(
+        f"check latency target: {summary_verdict(latency_ok)}; grading ratio target: "
+        f"{summary_verdict(grading_ok)}; grader memory target: "
+        f"{summary_verdict(memory_ok)}; bench took {time.perf_counter() - started:.0f} s"
+    )
 
 
 def summary_verdict(passed: bool | None) -> str:

@@ -45,7 +45,6 @@ def timed_imports() -> float:
     import numpy  # noqa: F401
     import tensorflow  # noqa: F401
 
-
     return time.perf_counter() - started
 
 
@@ -58,8 +57,13 @@ def solution_namespace(chapter: str) -> dict[str, Any]:
 
     from benchmarks.bench import solution_cells
 
-    namespace = {"__name__": f"solution_{chapter}", "functools": functools, "np": np,
-                 "jax": jax, "jnp": jax.numpy}
+    namespace = {
+        "__name__": f"solution_{chapter}",
+        "functools": functools,
+        "np": np,
+        "jax": jax,
+        "jnp": jax.numpy,
+    }
     for source in dict.fromkeys(solution_cells(chapter).values()):
         exec(compile(source, f"<solutions {chapter}>", "exec"), namespace)
     return namespace
@@ -93,9 +97,16 @@ def measure(repeats: int, checks: Sequence[tuple[str, str]] = LATENCY_CHECKS) ->
         if report.passed != right:
             raise SystemExit(f"{exercise} ({name}): expected passed={right}:\n{report}")
         runs = [timed(checker, fn)[0] for _ in range(repeats)]
-        result["checks"].append({"exercise": exercise, "function": name, "right": right,
-                                 "first": first, "repeats": runs,
-                                 "shrunk": bool(report.failure and report.failure.shrunk)})
+        result["checks"].append(
+            {
+                "exercise": exercise,
+                "function": name,
+                "right": right,
+                "first": first,
+                "repeats": runs,
+                "shrunk": bool(report.failure and report.failure.shrunk),
+            }
+        )
         if right:
             result.setdefault(exercise, {"first": first, "median": statistics.median(runs)})
     return result

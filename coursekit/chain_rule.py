@@ -57,13 +57,15 @@ class ChainAt:
 
     def describe(self) -> str:
         """Five short lines, rounded, so the text is the same on every machine."""
-        return "\n".join([
-            f"x = {self.x:.4f}, f = {self.f_name}, g = {self.g_name}",
-            f"u = f(x) = {self.u:.4f}        f'(x) = {self.df:.4f}",
-            f"z = g(u) = {self.z:.4f}        g'(u) = {self.dg:.4f}",
-            f"slopes multiply: g'(u) * f'(x) = {self.product:.4f}",
-            f"slope of g(f(x)) measured with a central difference: {self.numeric:.4f}",
-        ])
+        return "\n".join(
+            [
+                f"x = {self.x:.4f}, f = {self.f_name}, g = {self.g_name}",
+                f"u = f(x) = {self.u:.4f}        f'(x) = {self.df:.4f}",
+                f"z = g(u) = {self.z:.4f}        g'(u) = {self.dg:.4f}",
+                f"slopes multiply: g'(u) * f'(x) = {self.product:.4f}",
+                f"slope of g(f(x)) measured with a central difference: {self.numeric:.4f}",
+            ]
+        )
 
     def __str__(self) -> str:
         return self.describe()
@@ -81,8 +83,14 @@ def slopes_at(f_name: str, g_name: str, x: float, step: float = 1e-5) -> ChainAt
 
     numeric = (composite(x + step) - composite(x - step)) / (2 * step)
     return ChainAt(
-        f_name, g_name, x, u, float(g(np.float64(u))), float(df(np.float64(x))),
-        float(dg(np.float64(u))), numeric,
+        f_name,
+        g_name,
+        x,
+        u,
+        float(g(np.float64(u))),
+        float(df(np.float64(x))),
+        float(dg(np.float64(u))),
+        numeric,
     )
 
 
@@ -98,7 +106,13 @@ def plot_chain(f_name: str, g_name: str, x: float, width: float = 1.0):
         (axes[0], f, at.x, at.u, at.df, f"f = {f_name} near x", "x", f"f'(x) = {at.df:.3f}"),
         (axes[1], g, at.u, at.z, at.dg, f"g = {g_name} near u = f(x)", "u", f"g'(u) = {at.dg:.3f}"),
         (
-            axes[2], lambda t: g(f(t)), at.x, at.z, at.product, "g(f(x)) near x", "x",
+            axes[2],
+            lambda t: g(f(t)),
+            at.x,
+            at.z,
+            at.product,
+            "g(f(x)) near x",
+            "x",
             f"g'(u) f'(x) = {at.product:.3f}",
         ),
     ]
@@ -149,8 +163,13 @@ def chain_rule_explorer(f_name: str = "sin", g_name: str = "exp", x: float = 0.5
 
 # The chapter's network: h = x @ W + b, y = tanh(h), loss = mean((y - y0)**2).
 NODES = {
-    "x": (0.0, 2.0), "W": (0.0, 0.0), "b": (2.4, -0.7), "h": (2.4, 1.0), "y": (4.6, 1.0),
-    "y0": (6.9, 2.3), "loss": (6.9, 1.0),
+    "x": (0.0, 2.0),
+    "W": (0.0, 0.0),
+    "b": (2.4, -0.7),
+    "h": (2.4, 1.0),
+    "y": (4.6, 1.0),
+    "y0": (6.9, 2.3),
+    "loss": (6.9, 1.0),
 }
 OPERATIONS = {"h": "x @ W + b", "y": "tanh(h)", "loss": "mean((y - y0)²)"}
 # Each edge (primal input, output): the cotangent that flows back along it, where its label
@@ -183,21 +202,43 @@ def draw_graph(shapes: dict[str, tuple[int, ...]] | None = None):
         if name in shapes:
             label += f"\nshape {shapes[name]}"
         text = ax.text(
-            px, py, label, ha="center", va="center", fontsize=10,
+            px,
+            py,
+            label,
+            ha="center",
+            va="center",
+            fontsize=10,
             bbox={"boxstyle": "round,pad=0.5", "fc": "#eef" if leaf else "#efe", "ec": "0.4"},
         )
         boxes[name] = text.get_bbox_patch()
     for (source, target), (cotangent, (lx, ly), bend) in EDGES.items():
-        ax.add_patch(FancyArrowPatch(
-            NODES[source], NODES[target], patchA=boxes[source], patchB=boxes[target],
-            arrowstyle="-|>", mutation_scale=14, color="0.5", lw=1.4,
-        ))
+        ax.add_patch(
+            FancyArrowPatch(
+                NODES[source],
+                NODES[target],
+                patchA=boxes[source],
+                patchB=boxes[target],
+                arrowstyle="-|>",
+                mutation_scale=14,
+                color="0.5",
+                lw=1.4,
+            )
+        )
         if cotangent:
-            ax.add_patch(FancyArrowPatch(
-                NODES[target], NODES[source], patchA=boxes[target], patchB=boxes[source],
-                arrowstyle="-|>", mutation_scale=14, color="C3", lw=1.4, ls="--",
-                connectionstyle=f"arc3,rad={bend}",
-            ))
+            ax.add_patch(
+                FancyArrowPatch(
+                    NODES[target],
+                    NODES[source],
+                    patchA=boxes[target],
+                    patchB=boxes[source],
+                    arrowstyle="-|>",
+                    mutation_scale=14,
+                    color="C3",
+                    lw=1.4,
+                    ls="--",
+                    connectionstyle=f"arc3,rad={bend}",
+                )
+            )
             ax.text(lx, ly, cotangent, color="C3", ha="center", va="center", fontsize=9)
     ax.text(6.9, 0.45, "its cotangent: 1", color="C3", ha="center", fontsize=9)
     ax.set(xlim=(-0.8, 8.0), ylim=(-1.1, 2.8))
@@ -292,7 +333,10 @@ def plot_split(rows: list[SplitTiming]):
         mine = [r for r in rows if r.method == method]
         ax.plot([r.size for r in mine], [r.seconds for r in mine], marker="o", label=method)
     ax.set(
-        xscale="log", yscale="log", xlabel="B = n = m", ylabel="seconds (fastest of the repeats)",
+        xscale="log",
+        yscale="log",
+        xlabel="B = n = m",
+        ylabel="seconds (fastest of the repeats)",
         title="dloss/dW from g_h = dloss/dh",
     )
     ax.legend()

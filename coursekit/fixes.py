@@ -124,8 +124,10 @@ def plot_fixes(rows: list[Measurement]):
     out_rows = [r for r in rows if r.fix == "reshape"]
     out_bytes = [r.peak_bytes - r.work_bytes for r in out_rows]
     ax_m.plot([r.batch for r in out_rows], out_bytes, "k--", lw=1, label="output alone")
-    for ax, ylabel, title in ((ax_t, "median seconds", "time for out and grad_W"),
-                              (ax_m, "peak bytes (tracemalloc)", "peak memory during the call")):
+    for ax, ylabel, title in (
+        (ax_t, "median seconds", "time for out and grad_W"),
+        (ax_m, "peak bytes (tracemalloc)", "peak memory during the call"),
+    ):
         ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel=ylabel, title=title)
     ax_m.legend()
     return fig

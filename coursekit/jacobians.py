@@ -59,8 +59,7 @@ def measure_modes(
         return _measure_modes(n_ins, n_out, hidden, repeats)
 
 
-def _measure_modes(n_ins: Iterable[int], n_out: int, hidden: int, repeats: int
-                   ) -> list[ModeCost]:
+def _measure_modes(n_ins: Iterable[int], n_out: int, hidden: int, repeats: int) -> list[ModeCost]:
     rows = []
     for n_in in n_ins:
         f, x = two_layer(n_in, n_out, hidden)
@@ -85,8 +84,12 @@ def plot_modes(rows: list[ModeCost]):
     n_out = rows[0].n_out
     for ax, what in ((ax_f, "FLOPs (XLA cost analysis)"), (ax_t, "seconds (fastest run)")):
         ax.axvline(n_out, color="k", ls="--", lw=1)
-        ax.set(xscale="log", yscale="log", xlabel=f"inputs n (outputs m = {n_out}, dashed)",
-               ylabel=what)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel=f"inputs n (outputs m = {n_out}, dashed)",
+            ylabel=what,
+        )
     ax_f.set_title("work for the whole Jacobian")
     ax_t.set_title("time for the whole Jacobian")
     ax_f.legend()
@@ -130,9 +133,14 @@ def _measure_second_order(ns: Iterable[int], repeats: int) -> list[SecondOrderCo
         for method, (program, args) in programs.items():
             compiled = program.lower(*args).compile()
             memory = compiled.memory_analysis()
-            rows.append(SecondOrderCost(
-                method, n, int(memory.output_size_in_bytes), int(memory.temp_size_in_bytes),
-                float(compiled.cost_analysis()["flops"]),
-                fastest_seconds(compiled, *args, repeats=repeats),
-            ))
+            rows.append(
+                SecondOrderCost(
+                    method,
+                    n,
+                    int(memory.output_size_in_bytes),
+                    int(memory.temp_size_in_bytes),
+                    float(compiled.cost_analysis()["flops"]),
+                    fastest_seconds(compiled, *args, repeats=repeats),
+                )
+            )
     return rows

@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from importlib import metadata
 from types import ModuleType
 
-RESTART_HOW = ("Restart the runtime (Colab: Runtime > Restart session), then run the notebook "
-               "again from the top; the install cell is then quick and this message goes away.")
+RESTART_HOW = (
+    "Restart the runtime (Colab: Runtime > Restart session), then run the notebook "
+    "again from the top; the install cell is then quick and this message goes away."
+)
 
 
 class RestartNeeded(RuntimeError):

@@ -10,9 +10,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--chapter", metavar="NN",
+        "--chapter",
+        metavar="NN",
         help="run only chapter NN's tests (its exercises' checks, its coursekit helpers, its "
-             "notebook): `make test-chapter CH=NN`; tests/tiers.py says which tests belong",
+        "notebook): `make test-chapter CH=NN`; tests/tiers.py says which tests belong",
     )
 
 

@@ -27,8 +27,10 @@ WRONG = GOOD_UNBROADCAST.replace("return summed", "return 2 * summed")
 
 def _correct_if(condition: str) -> str:
     """An unbroadcast that is right only when `condition` (the attack's success) holds."""
-    return WRONG.replace("    return 2 * summed", "    factor = 1 if (" + condition + ") else 2\n"
-                         "    return factor * summed")
+    return WRONG.replace(
+        "    return 2 * summed",
+        "    factor = 1 if (" + condition + ") else 2\n    return factor * summed",
+    )
 
 
 def _exit_in_unbroadcast(body: str) -> str:
@@ -40,8 +42,9 @@ def _exit_in_unbroadcast(body: str) -> str:
 def _huge_npz() -> bytes:
     """An npz whose one member claims 10**13 float64 elements but holds eight bytes."""
     header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False,
-                                                  "shape": (10**13,)})
+    np.lib.format.write_array_header_1_0(
+        header, {"descr": "<f8", "fortran_order": False, "shape": (10**13,)}
+    )
     member = np.lib.format.MAGIC_PREFIX + b"\x01\x00" + header.getvalue()[8:] + b"\0" * 8
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
@@ -53,8 +56,11 @@ def _forged_index_npz() -> bytes:
     """A packed npz whose index puts a billion float64 elements in a four-element buffer."""
     table = {"index": {"c0_0": ["<f8", [10**9], 0]}, "packs": {"<f8": "pack0"}}
     buffer = io.BytesIO()
-    np.savez(buffer, pack0=np.arange(4.0),
-             index=np.frombuffer(json.dumps(table).encode(), dtype=np.uint8))
+    np.savez(
+        buffer,
+        pack0=np.arange(4.0),
+        index=np.frombuffer(json.dumps(table).encode(), dtype=np.uint8),
+    )
     return buffer.getvalue()
 
 
@@ -106,115 +112,166 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
     )
     return {
         "symlink_next_round": (_exit_in_unbroadcast(plant), []),
-        "fifo_outputs": (_exit_in_unbroadcast(
-            "import os\n"
-            "for folder in " + outs + ":\n"
-            "    for name in ['out_unbroadcast.json', 'cells.json', 'out_unbroadcast.npz']:\n"
-            "        try:\n"
-            "            os.mkfifo(os.path.join(folder, name))\n"
-            "        except OSError:\n"
-            "            pass"), []),
-        "dev_zero_outputs": (_exit_in_unbroadcast(
-            "import os\n"
-            "for folder in " + outs + ":\n"
-            "    for name in ['out_unbroadcast.json', 'out_unbroadcast.npz']:\n"
-            "        try:\n"
-            "            os.symlink('/dev/zero', os.path.join(folder, name))\n"
-            "        except OSError:\n"
-            "            pass"), []),
+        "fifo_outputs": (
+            _exit_in_unbroadcast(
+                "import os\n"
+                "for folder in " + outs + ":\n"
+                "    for name in ['out_unbroadcast.json', 'cells.json', 'out_unbroadcast.npz']:\n"
+                "        try:\n"
+                "            os.mkfifo(os.path.join(folder, name))\n"
+                "        except OSError:\n"
+                "            pass"
+            ),
+            [],
+        ),
+        "dev_zero_outputs": (
+            _exit_in_unbroadcast(
+                "import os\n"
+                "for folder in " + outs + ":\n"
+                "    for name in ['out_unbroadcast.json', 'out_unbroadcast.npz']:\n"
+                "        try:\n"
+                "            os.symlink('/dev/zero', os.path.join(folder, name))\n"
+                "        except OSError:\n"
+                "            pass"
+            ),
+            [],
+        ),
         "deep_json": (_exit_in_unbroadcast("PAYLOAD = '[' * 200000\n" + write_out), []),
-        "wrong_types_json": (_exit_in_unbroadcast(
-            "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": 5}], \"defined\": 7}'\n"
-            + write_out), []),
-        "huge_npz_header": (_exit_in_unbroadcast(
-            f"import os\nBLOB = {_huge_npz()!r}\n"
-            "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": \"c0_0\"}]}'\n" + write_out
-            + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
-            "        f.write(BLOB)\n"), []),
-        "forged_packed_index": (_exit_in_unbroadcast(
-            f"import os\nBLOB = {_forged_index_npz()!r}\n"
-            "PAYLOAD = '{\"cases\": [{\"kind\": \"array\", \"key\": \"c0_0\"}]}'\n" + write_out
-            + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
-            "        f.write(BLOB)\n"), []),
-        "daemon": (WRONG, [
-            "import os, time\n"
-            "if os.fork() == 0:\n"
-            "    try:\n"
-            "        os.setsid()\n"
-            "    except OSError:\n"
-            "        pass\n"
-            "    if os.fork() == 0:\n"
-            "        for _ in range(600):\n"
-            "            time.sleep(0.1)\n"
-            f"            for t in [{paths['victim']!r}, {paths['script']!r}]:\n"
-            "                try:\n"
-            "                    open(t, 'w').write('{\"score\": 100}')\n"
-            "                except OSError:\n"
-            "                    pass\n"
-            "    os._exit(0)\n"]),
-        "disk_hog": (WRONG, [
-            "import os\n"
-            "block = b'x' * (1 << 20)\n"
-            "for i in range(3000):\n"
-            "    try:\n"
-            "        with open(f'hog{i}', 'wb') as f:\n"
-            "            f.write(block)\n"
-            "    except OSError:\n"
-            "        break\n"
-            "for i in range(60000):\n"
-            "    try:\n"
-            "        open(f'inode{i}', 'w').close()\n"
-            "    except OSError:\n"
-            "        break\n"]),
+        "wrong_types_json": (
+            _exit_in_unbroadcast(
+                'PAYLOAD = \'{"cases": [{"kind": "array", "key": 5}], "defined": 7}\'\n' + write_out
+            ),
+            [],
+        ),
+        "huge_npz_header": (
+            _exit_in_unbroadcast(
+                f"import os\nBLOB = {_huge_npz()!r}\n"
+                'PAYLOAD = \'{"cases": [{"kind": "array", "key": "c0_0"}]}\'\n'
+                + write_out
+                + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
+                "        f.write(BLOB)\n"
+            ),
+            [],
+        ),
+        "forged_packed_index": (
+            _exit_in_unbroadcast(
+                f"import os\nBLOB = {_forged_index_npz()!r}\n"
+                'PAYLOAD = \'{"cases": [{"kind": "array", "key": "c0_0"}]}\'\n'
+                + write_out
+                + "    with open(os.path.join(folder, 'out_unbroadcast.npz'), 'wb') as f:\n"
+                "        f.write(BLOB)\n"
+            ),
+            [],
+        ),
+        "daemon": (
+            WRONG,
+            [
+                "import os, time\n"
+                "if os.fork() == 0:\n"
+                "    try:\n"
+                "        os.setsid()\n"
+                "    except OSError:\n"
+                "        pass\n"
+                "    if os.fork() == 0:\n"
+                "        for _ in range(600):\n"
+                "            time.sleep(0.1)\n"
+                f"            for t in [{paths['victim']!r}, {paths['script']!r}]:\n"
+                "                try:\n"
+                "                    open(t, 'w').write('{\"score\": 100}')\n"
+                "                except OSError:\n"
+                "                    pass\n"
+                "    os._exit(0)\n"
+            ],
+        ),
+        "disk_hog": (
+            WRONG,
+            [
+                "import os\n"
+                "block = b'x' * (1 << 20)\n"
+                "for i in range(3000):\n"
+                "    try:\n"
+                "        with open(f'hog{i}', 'wb') as f:\n"
+                "            f.write(block)\n"
+                "    except OSError:\n"
+                "        break\n"
+                "for i in range(60000):\n"
+                "    try:\n"
+                "        open(f'inode{i}', 'w').close()\n"
+                "    except OSError:\n"
+                "        break\n"
+            ],
+        ),
         # Fills its folder in one exercise, which ends the round: the grader's next round
         # must not need room there (it once failed with ENOSPC, a GRADING ERROR), and the
         # other exercise runs again in fresh folders and keeps its point.
         "fills_its_folder": (_exit_in_unbroadcast(FILL_FOLDER), []),
-        "reads_parent_proc": (_correct_if("_peek()"), [
-            "import os\n"
-            "def _peek():\n"
-            "    for pid in [os.getppid(), 1]:\n"
-            "        try:\n"
-            "            text = open(f'/proc/{pid}/cmdline', 'rb').read()\n"
-            "            if b'--seed' in text or b'pytest' in text:\n"
-            "                return True\n"
-            "        except OSError:\n"
-            "            pass\n"
-            "    return False\n"]),
-        "reads_solutions": (_correct_if("_solution_read()"), [
-            "def _solution_read():\n"
-            "    try:\n"
-            f"        return 'BEGIN SOLUTION' in open({paths['solution']!r}).read()\n"
-            "    except OSError:\n"
-            "        return False\n"]),
-        "lifts_rlimits_and_kills_parent": (_correct_if("_lifted()"), [
-            "import os, resource, signal\n"
-            "def _lifted():\n"
-            "    try:\n"
-            "        resource.setrlimit(resource.RLIMIT_AS, (-1, -1))\n"
-            "        return True\n"
-            "    except (OSError, ValueError):\n"
-            "        return False\n"
-            "for pid in [os.getppid()]:\n"
-            "    try:\n"
-            "        os.kill(pid, signal.SIGKILL)\n"
-            "    except OSError:\n"
-            "        pass\n"]),
-        "writes_grader": (WRONG, [
-            "import os\n"
-            f"for target in {[paths[k] for k in ('package', 'script', 'victim', 'site')]!r}:\n"
-            "    try:\n"
-            "        with open(target, 'w') as f:\n"
-            "            f.write('{\"score\": 100}')\n"
-            "    except OSError:\n"
-            "        pass\n"]),
-        "forged_sandbox_message": (_exit_in_unbroadcast(
-            "print('bwrap: execvp /usr/bin/python: No such file or directory', flush=True)\n"
-            "import sys\n"
-            "sys.__stdout__.write('bwrap: Creating new namespace failed\\n')\n"
-            "sys.__stdout__.flush()"), [
-            "import sys\nsys.__stdout__.write('bwrap: setting up uid map: Permission denied\\n')"
-            "\nsys.__stdout__.flush()"]),
+        "reads_parent_proc": (
+            _correct_if("_peek()"),
+            [
+                "import os\n"
+                "def _peek():\n"
+                "    for pid in [os.getppid(), 1]:\n"
+                "        try:\n"
+                "            text = open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+                "            if b'--seed' in text or b'pytest' in text:\n"
+                "                return True\n"
+                "        except OSError:\n"
+                "            pass\n"
+                "    return False\n"
+            ],
+        ),
+        "reads_solutions": (
+            _correct_if("_solution_read()"),
+            [
+                "def _solution_read():\n"
+                "    try:\n"
+                f"        return 'BEGIN SOLUTION' in open({paths['solution']!r}).read()\n"
+                "    except OSError:\n"
+                "        return False\n"
+            ],
+        ),
+        "lifts_rlimits_and_kills_parent": (
+            _correct_if("_lifted()"),
+            [
+                "import os, resource, signal\n"
+                "def _lifted():\n"
+                "    try:\n"
+                "        resource.setrlimit(resource.RLIMIT_AS, (-1, -1))\n"
+                "        return True\n"
+                "    except (OSError, ValueError):\n"
+                "        return False\n"
+                "for pid in [os.getppid()]:\n"
+                "    try:\n"
+                "        os.kill(pid, signal.SIGKILL)\n"
+                "    except OSError:\n"
+                "        pass\n"
+            ],
+        ),
+        "writes_grader": (
+            WRONG,
+            [
+                "import os\n"
+                f"for target in {[paths[k] for k in ('package', 'script', 'victim', 'site')]!r}:\n"
+                "    try:\n"
+                "        with open(target, 'w') as f:\n"
+                "            f.write('{\"score\": 100}')\n"
+                "    except OSError:\n"
+                "        pass\n"
+            ],
+        ),
+        "forged_sandbox_message": (
+            _exit_in_unbroadcast(
+                "print('bwrap: execvp /usr/bin/python: No such file or directory', flush=True)\n"
+                "import sys\n"
+                "sys.__stdout__.write('bwrap: Creating new namespace failed\\n')\n"
+                "sys.__stdout__.flush()"
+            ),
+            [
+                "import sys\n"
+                "sys.__stdout__.write('bwrap: setting up uid map: Permission denied\\n')"
+                "\nsys.__stdout__.flush()"
+            ],
+        ),
         **leftover_attacks(),
     }
 
@@ -306,8 +363,10 @@ def leftover_attacks() -> dict[str, tuple[str, list[str]]]:
     each succeeds (its unbroadcast right) only where the layer against it is missing."""
     return {
         "ipc_leftovers": (_correct_if("_IPC_MADE > 0"), [f"exec({MAKE_IPC!r})\n"]),
-        "busy_neighbours": (_correct_if("_STARTED >= 500"), [
-            BUSY + f"_STARTED = busy(500, 4, {BUSY_SECONDS})\n"]),
+        "busy_neighbours": (
+            _correct_if("_STARTED >= 500"),
+            [BUSY + f"_STARTED = busy(500, 4, {BUSY_SECONDS})\n"],
+        ),
         "thread_bomb": (_correct_if("_bomb()"), [THREAD_BOMB]),
     }
 

@@ -31,8 +31,19 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[1]
 # Not part of any distribution: kept out of the copy the wheel is built from.
 NOT_SOURCES = shutil.ignore_patterns(
-    ".git", ".venv*", "build", "*.egg-info", "__pycache__", ".hypothesis", ".ruff_cache",
-    "test-artifacts", "bench-out", "course", "solutions", "tests", "*.zip",
+    ".git",
+    ".venv*",
+    "build",
+    "*.egg-info",
+    "__pycache__",
+    ".hypothesis",
+    ".ruff_cache",
+    "test-artifacts",
+    "bench-out",
+    "course",
+    "solutions",
+    "tests",
+    "*.zip",
 )
 
 
@@ -51,10 +62,17 @@ DEVELOPMENT_ONLY = {"tests", "benchmarks"}
 def package_modules(root: Path = ROOT) -> set[str]:
     """Every .py file of the importable packages in the checkout (tests/ excluded), as paths
     relative to the root, e.g. `autograder/exercises/ch03_unbroadcasting.py`."""
-    packages = [p for p in root.iterdir()
-                if (p / "__init__.py").is_file() and p.name not in DEVELOPMENT_ONLY]
-    return {str(path.relative_to(root)) for package in packages
-            for path in package.rglob("*.py") if "__pycache__" not in path.parts}
+    packages = [
+        p
+        for p in root.iterdir()
+        if (p / "__init__.py").is_file() and p.name not in DEVELOPMENT_ONLY
+    ]
+    return {
+        str(path.relative_to(root))
+        for package in packages
+        for path in package.rglob("*.py")
+        if "__pycache__" not in path.parts
+    }
 
 
 def build_wheel(source: Path, out: Path) -> Path:
@@ -62,8 +80,22 @@ def build_wheel(source: Path, out: Path) -> Path:
     offline, with the setuptools already installed."""
     clean = out / "source"
     shutil.copytree(source, clean, ignore=NOT_SOURCES)
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "-w", str(out), str(clean)], cwd=out)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--quiet",
+            "-w",
+            str(out),
+            str(clean),
+        ],
+        cwd=out,
+    )
     wheels = sorted(out.glob("autodiff_course-*.whl"))
     assert len(wheels) == 1, f"expected one wheel in {out}, found {wheels}"
     return wheels[0]
@@ -79,8 +111,9 @@ def bare_venv(where: Path) -> Install:
     run([sys.executable, "-m", "venv", "--without-pip", str(where)], cwd=where.parent)
     python = where / "bin" / "python"
     purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    return Install(python=python, site=Path(run([str(python), "-c", purelib],
-                                                cwd=where).stdout.strip()))
+    return Install(
+        python=python, site=Path(run([str(python), "-c", purelib], cwd=where).stdout.strip())
+    )
 
 
 def make_venv(where: Path) -> Install:
@@ -162,8 +195,22 @@ def _link_distribution(distribution: metadata.Distribution, source: Path, site: 
 def install_wheel(wheel: Path, install: Install) -> None:
     """`pip install --no-deps`, non-editable, into the venv's site-packages (a wheel, or a
     source folder that pip builds with the setuptools already installed)."""
-    run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--quiet",
-         "--no-build-isolation", "--target", str(install.site), str(wheel)], cwd=install.site)
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "--no-build-isolation",
+            "--target",
+            str(install.site),
+            str(wheel),
+        ],
+        cwd=install.site,
+    )
 
 
 def installed_course(tmp: Path) -> Install:
@@ -178,17 +225,29 @@ def installed_course(tmp: Path) -> Install:
 
 def clean_environment(**extra: str) -> dict[str, str]:
     """This process's environment without anything that points Python at the checkout."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+    }
     return {**env, "TF_CPP_MIN_LOG_LEVEL": "3", **extra}
 
 
-def run(command: list[str], cwd: Path, timeout: float = 600,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def run(
+    command: list[str], cwd: Path, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run a command; on failure, fail with its output (not only its exit code)."""
-    done = subprocess.run(command, cwd=cwd, env=env or clean_environment(), capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env or clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode != 0:
-        raise AssertionError(f"{' '.join(command)} exited {done.returncode}\n"
-                             f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}")
+        raise AssertionError(
+            f"{' '.join(command)} exited {done.returncode}\n"
+            f"stdout:\n{done.stdout[-4000:]}\nstderr:\n{done.stderr[-4000:]}"
+        )
     return done

@@ -30,8 +30,12 @@ def checked_cases(exercise: Exercise, profile: Profile = NOTEBOOK) -> list[Case]
     return exercise.edge_cases() + draw_cases(exercise.strategy(profile), profile)
 
 
-def worst_excess(exercise: Exercise, fn: Callable[..., Any], profile: Profile = NOTEBOOK,
-                 keep: Callable[[Case], bool] = lambda case: True) -> float:
+def worst_excess(
+    exercise: Exercise,
+    fn: Callable[..., Any],
+    profile: Profile = NOTEBOOK,
+    keep: Callable[[Case], bool] = lambda case: True,
+) -> float:
     """The largest ratio of an entry's error to its tolerance, over the cases `keep` selects
     and every output; infinite when an output is missing, of another shape or dtype, or not
     finite where the reference is, and when the function raises."""

@@ -44,8 +44,12 @@ def chapter_notebooks() -> dict[str, str]:
 def notebook_coursekit_modules(stem: str) -> frozenset[str]:
     """The `coursekit` modules a chapter's solution notebook imports ("broadcasting", ...)."""
     notebook = nbformat.read(SOLUTIONS / f"{stem}.ipynb", as_version=4)
-    return frozenset(module for cell in notebook.cells if cell.cell_type == "code"
-                     for module in COURSEKIT_IMPORT.findall(cell.source))
+    return frozenset(
+        module
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for module in COURSEKIT_IMPORT.findall(cell.source)
+    )
 
 
 @functools.cache

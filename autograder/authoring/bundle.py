@@ -12,9 +12,21 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-INCLUDED = ("course", "solutions", "autograder", "coursekit", "etc/ipython", "pyproject.toml",
-            "requirements-learner.txt", "requirements.txt", "environment.yml", "README.md",
-            "README.zh-CN.md", "LICENSE", "LICENSE-CONTENT")
+INCLUDED = (
+    "course",
+    "solutions",
+    "autograder",
+    "coursekit",
+    "etc/ipython",
+    "pyproject.toml",
+    "requirements-learner.txt",
+    "requirements.txt",
+    "environment.yml",
+    "README.md",
+    "README.zh-CN.md",
+    "LICENSE",
+    "LICENSE-CONTENT",
+)
 TOP = "autodiff-course"  # the folder the zip unpacks into
 
 
@@ -22,13 +34,20 @@ def tracked_files(root: Path) -> list[str]:
     """The files git tracks under INCLUDED, as paths relative to `root`. Every entry of
     INCLUDED must contribute a file: a listed file that git does not track (the licences were
     once listed before they existed) is an error, never a zip that quietly lacks it."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--", *INCLUDED], cwd=root, check=True,
-                            capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--", *INCLUDED], cwd=root, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     files = sorted(path for path in listed if path and (root / path).is_file())
     missing = [entry for entry in INCLUDED if not any(_under(path, entry) for path in files)]
     if missing:
-        raise FileNotFoundError(f"bundle: {', '.join(missing)} listed in INCLUDED but not "
-                                f"tracked by git in {root}: commit it before bundling")
+        raise FileNotFoundError(
+            f"bundle: {', '.join(missing)} listed in INCLUDED but not "
+            f"tracked by git in {root}: commit it before bundling"
+        )
     return files
 
 
@@ -40,8 +59,12 @@ def _under(path: str, entry: str) -> bool:
 def build_bundle(root: Path, out: Path) -> list[str]:
     """Write the zip; returns what it holds (relative paths)."""
     files = tracked_files(root)
-    for needed in ("course/00_start_here.ipynb", "course/zh-CN/00_start_here.ipynb",
-                   "requirements-learner.txt", "pyproject.toml"):
+    for needed in (
+        "course/00_start_here.ipynb",
+        "course/zh-CN/00_start_here.ipynb",
+        "requirements-learner.txt",
+        "pyproject.toml",
+    ):
         if needed not in files:
             raise FileNotFoundError(f"{needed} is not tracked by git: commit it before bundling")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -54,6 +77,8 @@ def build_bundle(root: Path, out: Path) -> list[str]:
 def main(*, root: Path, out: Path) -> int:
     files = build_bundle(root, out)
     size = out.stat().st_size / 1024**2
-    print(f"wrote {out}: {len(files)} files, {size:.1f} MiB; unzip it and follow "
-          "README.zh-CN.md (本地安装) or README.md")
+    print(
+        f"wrote {out}: {len(files)} files, {size:.1f} MiB; unzip it and follow "
+        "README.zh-CN.md (本地安装) or README.md"
+    )
     return 0

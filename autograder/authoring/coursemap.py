@@ -73,8 +73,10 @@ def course_map(root: Path) -> str:
     """The markdown table, one row per chapter; chapters not written yet say so."""
     config = settings(root)
     written = {path.name[:2]: path for path in sorted((root / "course").glob("[0-9][0-9]_*.ipynb"))}
-    rows = ["| # | Chapter | Open | Binder | Colab | 中文版 (Chinese) |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| # | Chapter | Open | Binder | Colab | 中文版 (Chinese) |",
+        "|---|---|---|---|---|---|",
+    ]
     for number, planned_title in PLANNED.items():
         path = written.get(number)
         if path is None:
@@ -94,9 +96,11 @@ def course_map(root: Path) -> str:
 def _chinese_links(config: dict[str, str], name: str) -> str:
     """The Chinese edition's notebook, with its Binder and Colab links."""
     notebook = f"course/zh-CN/{name}"
-    return (f"[打开]({notebook}) · "
-            f"[Binder]({binder_url(config['repository'], config['branch'], notebook)}) · "
-            f"[Colab]({colab_url(config['repository'], config['branch'], notebook)})")
+    return (
+        f"[打开]({notebook}) · "
+        f"[Binder]({binder_url(config['repository'], config['branch'], notebook)}) · "
+        f"[Colab]({colab_url(config['repository'], config['branch'], notebook)})"
+    )
 
 
 def readme_with_map(readme: str, table: str) -> str:
@@ -115,8 +119,11 @@ def update_colab_cells(root: Path) -> list[Path]:
     for folder in ("solutions", "course"):
         for path in sorted((root / folder).glob("[0-9][0-9]_*.ipynb")):
             notebook = nbformat.read(path, as_version=4)
-            cells = [cell for cell in notebook.cells
-                     if "colab-setup" in cell.metadata.get("tags", []) and cell.source != expected]
+            cells = [
+                cell
+                for cell in notebook.cells
+                if "colab-setup" in cell.metadata.get("tags", []) and cell.source != expected
+            ]
             for cell in cells:
                 cell.source = expected
             if cells:
@@ -138,8 +145,10 @@ def badges(root: Path, name: str, folder: str = "course") -> str:
     notebook = f"{folder}/{name}"
     colab = colab_url(config["repository"], config["branch"], notebook)
     binder = binder_url(config["repository"], config["branch"], notebook)
-    return (f"{BADGES_START}[![Open in Colab]({COLAB_BADGE})]({colab}) "
-            f"[![Launch Binder]({BINDER_BADGE})]({binder}){BADGES_END}")
+    return (
+        f"{BADGES_START}[![Open in Colab]({COLAB_BADGE})]({colab}) "
+        f"[![Launch Binder]({BINDER_BADGE})]({binder}){BADGES_END}"
+    )
 
 
 def with_badges(source: str, line: str) -> str:

@@ -129,8 +129,10 @@ def stable_widget_ids(notebook: NotebookNode, name: str) -> NotebookNode:
     state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     if not state:
         return notebook
-    renamed = {old: hashlib.sha256(f"{name}:{index}".encode()).hexdigest()[:32]
-               for index, old in enumerate(state)}
+    renamed = {
+        old: hashlib.sha256(f"{name}:{index}".encode()).hexdigest()[:32]
+        for index, old in enumerate(state)
+    }
     pattern = re.compile("|".join(map(re.escape, renamed)))
     text = pattern.sub(lambda match: renamed[match.group(0)], json.dumps(notebook))
     return nbformat.from_dict(json.loads(text))
@@ -164,8 +166,10 @@ def build_edition(root: Path, edition: Edition) -> None:
 def _execute_both(solution: NotebookNode, solution_path: Path, learner_path: Path) -> None:
     """Execute `solution` and write it; then its learner copy, executed, beside it in course/."""
     language = solution.metadata.get("course", {}).get("language", "en")
-    for role, notebook, path in (("solution", solution, solution_path),
-                                 ("learner", None, learner_path)):
+    for role, notebook, path in (
+        ("solution", solution, solution_path),
+        ("learner", None, learner_path),
+    ):
         if notebook is None:
             notebook = learner_copy(solution, solution_path.name)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,15 +184,19 @@ def edition_sync_problems(root: Path, edition: Edition) -> list[str]:
 
     expected = edition_notebook(root, edition)
     problems = []
-    for path, notebook in ((edition.solution, expected),
-                           (edition.learner, learner_copy(expected, edition.solution.name))):
+    for path, notebook in (
+        (edition.solution, expected),
+        (edition.learner, learner_copy(expected, edition.solution.name)),
+    ):
         if not path.exists():
             problems.append(f"{path} is missing")
             continue
         actual = nbformat.read(path, as_version=4)
         if _sources(notebook) != _sources(actual):
-            problems.append(f"{path}: cells differ from what {edition.source} and "
-                            f"{edition.translation} generate")
+            problems.append(
+                f"{path}: cells differ from what {edition.source} and "
+                f"{edition.translation} generate"
+            )
         if notebook.metadata.get("course") != actual.metadata.get("course"):
             problems.append(f"{path}: course metadata differs from {edition.source}")
     return problems

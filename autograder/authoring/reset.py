@@ -126,8 +126,10 @@ def main(*, notebook: Path, exercise: str, solutions: Path | None = None) -> int
     except (ResetError, FileNotFoundError) as problem:
         print(f"reset: {problem}", file=sys.stderr)
         return 1
-    print(f"Reset cell {index} of {notebook} ({exercise}) to its original stub; no other cell "
-          "changed. If the notebook is open, use File > Reload Notebook from Disk before saving.")
+    print(
+        f"Reset cell {index} of {notebook} ({exercise}) to its original stub; no other cell "
+        "changed. If the notebook is open, use File > Reload Notebook from Disk before saving."
+    )
     return 0
 
 
@@ -142,9 +144,11 @@ class Stub:
     source: str
 
     def intro(self) -> str:
-        return (f"The original `{self.exercise}` cell. JupyterLab and Jupyter Notebook put it "
-                "in a new cell below this one; on Colab or in VS Code, copy it from here into "
-                "your exercise cell. Run it to start over (your own cell is left as it is).")
+        return (
+            f"The original `{self.exercise}` cell. JupyterLab and Jupyter Notebook put it "
+            "in a new cell below this one; on Colab or in VS Code, copy it from here into "
+            "your exercise cell. Run it to start over (your own cell is left as it is)."
+        )
 
     def __repr__(self) -> str:
         return f"{self.intro()}\n\n{self.source}"
@@ -190,8 +194,9 @@ def chapter_of(exercise: str) -> str:
     from autograder.exercises import EXERCISES
 
     if exercise not in EXERCISES:
-        raise ResetError(f"There is no exercise called {exercise!r}. Exercises: "
-                         f"{', '.join(sorted(EXERCISES))}.")
+        raise ResetError(
+            f"There is no exercise called {exercise!r}. Exercises: {', '.join(sorted(EXERCISES))}."
+        )
     return EXERCISES[exercise].chapter
 
 

@@ -69,9 +69,11 @@ def find_chapter(root: Path, number: str) -> Chapter:
     solutions = sorted((root / "solutions").glob(f"{number}_*.ipynb"))
     if len(solutions) != 1:
         known = sorted({path.name[:2] for path in (root / "solutions").glob("[0-9][0-9]_*.ipynb")})
-        raise SyncError(f"Expected one solutions/{number}_<topic>.ipynb, found {len(solutions)} "
-                        f"(chapters here: {', '.join(known) or 'none'}); a new chapter starts "
-                        "with its solution notebook.")
+        raise SyncError(
+            f"Expected one solutions/{number}_<topic>.ipynb, found {len(solutions)} "
+            f"(chapters here: {', '.join(known) or 'none'}); a new chapter starts "
+            "with its solution notebook."
+        )
     modules = sorted((root / "autograder" / "exercises").glob(f"ch{number}_*.py"))
     (edition,) = [e for e in translations.editions(root) if e.source == solutions[0]]
     pair = notebooks.Pair(solutions[0], root / "course" / solutions[0].name)
@@ -81,8 +83,14 @@ def find_chapter(root: Path, number: str) -> Chapter:
 def outputs(chapter: Chapter, root: Path) -> list[Path]:
     """Every file sync may write for the chapter (compared before and after, to report)."""
     edition = chapter.edition
-    return [chapter.pair.solution, chapter.pair.learner, edition.translation, edition.solution,
-            edition.learner, *sorted((root / "autograder" / "locale").glob("*/*.po"))]
+    return [
+        chapter.pair.solution,
+        chapter.pair.learner,
+        edition.translation,
+        edition.solution,
+        edition.learner,
+        *sorted((root / "autograder" / "locale").glob("*/*.po")),
+    ]
 
 
 def snapshot(paths: Iterable[Path]) -> dict[Path, bytes | None]:
@@ -98,23 +106,40 @@ def exercise_list(chapter: Chapter, names: list[str]) -> list[str]:
     if course.get("exercises") != names:
         course["exercises"] = names
         nbformat.write(notebook, path)
-    checked = [match.group(1) for cell in notebook.cells if cell.cell_type == "code"
-               for match in CHECKED.finditer(cell.source) if match.group(1) == match.group(2)]
-    todo = [f"{path.name} has no check cell `check.{name}({name})` for exercise {name}: "
-            "add one under its exercise cell." for name in names if name not in checked]
-    todo += [f"{path.name} checks `{name}`, which {_module_name(chapter)} does not declare: "
-             "add its Exercise to the module's EXERCISES." for name in dict.fromkeys(checked)
-             if name not in names]
+    checked = [
+        match.group(1)
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for match in CHECKED.finditer(cell.source)
+        if match.group(1) == match.group(2)
+    ]
+    todo = [
+        f"{path.name} has no check cell `check.{name}({name})` for exercise {name}: "
+        "add one under its exercise cell."
+        for name in names
+        if name not in checked
+    ]
+    todo += [
+        f"{path.name} checks `{name}`, which {_module_name(chapter)} does not declare: "
+        "add its Exercise to the module's EXERCISES."
+        for name in dict.fromkeys(checked)
+        if name not in names
+    ]
     order = [name for name in dict.fromkeys(checked) if name in names]
     if order != [name for name in names if name in order]:
-        todo.append(f"{_module_name(chapter)} declares EXERCISES as {', '.join(names)}; the "
-                    f"notebook asks {', '.join(order)}: list them in the notebook's order.")
+        todo.append(
+            f"{_module_name(chapter)} declares EXERCISES as {', '.join(names)}; the "
+            f"notebook asks {', '.join(order)}: list them in the notebook's order."
+        )
     return todo
 
 
 def _module_name(chapter: Chapter) -> str:
-    return (f"autograder/exercises/{chapter.module.name}" if chapter.module
-            else f"autograder/exercises/ch{chapter.number}_<topic>.py")
+    return (
+        f"autograder/exercises/{chapter.module.name}"
+        if chapter.module
+        else f"autograder/exercises/ch{chapter.number}_<topic>.py"
+    )
 
 
 def message_todo(problems: list[str], number: str) -> tuple[list[str], bool]:
@@ -124,10 +149,12 @@ def message_todo(problems: list[str], number: str) -> tuple[list[str], bool]:
     for problem in problems:
         match = PO_FILE.match(problem)
         by_file.setdefault(match.group(1) if match else "?", []).append(problem)
-    lines = [f"{len(found)} message(s) have no Chinese yet: translate them in "
-             f"autograder/locale/zh-CN/{file} (the msgstr under each msgid; keep each "
-             f"{{field}}), e.g. {found[0].split(': ', 1)[1]}"
-             for file, found in by_file.items()]
+    lines = [
+        f"{len(found)} message(s) have no Chinese yet: translate them in "
+        f"autograder/locale/zh-CN/{file} (the msgstr under each msgid; keep each "
+        f"{{field}}), e.g. {found[0].split(': ', 1)[1]}"
+        for file, found in by_file.items()
+    ]
     return lines, not ({f"ch{number}.po", "core.po"} & set(by_file))
 
 
@@ -137,10 +164,15 @@ def prose_todo(root: Path, chapter: Chapter) -> tuple[list[str], bool]:
     edition = chapter.edition
     english = translations.read(edition.source)
     translations.stub_missing(english, edition.translation)
-    drift = translations.drift(english, translations.read_sections(edition.translation),
-                               _relative(root, edition.translation))
-    lines = [f"{problem}: write the Chinese in that section (and set its fingerprint as "
-             "named, if any)" for problem in drift]
+    drift = translations.drift(
+        english,
+        translations.read_sections(edition.translation),
+        _relative(root, edition.translation),
+    )
+    lines = [
+        f"{problem}: write the Chinese in that section (and set its fingerprint as named, if any)"
+        for problem in drift
+    ]
     return lines, not drift
 
 
@@ -151,8 +183,10 @@ def build(what: str, action: Callable[[], None]) -> list[str]:
         action()
     except CellExecutionError as error:
         lines = str(error).strip().splitlines()
-        return [f"{what}: a cell raised, so the notebook that ran it was not written; fix "
-                f"its source and sync again. {' / '.join(lines[-3:])}"]
+        return [
+            f"{what}: a cell raised, so the notebook that ran it was not written; fix "
+            f"its source and sync again. {' / '.join(lines[-3:])}"
+        ]
     return []
 
 
@@ -166,8 +200,9 @@ def sync_check(root: Path, chapter: Chapter) -> list[str]:
     return [f"sync check: {problem}" for problem in problems]
 
 
-def run(root: Path, chapter: Chapter, names: list[str],
-        messages: Callable[[], list[str]]) -> Outcome:
+def run(
+    root: Path, chapter: Chapter, names: list[str], messages: Callable[[], list[str]]
+) -> Outcome:
     """Every step in order (module docstring)."""
     outcome = Outcome(todo=exercise_list(chapter, names))
     message_lines, messages_ready = message_todo(messages(), chapter.number)
@@ -175,16 +210,21 @@ def run(root: Path, chapter: Chapter, names: list[str],
     outcome.todo += message_lines + prose_lines
     outcome.chinese_ready = messages_ready and prose_ready
     pair = chapter.pair
-    outcome.todo += build(f"{_relative(root, pair.solution)} and its learner copy",
-                          lambda: notebooks.build(pair))
+    outcome.todo += build(
+        f"{_relative(root, pair.solution)} and its learner copy", lambda: notebooks.build(pair)
+    )
     if outcome.chinese_ready:
-        outcome.todo += build(f"the Chinese edition, {_relative(root, chapter.edition.solution)}",
-                              lambda: notebooks.build_edition(root, chapter.edition))
+        outcome.todo += build(
+            f"the Chinese edition, {_relative(root, chapter.edition.solution)}",
+            lambda: notebooks.build_edition(root, chapter.edition),
+        )
     else:
-        outcome.todo.append(f"The Chinese edition ({_relative(root, chapter.edition.solution)}, "
-                            f"{_relative(root, chapter.edition.learner)}) was not built: its "
-                            f"Chinese is incomplete (above). Then run `python -m autograder "
-                            f"sync {chapter.number}` again.")
+        outcome.todo.append(
+            f"The Chinese edition ({_relative(root, chapter.edition.solution)}, "
+            f"{_relative(root, chapter.edition.learner)}) was not built: its "
+            f"Chinese is incomplete (above). Then run `python -m autograder "
+            f"sync {chapter.number}` again."
+        )
     outcome.todo += sync_check(root, chapter)
     return outcome
 
@@ -193,14 +233,15 @@ def _relative(root: Path, path: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def sync(*, root: Path, chapter: str, names: list[str],
-         messages: Callable[[], list[str]]) -> int:
+def sync(*, root: Path, chapter: str, names: list[str], messages: Callable[[], list[str]]) -> int:
     """Sync chapter `chapter` of the checkout at `root`; `names` are its module's exercises in
     order, `messages` updates the catalogue and returns what lacks its Chinese. Prints what
     it wrote and what is left to do; 1 while anything is."""
     found = find_chapter(root, chapter)
-    print(f"sync {chapter}: from {_relative(root, found.pair.solution)} and "
-          f"{_module_name(found)}", flush=True)
+    print(
+        f"sync {chapter}: from {_relative(root, found.pair.solution)} and {_module_name(found)}",
+        flush=True,
+    )
     before = snapshot(outputs(found, root))
     outcome = run(root, found, names, messages)
     after = snapshot(before)

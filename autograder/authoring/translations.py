@@ -55,8 +55,12 @@ def fingerprint(source: str) -> str:
 
 def translatable_cells(notebook: NotebookNode) -> list[NotebookNode]:
     """The English markdown cells a translation must cover (generated ones are per edition)."""
-    return [cell for cell in notebook.cells if cell.cell_type == "markdown"
-            and not set(cell.metadata.get("tags", [])) & set(GENERATED_TAGS)]
+    return [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        and not set(cell.metadata.get("tags", [])) & set(GENERATED_TAGS)
+    ]
 
 
 @dataclass(frozen=True)
@@ -76,14 +80,15 @@ def read_sections(path: Path) -> dict[str, Section]:
         cell_id = mark.group(1)
         if cell_id in sections:
             raise ValueError(f"{path}: cell {cell_id} is translated twice")
-        sections[cell_id] = Section(cell_id, mark.group(2), text[mark.end():end].strip())
+        sections[cell_id] = Section(cell_id, mark.group(2), text[mark.end() : end].strip())
     return sections
 
 
 def write_sections(path: Path, sections: list[Section]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = "\n\n".join(f"<!-- translates: {s.cell_id} {s.translates} -->\n{s.text}"
-                       for s in sections)
+    body = "\n\n".join(
+        f"<!-- translates: {s.cell_id} {s.translates} -->\n{s.text}" for s in sections
+    )
     path.write_text(body + "\n", encoding="utf-8")
 
 
@@ -99,17 +104,24 @@ def drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> l
     for cell in cells:
         section = sections.get(cell.id)
         if section is None:
-            problems.append(f"{where}: English cell {cell.id} has no translation "
-                            f"(starts {english_text(cell.source)[:60]!r})")
+            problems.append(
+                f"{where}: English cell {cell.id} has no translation "
+                f"(starts {english_text(cell.source)[:60]!r})"
+            )
         elif section.translates != fingerprint(cell.source):
-            problems.append(f"{where}: English cell {cell.id} changed since it was translated: "
-                            f"review the Chinese, then set its fingerprint to "
-                            f"{fingerprint(cell.source)}")
+            problems.append(
+                f"{where}: English cell {cell.id} changed since it was translated: "
+                f"review the Chinese, then set its fingerprint to "
+                f"{fingerprint(cell.source)}"
+            )
         elif english_text(cell.source) and not CJK.search(section.text):
             problems.append(f"{where}: cell {cell.id} is still in English (no Chinese in it)")
     known = {cell.id for cell in cells}
-    problems += [f"{where}: section {cell_id} translates no English cell (removed? renamed?)"
-                 for cell_id in sections if cell_id not in known]
+    problems += [
+        f"{where}: section {cell_id} translates no English cell (removed? renamed?)"
+        for cell_id in sections
+        if cell_id not in known
+    ]
     return problems
 
 
@@ -138,12 +150,13 @@ def with_language_line(source: str, language: str) -> str:
     if CHECK_IMPORT not in (row.strip() for row in rows):
         return source
     at = [row.strip() for row in rows].index(CHECK_IMPORT)
-    rest = rows[at + 1:]
-    return "\n".join([*rows[:at + 1], "", line, *([""] if rest else []), *rest])
+    rest = rows[at + 1 :]
+    return "\n".join([*rows[: at + 1], "", line, *([""] if rest else []), *rest])
 
 
-def translated(notebook: NotebookNode, sections: dict[str, Section], language: str,
-               badges_line: str = "") -> NotebookNode:
+def translated(
+    notebook: NotebookNode, sections: dict[str, Section], language: str, badges_line: str = ""
+) -> NotebookNode:
     """The edition of `notebook` in `language`: its prose from `sections`, its code the same
     but for the one language line. Refuses an incomplete or stale translation."""
     problems = drift(notebook, sections, "translation")
@@ -158,8 +171,9 @@ def translated(notebook: NotebookNode, sections: dict[str, Section], language: s
                 heading, _, body = text.partition("\n")
                 text = f"{heading}\n\n{badges_line}\n\n{body.lstrip()}".rstrip()
             cell.source = text
-        elif cell.cell_type == "code" and any(row.strip() == CHECK_IMPORT
-                                              for row in cell.source.splitlines()):
+        elif cell.cell_type == "code" and any(
+            row.strip() == CHECK_IMPORT for row in cell.source.splitlines()
+        ):
             cell.source = with_language_line(cell.source, language)
             imports += 1
     if imports != 1:
@@ -186,10 +200,16 @@ class Edition:
 def editions(root: Path, language: str = CHINESE) -> list[Edition]:
     """Every chapter's edition in `language`, translated or not (the drift test says which)."""
     folder = EDITION_FOLDER[language]
-    return [Edition(path, translation_path(root, path.name, language),
-                    root / "solutions" / folder / path.name, root / "course" / folder / path.name,
-                    language)
-            for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))]
+    return [
+        Edition(
+            path,
+            translation_path(root, path.name, language),
+            root / "solutions" / folder / path.name,
+            root / "course" / folder / path.name,
+            language,
+        )
+        for path in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb"))
+    ]
 
 
 def edition_notebook(root: Path, edition: Edition) -> NotebookNode:
@@ -199,8 +219,12 @@ def edition_notebook(root: Path, edition: Edition) -> NotebookNode:
 
     english = read(edition.source)
     folder = f"course/{EDITION_FOLDER[edition.language]}"
-    notebook = translated(english, read_sections(edition.translation), edition.language,
-                          badges(root, edition.source.name, folder))
+    notebook = translated(
+        english,
+        read_sections(edition.translation),
+        edition.language,
+        badges(root, edition.source.name, folder),
+    )
     for cell in notebook.cells:
         if SOLUTIONS_TAG in cell.metadata.get("tags", []):
             cell.source = solutions_cell_zh(root, edition.source.name)
@@ -212,13 +236,15 @@ def edition_notebook(root: Path, edition: Edition) -> NotebookNode:
 def code_differences(english: NotebookNode, edition: NotebookNode) -> list[str]:
     """Code cells of two editions that differ beyond the language line (should be none)."""
     language = edition.metadata.get("course", {}).get("language", CHINESE)
-    ours = [with_language_line(c.source, language) for c in english.cells
-            if c.cell_type == "code"]
+    ours = [with_language_line(c.source, language) for c in english.cells if c.cell_type == "code"]
     theirs = [c.source for c in edition.cells if c.cell_type == "code"]
     if len(ours) != len(theirs):
         return [f"{len(ours)} code cells in English, {len(theirs)} in the edition"]
-    return [f"code cell {i} differs" for i, (a, b) in enumerate(zip(ours, theirs, strict=True))
-            if a != b]
+    return [
+        f"code cell {i} differs"
+        for i, (a, b) in enumerate(zip(ours, theirs, strict=True))
+        if a != b
+    ]
 
 
 def read(path: Path) -> NotebookNode:

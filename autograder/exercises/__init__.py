@@ -16,9 +16,11 @@ from autograder.judging.prediction import Prediction
 
 
 def _chapter_modules() -> list:
-    return [importlib.import_module(f"{__name__}.{module.name}")
-            for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
-            if module.name.startswith("ch")]
+    return [
+        importlib.import_module(f"{__name__}.{module.name}")
+        for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+        if module.name.startswith("ch")
+    ]
 
 
 def _discover() -> tuple[Exercise, ...]:

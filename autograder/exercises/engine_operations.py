@@ -84,8 +84,17 @@ SHAPED = ("sum", "mean", "reshape", "transpose", "broadcast_to", "index", "log_s
 # What each line draws from: matmul three times, the broadcasting operations and indexing twice,
 # so that a notebook's 30 programs hold several of each (a draw that does not suit the value
 # gives way to the next op that does).
-OPS = ("tanh", "matmul", "add", "mul", "index", "matmul", *ELEMENTWISE,
-       *(op for op in UNARY if op != "tanh"), *SHAPED)
+OPS = (
+    "tanh",
+    "matmul",
+    "add",
+    "mul",
+    "index",
+    "matmul",
+    *ELEMENTWISE,
+    *(op for op in UNARY if op != "tanh"),
+    *SHAPED,
+)
 
 
 def _axes(draw: Draw, ndim: int) -> Any:
@@ -99,8 +108,12 @@ def _axes(draw: Draw, ndim: int) -> Any:
 def _reduction(draw: Draw, op: str, a: str, value: np.ndarray) -> str:
     axis = _axes(draw, value.ndim)
     keepdims = draw(st.booleans()) if axis is not None else False
-    return f"{op}({a}" + (f", axis={axis}" if axis is not None else "") + (
-        ", keepdims=True" if keepdims else "") + ")"
+    return (
+        f"{op}({a}"
+        + (f", axis={axis}" if axis is not None else "")
+        + (", keepdims=True" if keepdims else "")
+        + ")"
+    )
 
 
 def _reshape(draw: Draw, a: str, value: np.ndarray) -> str | None:
@@ -152,8 +165,13 @@ def _log_softmax(draw: Draw, a: str, value: np.ndarray) -> str | None:
 def _shaped(draw: Draw, op: str, a: str, value: np.ndarray) -> str | None:
     if op in ("sum", "mean"):
         return _reduction(draw, op, a, value)
-    build = {"reshape": _reshape, "transpose": _transpose, "broadcast_to": _broadcast_to,
-             "index": _index, "log_softmax": _log_softmax}[op]
+    build = {
+        "reshape": _reshape,
+        "transpose": _transpose,
+        "broadcast_to": _broadcast_to,
+        "index": _index,
+        "log_softmax": _log_softmax,
+    }[op]
     return build(draw, a, value)
 
 
@@ -162,8 +180,9 @@ def _binary(draw: Draw, op: str, a: str, pool: Pool) -> str | None:
     way round: None when no value of the pool suits."""
     suits, template = ELEMENTWISE[op]
     names = [name for name in pool if not (op in DISTINCT and name == a)]
-    orders = [(x, y) for name in names for x, y in ((a, name), (name, a))
-              if suits(pool[x], pool[y])]
+    orders = [
+        (x, y) for name in names for x, y in ((a, name), (name, a)) if suits(pool[x], pool[y])
+    ]
     if not orders:
         return None
     x, y = draw(st.sampled_from(orders))
@@ -220,4 +239,3 @@ def _first_that_suits(draw: Draw, start: int, a: str, pool: Pool) -> tuple[str, 
         if value is not None:
             return expression, value
     raise AssertionError("tanh suits every value")
-

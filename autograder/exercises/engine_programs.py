@@ -71,15 +71,32 @@ class Sizes:
         """One of SHAPES: matrices either way round, batches of them, vectors, size-1 axes
         that broadcast, and a scalar."""
         b, m, k = self.b, self.m, self.k
-        return {"matrix": (m, k), "matrix_t": (k, m), "batch": (b, m, k),
-                "batch_t": (b, k, m), "vector": (k,), "column": (m, 1), "row": (1, k),
-                "batch_row": (b, 1, k), "scalar": ()}[kind]
+        return {
+            "matrix": (m, k),
+            "matrix_t": (k, m),
+            "batch": (b, m, k),
+            "batch_t": (b, k, m),
+            "vector": (k,),
+            "column": (m, 1),
+            "row": (1, k),
+            "batch_row": (b, 1, k),
+            "scalar": (),
+        }[kind]
 
 
 # A batch first: a program shrinks towards it, and the 3-D operand of a matmul is where a rule
 # that transposes every axis (`.T`) goes wrong.
-SHAPES = ("batch", "matrix", "matrix_t", "vector", "batch_t", "column", "row", "batch_row",
-          "scalar")
+SHAPES = (
+    "batch",
+    "matrix",
+    "matrix_t",
+    "vector",
+    "batch_t",
+    "column",
+    "row",
+    "batch_row",
+    "scalar",
+)
 
 
 def _input(rng: np.random.Generator, shape: tuple[int, ...], positive: bool) -> np.ndarray:
@@ -120,9 +137,11 @@ def program_case(program: str, inputs: list[np.ndarray], label: str = "") -> Cas
 
 
 # The source material's case (seed 001): x @ y @ z with a (2, 2) weight between two batches.
-QA_INPUTS = [np.array([[[1.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]]),
-             np.array([[3.0, -7.0], [-1.0, 5.0]]),
-             np.array([[[1.0, 1.0], [2.0, 2.0]], [[3.0, 3.0], [-1.0, -1.0]]])]
+QA_INPUTS = [
+    np.array([[[1.0, 1.0], [2.0, 3.0]], [[4.0, 5.0], [6.0, 7.0]]]),
+    np.array([[3.0, -7.0], [-1.0, 5.0]]),
+    np.array([[[1.0, 1.0], [2.0, 2.0]], [[3.0, 3.0], [-1.0, -1.0]]]),
+]
 
 
 # Two programs that between them use every operation the random ones draw from, so that every
@@ -142,20 +161,31 @@ def program_edges() -> list[Case]:
     repeats, and the two programs of every operation."""
     rng = np.random.default_rng(2)
     return [
-        program_case("y0 = x0 @ x1\ny1 = y0 @ x2\ny2 = sum(y1)", QA_INPUTS,
-                     label="the Q&A case, x0 @ x1 @ x2 with a (2, 2) weight between batches"),
-        program_case("y0 = x0 * x0\ny1 = y0 + x0\ny2 = sum(y1)",
-                     [_input(rng, (2, 3), False), *QA_INPUTS[1:]],
-                     label="a value used three times"),
-        program_case("y0 = x0[[0, 2, 0]]\ny1 = tanh(y0)\ny2 = y1 * x1\ny3 = sum(y2)",
-                     [_input(rng, (3, 2), False), _input(rng, (3, 2), False), QA_INPUTS[2]],
-                     label="a gather that repeats row 0"),
-        program_case(EVERY_OPERATION[0], [_input(rng, (2, 3), False), _input(rng, (3,), False),
-                                          _input(rng, (2, 1), True)],
-                     label="maximum, relu, /, -, log_softmax, mean and broadcast_to"),
-        program_case(EVERY_OPERATION[1], [_input(rng, (2, 3), True), _input(rng, (3, 2), False),
-                                          QA_INPUTS[2]],
-                     label="log, reshape, transpose, -, exp, slices, powers and a gather"),
+        program_case(
+            "y0 = x0 @ x1\ny1 = y0 @ x2\ny2 = sum(y1)",
+            QA_INPUTS,
+            label="the Q&A case, x0 @ x1 @ x2 with a (2, 2) weight between batches",
+        ),
+        program_case(
+            "y0 = x0 * x0\ny1 = y0 + x0\ny2 = sum(y1)",
+            [_input(rng, (2, 3), False), *QA_INPUTS[1:]],
+            label="a value used three times",
+        ),
+        program_case(
+            "y0 = x0[[0, 2, 0]]\ny1 = tanh(y0)\ny2 = y1 * x1\ny3 = sum(y2)",
+            [_input(rng, (3, 2), False), _input(rng, (3, 2), False), QA_INPUTS[2]],
+            label="a gather that repeats row 0",
+        ),
+        program_case(
+            EVERY_OPERATION[0],
+            [_input(rng, (2, 3), False), _input(rng, (3,), False), _input(rng, (2, 1), True)],
+            label="maximum, relu, /, -, log_softmax, mean and broadcast_to",
+        ),
+        program_case(
+            EVERY_OPERATION[1],
+            [_input(rng, (2, 3), True), _input(rng, (3, 2), False), QA_INPUTS[2]],
+            label="log, reshape, transpose, -, exp, slices, powers and a gather",
+        ),
     ]
 
 
@@ -164,22 +194,35 @@ def program_edges() -> list[Case]:
 
 def _jax_functions(jax: Any) -> dict[str, Any]:
     jnp = jax.numpy
-    return {"exp": jnp.exp, "log": jnp.log, "tanh": jnp.tanh, "relu": jax.nn.relu,
-            "maximum": jnp.maximum,
-            "sum": lambda x, axis=None, keepdims=False: jnp.sum(x, axis, keepdims=keepdims),
-            "mean": lambda x, axis=None, keepdims=False: jnp.mean(x, axis, keepdims=keepdims),
-            "reshape": jnp.reshape, "transpose": jnp.transpose,
-            "broadcast_to": jnp.broadcast_to, "log_softmax": jax.nn.log_softmax}
+    return {
+        "exp": jnp.exp,
+        "log": jnp.log,
+        "tanh": jnp.tanh,
+        "relu": jax.nn.relu,
+        "maximum": jnp.maximum,
+        "sum": lambda x, axis=None, keepdims=False: jnp.sum(x, axis, keepdims=keepdims),
+        "mean": lambda x, axis=None, keepdims=False: jnp.mean(x, axis, keepdims=keepdims),
+        "reshape": jnp.reshape,
+        "transpose": jnp.transpose,
+        "broadcast_to": jnp.broadcast_to,
+        "log_softmax": jax.nn.log_softmax,
+    }
 
 
 def _tf_functions(tf: Any) -> dict[str, Any]:
-    return {"exp": tf.exp, "log": tf.math.log, "tanh": tf.tanh, "relu": tf.nn.relu,
-            "maximum": tf.maximum,
-            "sum": lambda x, axis=None, keepdims=False: tf.reduce_sum(x, axis, keepdims),
-            "mean": lambda x, axis=None, keepdims=False: tf.reduce_mean(x, axis, keepdims),
-            "reshape": tf.reshape, "transpose": tf.transpose,
-            "broadcast_to": tf.broadcast_to,
-            "log_softmax": lambda x, axis=-1: tf.nn.log_softmax(x, axis)}
+    return {
+        "exp": tf.exp,
+        "log": tf.math.log,
+        "tanh": tf.tanh,
+        "relu": tf.nn.relu,
+        "maximum": tf.maximum,
+        "sum": lambda x, axis=None, keepdims=False: tf.reduce_sum(x, axis, keepdims),
+        "mean": lambda x, axis=None, keepdims=False: tf.reduce_mean(x, axis, keepdims),
+        "reshape": tf.reshape,
+        "transpose": tf.transpose,
+        "broadcast_to": tf.broadcast_to,
+        "log_softmax": lambda x, axis=-1: tf.nn.log_softmax(x, axis),
+    }
 
 
 def _tf_index(tf: Any) -> Callable[[Any, Any], Any]:
@@ -202,10 +245,9 @@ def program_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
     with tf.GradientTape() as tape:
         tape.watch(inputs)
         values = run(case.arg("program"), _tf_functions(tf), inputs, index=_tf_index(tf))
-    grads = tape.gradient(values[-1], values,
-                          unconnected_gradients=tf.UnconnectedGradients.ZERO)
+    grads = tape.gradient(values[-1], values, unconnected_gradients=tf.UnconnectedGradients.ZERO)
     grads = [grad.numpy() for grad in grads]
-    return (*grads[: len(INPUTS)], flat(grads[len(INPUTS):]))
+    return (*grads[: len(INPUTS)], flat(grads[len(INPUTS) :]))
 
 
 def program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
@@ -216,8 +258,10 @@ def program_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
     def f(inputs: list[Any], nudges: list[Any]) -> Any:
         return run(program, functions, inputs, nudges=nudges)[-1]
 
-    nudges = [jax.numpy.zeros(shape, inputs[0].dtype)
-              for shape in line_shapes(program, [x.shape for x in inputs])]
+    nudges = [
+        jax.numpy.zeros(shape, inputs[0].dtype)
+        for shape in line_shapes(program, [x.shape for x in inputs])
+    ]
     of_inputs, of_lines = jax.grad(f, argnums=(0, 1))(inputs, nudges)
     return (*of_inputs, jax.numpy.concatenate([jax.numpy.ravel(g) for g in of_lines]))
 
@@ -227,12 +271,16 @@ def line_shapes(program: str, shapes: list[tuple[int, ...]]) -> list[tuple[int, 
     second copy of the program for them)."""
     with np.errstate(all="ignore"):
         values = forward(program, [np.ones(shape) for shape in shapes])
-    return [value.shape for value in values[len(INPUTS):]]
+    return [value.shape for value in values[len(INPUTS) :]]
 
 
 PROGRAM_REFERENCE = two_references(
-    tf=program_tf, jax=program_jax,
+    tf=program_tf,
+    jax=program_jax,
     why="TensorFlow indexes with an integer array by tf.gather, and gives the cotangent of "
-        "an intermediate value directly; JAX gives it as the gradient of a zero added there.")
-REFERENCES_TEXT = ("jax.grad and tf.GradientTape of the same program: the gradient of x0, x1 "
-                   "and x2, and the cotangent of every line's value")
+    "an intermediate value directly; JAX gives it as the gradient of a zero added there.",
+)
+REFERENCES_TEXT = (
+    "jax.grad and tf.GradientTape of the same program: the gradient of x0, x1 "
+    "and x2, and the cotangent of every line's value"
+)

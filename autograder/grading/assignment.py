@@ -60,14 +60,24 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
         cases, refs = compute_references(exercises, seed)
         _save_quietly(path, cases, refs)
     stored = refcache.KnownMistakes(refcache.mistakes_path(path))
-    known = {e.name: _stored_mistakes(e, cases[e.name], stored) for e in exercises
-             if stored.exists() and e.frameworks and e.mistakes}
-    return Assignment(chapter, exercises, cases, refs,
-                      refcache.load_costs(refcache.costs_path(path), set(cases)), known)
+    known = {
+        e.name: _stored_mistakes(e, cases[e.name], stored)
+        for e in exercises
+        if stored.exists() and e.frameworks and e.mistakes
+    }
+    return Assignment(
+        chapter,
+        exercises,
+        cases,
+        refs,
+        refcache.load_costs(refcache.costs_path(path), set(cases)),
+        known,
+    )
 
 
-def _stored_mistakes(exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
-                     ) -> KnownOutputs:
+def _stored_mistakes(
+    exercise: Exercise, cases: list[Case], known: refcache.KnownMistakes
+) -> KnownOutputs:
     """Assignment.known for one exercise: a mistake's stored outputs on one of its hidden
     cases, in the form run_mistake gives them, or None (not stored: run it)."""
     index = {id(case): i for i, case in enumerate(cases)}
@@ -94,9 +104,13 @@ def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = 
     exercises = [e for e in assignment.exercises if e.frameworks and e.mistakes]
     if not exercises or path.is_file():
         return 0
-    table = {e.name: {m.name: [_storable(e, e.run_mistake(m, case))
-                               for case in assignment.cases[e.name]] for m in e.mistakes}
-             for e in exercises}
+    table = {
+        e.name: {
+            m.name: [_storable(e, e.run_mistake(m, case)) for case in assignment.cases[e.name]]
+            for m in e.mistakes
+        }
+        for e in exercises
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     refcache.save_mistakes(path, table)
     return sum(len(mistakes) for mistakes in table.values())
@@ -117,8 +131,9 @@ def _storable(exercise: Exercise, value: Any) -> refcache.MistakeOutputs:
     return arrays
 
 
-def compute_references(exercises: list[Exercise], seed: int
-                       ) -> tuple[dict[str, list[Case]], dict[str, list[Outputs]]]:
+def compute_references(
+    exercises: list[Exercise], seed: int
+) -> tuple[dict[str, list[Case]], dict[str, list[Outputs]]]:
     """Draw every exercise's hidden cases and ask both frameworks (the slow part)."""
     profile = grading_profile(seed)
     cases, refs = {}, {}
@@ -130,8 +145,7 @@ def compute_references(exercises: list[Exercise], seed: int
     return cases, refs
 
 
-def _save_quietly(path: Path, cases: dict[str, list[Case]],
-                  refs: dict[str, list[Outputs]]) -> None:
+def _save_quietly(path: Path, cases: dict[str, list[Case]], refs: dict[str, list[Outputs]]) -> None:
     """A cache that cannot be written (read-only home) costs the next run time, not this one."""
     try:
         refcache.save(path, cases, refs)
@@ -139,8 +153,7 @@ def _save_quietly(path: Path, cases: dict[str, list[Case]],
         print(f"note: reference cache not written ({error})", file=sys.stderr)
 
 
-def write_inputs(folders: submission_folders.Folders, name: str, files: tuple[bytes, str]
-                 ) -> None:
+def write_inputs(folders: submission_folders.Folders, name: str, files: tuple[bytes, str]) -> None:
     """The exercise's inputs into the folder the child reads (wire.input_files)."""
     npz_file, meta_file = wire.input_files(folders.ctrl, name)
     npz, meta = files

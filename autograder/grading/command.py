@@ -32,10 +32,18 @@ from autograder.sandbox.sandbox import protections
 
 
 def grade(
-    *, submissions: list[Path], out: Path, jobs: int | None = None, seed: int | None = None,
-    timeout: float = 120.0, assignment: str | None = None, sandbox_mode: str = "auto",
-    unsafe_no_sandbox: bool = False, reference_cache: Path | None = None,
-    fork_server: bool | None = None, started: starting.Start | None = None,
+    *,
+    submissions: list[Path],
+    out: Path,
+    jobs: int | None = None,
+    seed: int | None = None,
+    timeout: float = 120.0,
+    assignment: str | None = None,
+    sandbox_mode: str = "auto",
+    unsafe_no_sandbox: bool = False,
+    reference_cache: Path | None = None,
+    fork_server: bool | None = None,
+    started: starting.Start | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all.
@@ -44,9 +52,15 @@ def grade(
     arguments."""
     if started is None:
         started = starting.start(
-            submissions=submissions, out=out, jobs=jobs, sandbox_mode=sandbox_mode,
-            unsafe_no_sandbox=unsafe_no_sandbox, reference_cache=reference_cache,
-            fork_server=fork_server, assignment=assignment)
+            submissions=submissions,
+            out=out,
+            jobs=jobs,
+            sandbox_mode=sandbox_mode,
+            unsafe_no_sandbox=unsafe_no_sandbox,
+            reference_cache=reference_cache,
+            fork_server=fork_server,
+            assignment=assignment,
+        )
     if started.sandbox is None:
         print(started.problem, file=sys.stderr)
         return 2
@@ -67,13 +81,18 @@ def _start_fork_servers(sandbox: Sandbox, chapters: frozenset[str]) -> None:
                     sandbox.fork_server(frameworks)
 
 
-def _grade_with(started: starting.Start, out: Path, seed: int | None, timeout: float,
-                assignment: str | None, reference_cache: Path | None) -> int:
+def _grade_with(
+    started: starting.Start,
+    out: Path,
+    seed: int | None,
+    timeout: float,
+    assignment: str | None,
+    reference_cache: Path | None,
+) -> int:
     sandbox, jobs, submissions = started.sandbox, started.jobs, started.submissions
     assert sandbox is not None
     seed = new_seed() if seed is None else seed
-    print(f"seed {seed}; sandbox: {sandbox.offered.mode}; {jobs} children at once",
-          file=sys.stderr)
+    print(f"seed {seed}; sandbox: {sandbox.offered.mode}; {jobs} children at once", file=sys.stderr)
     chapters = started.chapters
     _start_fork_servers(sandbox, chapters)
     try:
@@ -85,8 +104,9 @@ def _grade_with(started: starting.Start, out: Path, seed: int | None, timeout: f
         return 2
     prepare_first_time(sandbox, assignments, seed, reference_cache)
     limits = children.Limits(per_exercise=min(30.0, timeout / 2), per_submission=timeout)
-    run = GradingRun(seed, limits, sandbox, assignments, assignment,
-                     tuple(protections(sandbox.offered)))
+    run = GradingRun(
+        seed, limits, sandbox, assignments, assignment, tuple(protections(sandbox.offered))
+    )
     results = run_all(run, out, submissions, jobs)
     write_gradebook(out, results)
     print_summary(results, out)
@@ -100,16 +120,20 @@ def grade_one(run: GradingRun, out: Path, submission: Submission) -> SubmissionR
         result = grade_submission(run, submission)
     except Exception as error:  # the grader's own failure: recorded loudly, batch goes on
         traceback.print_exc(file=sys.stderr)
-        result = SubmissionResult(submission.path, submission.stem, run.assignment,
-                                  grading_error=(
-            f"{type(error).__name__}: {str(error)[:1000]}"))
+        result = SubmissionResult(
+            submission.path,
+            submission.stem,
+            run.assignment,
+            grading_error=(f"{type(error).__name__}: {str(error)[:1000]}"),
+        )
         result.seconds = time.perf_counter() - started
     write_submission(out, result, run)
     return result
 
 
-def run_all(run: GradingRun, out: Path, submissions: list[Submission], jobs: int
-            ) -> list[SubmissionResult]:
+def run_all(
+    run: GradingRun, out: Path, submissions: list[Submission], jobs: int
+) -> list[SubmissionResult]:
     """Grade up to `jobs` submissions at once. A worker with no submission left to start
     hands its slot to `run.spare`, where a submission still starting may take it to run
     its exercises in parts at once (grading one submission, or the last of a batch)."""
@@ -128,10 +152,14 @@ def run_all(run: GradingRun, out: Path, submissions: list[Submission], jobs: int
             done[0] += 1
             total = sum(e.max_score for e in result.exercises)
             flag = "  GRADING ERROR" if result.grading_error else ""
-            print(f"[{done[0]}/{len(submissions)}] {submission.path.name}: "
-                  f"{result.score:g}/{total:g} "
-                  f"({result.seconds:.1f} s, {time.perf_counter() - started:.0f} s elapsed)"
-                  f"{flag}", file=sys.stderr, flush=True)
+            print(
+                f"[{done[0]}/{len(submissions)}] {submission.path.name}: "
+                f"{result.score:g}/{total:g} "
+                f"({result.seconds:.1f} s, {time.perf_counter() - started:.0f} s elapsed)"
+                f"{flag}",
+                file=sys.stderr,
+                flush=True,
+            )
         return result
 
     def worker() -> None:
@@ -151,5 +179,3 @@ def run_all(run: GradingRun, out: Path, submissions: list[Submission], jobs: int
         for future in [pool.submit(worker) for _ in range(workers)]:
             future.result()  # a failure outside grade_one's own handling is raised here
     return [result for result in results if result is not None]
-
-

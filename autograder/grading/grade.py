@@ -69,15 +69,21 @@ def grade_submission(grading: GradingRun, submission: Submission) -> SubmissionR
 def _grade(grading: GradingRun, submission: Submission) -> SubmissionResult:
     started = time.perf_counter()
     chapter, wanted, path = submission.chapter, grading.assignment, submission.path
-    result = SubmissionResult(path, submission.stem, wanted or chapter, error=submission.problem,
-                              language=submission.language)
+    result = SubmissionResult(
+        path,
+        submission.stem,
+        wanted or chapter,
+        error=submission.problem,
+        language=submission.language,
+    )
     if not submission.problem:
         result.error = _chapter_problem(chapter, wanted, path)
     assignment = grading.assignments.get(result.chapter or "")
     if assignment is None:
         result.error = result.error or say(
-            "chapter {chapter} has no graded exercises; submit a chapter notebook of this "
-            "course.", chapter=result.chapter)
+            "chapter {chapter} has no graded exercises; submit a chapter notebook of this course.",
+            chapter=result.chapter,
+        )
     elif result.error:
         result.exercises = [exercise_result(e, False, result.error) for e in assignment.exercises]
     else:
@@ -86,8 +92,9 @@ def _grade(grading: GradingRun, submission: Submission) -> SubmissionResult:
     return result
 
 
-def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: Assignment,
-                    grading: GradingRun) -> None:
+def _run_submission(
+    result: SubmissionResult, notebook: Notebook, assignment: Assignment, grading: GradingRun
+) -> None:
     """Run the submission's exercises in one part, or, when child slots are idle (grading
     one submission, or the last of a batch), in several at once: as parts, or, when they
     all need one framework, as workers of one child that imports it once."""
@@ -101,8 +108,9 @@ def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: As
 
     def one_part(exercises: list[Exercise]) -> tuple[dict[str, ExerciseResult], list[dict]]:
         with speaking(result.language):  # a pool's thread starts in no language
-            return run_part(grading, assignment, exercises, cells, exercise_cells, deadline,
-                            workers)
+            return run_part(
+                grading, assignment, exercises, cells, exercise_cells, deadline, workers
+            )
 
     try:
         if len(parts) == 1:
@@ -121,8 +129,9 @@ def _run_submission(result: SubmissionResult, notebook: Notebook, assignment: As
     result.exercises = [with_dependencies(e, verdicts) for e in assignment.exercises]
 
 
-def _refused_by_reading(result: SubmissionResult, findings: list[Finding],
-                        assignment: Assignment) -> bool:
+def _refused_by_reading(
+    result: SubmissionResult, findings: list[Finding], assignment: Assignment
+) -> bool:
     """Note the findings for the instructor; True when one is refused: then no child runs
     and every exercise scores 0 with a message naming the cell and line."""
     result.review = [f"{'refused' if f.refused else 'flagged'}: {f}" for f in findings]
@@ -134,7 +143,10 @@ def _refused_by_reading(result: SubmissionResult, findings: list[Finding],
         "interpreter where the checks run beside your code, so its results could not be "
         "trusted. No answer of this course needs it: remove it and submit again (if you "
         "think this is wrong, tell your instructor, who sees it in the gradebook).",
-        cell=refused.cell, line=refused.line, used=refused.used)
+        cell=refused.cell,
+        line=refused.line,
+        used=refused.used,
+    )
     result.error = message
     result.exercises = [exercise_result(e, False, message) for e in assignment.exercises]
     return True
@@ -142,12 +154,19 @@ def _refused_by_reading(result: SubmissionResult, findings: list[Finding],
 
 def _chapter_problem(chapter: str | None, wanted: str | None, path: Path) -> str:
     if chapter is None and wanted is None:
-        return say("{file} does not say which chapter it is (no course metadata); grade it "
-                   "with --assignment CHAPTER.", file=path.name)
+        return say(
+            "{file} does not say which chapter it is (no course metadata); grade it "
+            "with --assignment CHAPTER.",
+            file=path.name,
+        )
     if wanted is not None and chapter is not None and chapter != wanted:
-        return say("{file} is the notebook of chapter {chapter}, but this assignment is "
-                   "chapter {wanted}. Submit the chapter {wanted} notebook.", file=path.name,
-                   chapter=chapter, wanted=wanted)
+        return say(
+            "{file} is the notebook of chapter {chapter}, but this assignment is "
+            "chapter {wanted}. Submit the chapter {wanted} notebook.",
+            file=path.name,
+            chapter=chapter,
+            wanted=wanted,
+        )
     return ""
 
 

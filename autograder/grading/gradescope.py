@@ -113,34 +113,41 @@ PACKAGES = ("autograder", "coursekit")
 
 
 def setup_script(*, assignment: str, seed: int) -> str:
-    return SETUP_SH.format(minimum=".".join(map(str, MINIMUM_PYTHON)), assignment=assignment,
-                           seed=seed)
+    return SETUP_SH.format(
+        minimum=".".join(map(str, MINIMUM_PYTHON)), assignment=assignment, seed=seed
+    )
 
 
 def run_script(*, assignment: str, timeout: float, seed: int) -> str:
     return RUN_AUTOGRADER.format(assignment=assignment, timeout=timeout, seed=seed)
 
 
-def build_zip(*, assignment: str, out: Path, timeout: float = 120.0,
-              seed: int | None = None) -> int:
+def build_zip(
+    *, assignment: str, out: Path, timeout: float = 120.0, seed: int | None = None
+) -> int:
     """Write the Gradescope autograder zip for one chapter, its hidden cases fixed by `seed`
     (drawn now and printed when not given: every submission then meets the same cases)."""
     missing = [name for name in SOURCES if not (ROOT / name).is_file()]
     if missing:
-        raise SystemExit(f"gradescope: {', '.join(missing)} not found in {ROOT}: build the zip "
-                         "from a checkout of the course (the zip carries its sources).")
+        raise SystemExit(
+            f"gradescope: {', '.join(missing)} not found in {ROOT}: build the zip "
+            "from a checkout of the course (the zip carries its sources)."
+        )
     seed = secrets.randbelow(2**31) if seed is None else seed
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         _add_script(archive, "setup.sh", setup_script(assignment=assignment, seed=seed))
-        _add_script(archive, "run_autograder",
-                    run_script(assignment=assignment, timeout=timeout, seed=seed))
+        _add_script(
+            archive, "run_autograder", run_script(assignment=assignment, timeout=timeout, seed=seed)
+        )
         for name in SOURCES:
             archive.write(ROOT / name, name)
         for package in PACKAGES:  # the code, and the Chinese message catalogue
             for path in sorted([*(ROOT / package).rglob("*.py"), *(ROOT / package).rglob("*.po")]):
                 archive.write(path, str(path.relative_to(ROOT)))
-    print(f"wrote {out}: upload it as the autograder of the chapter {assignment} assignment "
-          f"(base image Ubuntu 22.04); hidden cases' seed {seed} (--seed {seed} rebuilds it)")
+    print(
+        f"wrote {out}: upload it as the autograder of the chapter {assignment} assignment "
+        f"(base image Ubuntu 22.04); hidden cases' seed {seed} (--seed {seed} rebuilds it)"
+    )
     return 0
 
 

@@ -32,16 +32,15 @@ class SpareSlots:
             self._free += count
 
 
-
 def round_workers(workers: list[list[str]], names: list[str]) -> list[list[str]]:
     """The workers' lists cut to this round's exercises; none unless they hold them all."""
     kept = [cut for worker in workers if (cut := [name for name in worker if name in names])]
     return kept if sorted(name for cut in kept for name in cut) == sorted(names) else []
 
 
-
-def parts_and_workers(assignment: Assignment, slots: int
-                       ) -> tuple[list[list[Exercise]], list[list[str]], int]:
+def parts_and_workers(
+    assignment: Assignment, slots: int
+) -> tuple[list[list[Exercise]], list[list[str]], int]:
     """How a submission's exercises run on `slots` child slots: (its parts, each in a box of
     its own; the workers of its framework part, each a list of exercise names; the slots
     used).
@@ -52,15 +51,20 @@ def parts_and_workers(assignment: Assignment, slots: int
     Otherwise each part runs in a child of its own (split_exercises)."""
     exercises, cases, costs = assignment.exercises, assignment.cases, assignment.costs
     framework = [e for e in exercises if e.frameworks]
-    if slots > 1 and len(framework) > 1 and len(
-            {tuple(sorted(e.frameworks)) for e in framework}) == 1:
+    if (
+        slots > 1
+        and len(framework) > 1
+        and len({tuple(sorted(e.frameworks)) for e in framework}) == 1
+    ):
         workers = split_exercises(framework, cases, slots, costs)
         numpy_part = [e for e in exercises if not e.frameworks]
-        return ([framework, *([numpy_part] if numpy_part else [])],
-                [[e.name for e in worker] for worker in workers], len(workers))
+        return (
+            [framework, *([numpy_part] if numpy_part else [])],
+            [[e.name for e in worker] for worker in workers],
+            len(workers),
+        )
     parts = split_exercises(exercises, cases, slots, costs)
     return parts, [], len(parts)
-
 
 
 # What a part pays once per group of exercises it runs, in seconds: a child's start-up, which
@@ -69,13 +73,15 @@ def parts_and_workers(assignment: Assignment, slots: int
 GROUP_START_UP = {False: 0.1, True: 2.5}
 
 
-
 SECONDS_PER_CASE = 0.01
 
 
-
-def split_exercises(exercises: list[Exercise], cases: dict[str, list[Case]], count: int,
-                    costs: dict[str, float] | None = None) -> list[list[Exercise]]:
+def split_exercises(
+    exercises: list[Exercise],
+    cases: dict[str, list[Case]],
+    count: int,
+    costs: dict[str, float] | None = None,
+) -> list[list[Exercise]]:
     """At most `count` parts of about equal work, each in the exercises' own order.
 
     An exercise's work is what its cases took when a solution was graded (`costs`), else
@@ -89,10 +95,12 @@ def split_exercises(exercises: list[Exercise], cases: dict[str, list[Case]], cou
         return costs.get(exercise.name) or len(cases[exercise.name]) * SECONDS_PER_CASE
 
     for exercise in sorted(exercises, key=lambda e: -work(e)):
+
         def load_with(i: int, exercise: Exercise = exercise) -> float:
             group = tuple(sorted(exercise.frameworks))
             new_group = all(tuple(sorted(e.frameworks)) != group for e in parts[i])
             return loads[i] + work(exercise) + (GROUP_START_UP[bool(group)] if new_group else 0)
+
         best = min(range(len(loads)), key=load_with)
         loads[best] = load_with(best)
         parts[best].append(exercise)

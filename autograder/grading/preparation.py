@@ -21,8 +21,9 @@ from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.pools import Sandbox
 
 
-def prepare_first_time(sandbox: Sandbox, assignments: dict[str, Assignment], seed: int,
-                       reference_cache: Path | None) -> None:
+def prepare_first_time(
+    sandbox: Sandbox, assignments: dict[str, Assignment], seed: int, reference_cache: Path | None
+) -> None:
     """What `prepare --warm-with` adds for a TensorFlow or JAX chapter, done by the first
     `grade` of its chapter and seed that finds it missing, so the command an instructor
     types is as fast from its second submission on as after `prepare`: the known mistakes'
@@ -37,14 +38,16 @@ def prepare_first_time(sandbox: Sandbox, assignments: dict[str, Assignment], see
         to_warm = solution is not None and not refcache.costs_path(entry).is_file()
         if refcache.mistakes_path(entry).is_file() and not to_warm:
             continue
-        print(f"chapter {chapter}, seed {seed}: preparing once (what `prepare` does; later "
-              "runs read it)", file=sys.stderr)
+        print(
+            f"chapter {chapter}, seed {seed}: preparing once (what `prepare` does; later "
+            "runs read it)",
+            file=sys.stderr,
+        )
         with contextlib.redirect_stdout(sys.stderr):
             save_known_mistakes(assignment, seed, reference_cache)
             if to_warm:
                 warm_compile_cache({chapter: assignment}, seed, reference_cache, [solution])
                 _use_compile_cache(sandbox, reference_cache)
-
 
 
 def trusted_solution(chapter: str) -> Path | None:
@@ -53,7 +56,6 @@ def trusted_solution(chapter: str) -> Path | None:
     folder = Path(__file__).resolve().parents[2] / "solutions"
     found = sorted(folder.glob(f"{chapter}_*.ipynb")) if folder.is_dir() else []
     return found[0] if found else None
-
 
 
 def _use_compile_cache(sandbox: Sandbox, reference_cache: Path | None) -> None:
@@ -65,9 +67,13 @@ def _use_compile_cache(sandbox: Sandbox, reference_cache: Path | None) -> None:
         sandbox.close_fork_servers()
 
 
-
-def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | None = None,
-                  warm_with: list[Path] = ()) -> int:
+def prepare_cache(
+    *,
+    chapters: list[str],
+    seed: int,
+    reference_cache: Path | None = None,
+    warm_with: list[Path] = (),
+) -> int:
     """Fill the reference cache for these chapters and seed (Gradescope's setup.sh does this
     at image build time), so grading runs start without TensorFlow or JAX; then, for each
     notebook in `warm_with` (our own solution notebooks: trusted code), grade it once with
@@ -81,51 +87,63 @@ def prepare_cache(*, chapters: list[str], seed: int, reference_cache: Path | Non
             return 2
         count = sum(len(cases) for cases in assignments[chapter].cases.values())
         entry = refcache.entry_path(cache_folders.reference_cache(reference_cache), chapter, seed)
-        print(f"chapter {chapter}, seed {seed}: {count} hidden cases and their references in "
-              f"{entry}")
+        print(
+            f"chapter {chapter}, seed {seed}: {count} hidden cases and their references in {entry}"
+        )
         stored = save_known_mistakes(assignments[chapter], seed, reference_cache)
         if stored:
-            print(f"chapter {chapter}: what {stored} known mistakes give on those cases, for "
-                  "the hints of wrong TensorFlow and JAX answers")
+            print(
+                f"chapter {chapter}: what {stored} known mistakes give on those cases, for "
+                "the hints of wrong TensorFlow and JAX answers"
+            )
     return warm_compile_cache(assignments, seed, reference_cache, list(warm_with))
 
 
-
-def warm_compile_cache(assignments: dict[str, Assignment], seed: int,
-                       reference_cache: Path | None, notebooks: list[Path]) -> int:
+def warm_compile_cache(
+    assignments: dict[str, Assignment],
+    seed: int,
+    reference_cache: Path | None,
+    notebooks: list[Path],
+) -> int:
     """Grade trusted notebooks with the compilation cache writable; 1 if one loses a point
     (then the cache holds what it compiled, but the notebook is not a solution)."""
     if not notebooks:
         return 0
     folder = cache_folders.compile_cache(reference_cache)
     folder.mkdir(parents=True, exist_ok=True)
-    trusted = Sandbox(Capabilities(unsafe=True, compile_cache=str(folder),
-                                   compile_cache_writable=True))
-    run = GradingRun(seed, children.Limits(per_exercise=120, per_submission=600), trusted,
-                     assignments)
+    trusted = Sandbox(
+        Capabilities(unsafe=True, compile_cache=str(folder), compile_cache_writable=True)
+    )
+    run = GradingRun(
+        seed, children.Limits(per_exercise=120, per_submission=600), trusted, assignments
+    )
     status = 0
     for path in notebooks:
         result = grade_submission(run, read_submission(path, clean_stem(path)))
         full = bool(result.exercises) and all(e.passed for e in result.exercises)
         if full and result.chapter in assignments:
             _save_costs(run, path, result.chapter, seed, reference_cache)
-        print(f"compiled {path.name} into {folder} ({result.seconds:.1f} s): "
-              f"{result.score:g}/{len(result.exercises)}" + ("" if full else
-              f"  WARNING: not a full-marks solution. {result.error}"))
+        print(
+            f"compiled {path.name} into {folder} ({result.seconds:.1f} s): "
+            f"{result.score:g}/{len(result.exercises)}"
+            + ("" if full else f"  WARNING: not a full-marks solution. {result.error}")
+        )
         status = status or (0 if full else 1)
     refcache.share(folder)
     return status
 
 
-
-def _save_costs(run: GradingRun, path: Path, chapter: str, seed: int,
-                reference_cache: Path | None) -> None:
+def _save_costs(
+    run: GradingRun, path: Path, chapter: str, seed: int, reference_cache: Path | None
+) -> None:
     """Grade the solution again, now that JAX's programs are compiled as a grading run finds
     them, and keep what each exercise's cases took, to split submissions evenly."""
     reading = Sandbox(replace(run.sandbox.offered, compile_cache_writable=False))
-    result = grade_submission(replace(run, sandbox=reading),
-                              read_submission(path, clean_stem(path)))
+    result = grade_submission(
+        replace(run, sandbox=reading), read_submission(path, clean_stem(path))
+    )
     if result.exercises and all(e.passed for e in result.exercises):
         entry = refcache.entry_path(cache_folders.reference_cache(reference_cache), chapter, seed)
-        refcache.save_costs(refcache.costs_path(entry),
-                            {e.name: e.seconds for e in result.exercises})
+        refcache.save_costs(
+            refcache.costs_path(entry), {e.name: e.seconds for e in result.exercises}
+        )

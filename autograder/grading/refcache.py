@@ -74,8 +74,9 @@ def entry_path(root: Path, chapter: str, seed: int) -> Path:
 # ---------------------------------------------------------------- writing
 
 
-def save(path: Path, cases: dict[str, list[Case]],
-         references: dict[str, list[tuple[np.ndarray, ...]]]) -> None:
+def save(
+    path: Path, cases: dict[str, list[Case]], references: dict[str, list[tuple[np.ndarray, ...]]]
+) -> None:
     """Write one entry atomically (temporary file, then rename)."""
     arrays: dict[str, np.ndarray] = {}
     meta = {"format": FORMAT, "exercises": {}}
@@ -100,8 +101,7 @@ def _write(path: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> N
 def _replace(path: Path, write: Callable[[BinaryIO], Any]) -> None:
     """`write` into a temporary file beside `path`, then rename it over `path`: a reader
     sees the old file or the whole new one, never a part."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-",
-                                         suffix=path.suffix)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=path.suffix)
     try:
         with os.fdopen(handle, "wb") as file:
             write(file)
@@ -125,8 +125,13 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         raise Invalid(str(error)) from error
 
 
-def _case_meta(name: str, index: int, case: Case, outputs: tuple[np.ndarray, ...],
-               arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+def _case_meta(
+    name: str,
+    index: int,
+    case: Case,
+    outputs: tuple[np.ndarray, ...],
+    arrays: dict[str, np.ndarray],
+) -> dict[str, Any]:
     args = []
     for arg, value in case.args:
         if isinstance(value, np.ndarray):
@@ -172,8 +177,7 @@ def load(path: Path, expected: dict[str, int]) -> Entry:
         if not isinstance(records, list) or not records:
             raise Invalid(f"no cases for {name}")
         try:
-            pairs = [_read_case(name, i, r, arrays, expected[name])
-                     for i, r in enumerate(records)]
+            pairs = [_read_case(name, i, r, arrays, expected[name]) for i, r in enumerate(records)]
         except (TypeError, ValueError, KeyError) as error:
             raise Invalid(f"malformed cases of {name}: {error}") from error
         cases[name] = [case for case, _ in pairs]
@@ -189,19 +193,28 @@ def _meta(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
         meta = json.loads(raw.tobytes().decode())
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise Invalid("malformed metadata") from error
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT \
-            or not isinstance(meta.get("exercises"), dict):
+    if (
+        not isinstance(meta, dict)
+        or meta.get("format") != FORMAT
+        or not isinstance(meta.get("exercises"), dict)
+    ):
         raise Invalid("another format")
     return meta
 
 
-def _read_case(name: str, index: int, record: Any, arrays: dict[str, np.ndarray],
-               outputs: int) -> tuple[Case, tuple[np.ndarray, ...]]:
-    if not isinstance(record, dict) or record.get("outputs") != outputs \
-            or not isinstance(record.get("args"), list):
+def _read_case(
+    name: str, index: int, record: Any, arrays: dict[str, np.ndarray], outputs: int
+) -> tuple[Case, tuple[np.ndarray, ...]]:
+    if (
+        not isinstance(record, dict)
+        or record.get("outputs") != outputs
+        or not isinstance(record.get("args"), list)
+    ):
         raise Invalid(f"malformed case {index} of {name}")
-    args = tuple((arg, _array(arrays, f"{name}/{index}/a/{arg}") if kind == "array"
-                  else _decode(value)) for arg, kind, value in record["args"])
+    args = tuple(
+        (arg, _array(arrays, f"{name}/{index}/a/{arg}") if kind == "array" else _decode(value))
+        for arg, kind, value in record["args"]
+    )
     references = tuple(_array(arrays, f"{name}/{index}/r/{j}") for j in range(outputs))
     return Case(args, str(record.get("label", ""))), references
 
@@ -233,8 +246,11 @@ def load_costs(path: Path, names: set[str]) -> dict[str, float]:
         return {}
     if not isinstance(costs, dict):
         return {}
-    return {name: float(value) for name, value in costs.items() if name in names
-            and isinstance(value, (int, float)) and 0 < value < 1e6}
+    return {
+        name: float(value)
+        for name, value in costs.items()
+        if name in names and isinstance(value, (int, float)) and 0 < value < 1e6
+    }
 
 
 # ---------------------------------------------------------------- known mistakes' outputs
@@ -296,8 +312,9 @@ class KnownMistakes:
             if not isinstance(count, int):
                 return None
             try:
-                return [_array(self._arrays, f"{exercise}/{mistake}/{index}/{j}")
-                        for j in range(count)]
+                return [
+                    _array(self._arrays, f"{exercise}/{mistake}/{index}/{j}") for j in range(count)
+                ]
             except Invalid:
                 return None
 

@@ -40,9 +40,11 @@ class Part:
     workers: list[list[str]] = field(default_factory=list)
 
 
-
 def _run_rounds(
-    part: Part, assignment: Assignment, cells: list[str], exercises: list[Exercise],
+    part: Part,
+    assignment: Assignment,
+    cells: list[str],
+    exercises: list[Exercise],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     """Run children until every exercise has a verdict; a crash costs one exercise only.
 
@@ -61,26 +63,33 @@ def _run_rounds(
     return results, cell_problems
 
 
-
-def _write_program(part: Part, round_folders: submission_folders.Folders, names: list[str],
-                   by_name: dict[str, Exercise], allowed: tuple[str, ...],
-                   cells: list[str]) -> dict:
+def _write_program(
+    part: Part,
+    round_folders: submission_folders.Folders,
+    names: list[str],
+    by_name: dict[str, Exercise],
+    allowed: tuple[str, ...],
+    cells: list[str],
+) -> dict:
     """program.json for this round; returns it."""
     limits = children.child_limits(part.limits, frameworks=bool(allowed))
     reads = [n for name in names for n in by_name[name].namespace_reads]
     needed = slicing.needed_cells(cells, set(part.exercise_cells), names + reads)
-    program = {"cells": needed, "exercises": names, "time_limit": part.limits.per_exercise,
-               "out": str(round_folders.out), "allowed": child_frameworks(allowed, needed),
-               "confine": children.confinement_plan(part.sandbox.offered, round_folders, limits),
-               "invoke": {name: by_name[name].invoke for name in names},
-               "workers": round_workers(part.workers, names),
-               "depends": {name: [list(pair) for pair in by_name[name].dependencies()]
-                           for name in names}}
+    program = {
+        "cells": needed,
+        "exercises": names,
+        "time_limit": part.limits.per_exercise,
+        "out": str(round_folders.out),
+        "allowed": child_frameworks(allowed, needed),
+        "confine": children.confinement_plan(part.sandbox.offered, round_folders, limits),
+        "invoke": {name: by_name[name].invoke for name in names},
+        "workers": round_workers(part.workers, names),
+        "depends": {name: [list(pair) for pair in by_name[name].dependencies()] for name in names},
+    }
     path = part.folders.ctrl / wire.PROGRAM
     path.write_text(json.dumps(program))
     submission_folders.share_read_only(part.folders, path)
     return program
-
 
 
 def child_frameworks(allowed: tuple[str, ...], cells: list[str]) -> list[str]:
@@ -92,9 +101,11 @@ def child_frameworks(allowed: tuple[str, ...], cells: list[str]) -> list[str]:
     return [*allowed, "keras"] if keras else list(allowed)
 
 
-
 def _run_group(
-    part: Part, assignment: Assignment, exercises: list[Exercise], allowed: tuple[str, ...],
+    part: Part,
+    assignment: Assignment,
+    exercises: list[Exercise],
+    allowed: tuple[str, ...],
     cells: list[str],
 ) -> tuple[dict[str, ExerciseResult], list[dict]]:
     results: dict[str, ExerciseResult] = {}
@@ -105,22 +116,30 @@ def _run_group(
         warm = _usable_warm_child(part, allowed, cells)
         if warm is None:
             part.rounds += 1
-        round_folders = warm.first_round if warm else submission_folders.fresh_round(
-            part.folders, part.rounds)
+        round_folders = (
+            warm.first_round if warm else submission_folders.fresh_round(part.folders, part.rounds)
+        )
         program = _write_program(part, round_folders, remaining, by_name, allowed, cells)
         # A fork server imported its framework before any submission: code that sets the
         # environment first (JAX_ENABLE_X64) gets a fresh child that imports after it.
-        outcome = warm.run(part.deadline, part.sandbox) if warm else children.run_child(
-            part.sandbox, round_folders, part.deadline, tuple(program["allowed"]),
-            forked=not submitted.sets_environment(program["cells"]))
+        outcome = (
+            warm.run(part.deadline, part.sandbox)
+            if warm
+            else children.run_child(
+                part.sandbox,
+                round_folders,
+                part.deadline,
+                tuple(program["allowed"]),
+                forked=not submitted.sets_environment(program["cells"]),
+            )
+        )
         if not outcome.started:
             if not (outcome.timed_out and part.rounds > 1):
                 raise errors.SandboxFailure(_launcher_message(outcome))
             # An earlier round of this part ran the submission's code until its time was
             # nearly up: that it ran out before this child could start is the student's.
             for name in remaining:
-                results[name] = exercise_result(by_name[name], False,
-                                                _death_message(name, outcome))
+                results[name] = exercise_result(by_name[name], False, _death_message(name, outcome))
             break
         cell_problems = _read_cell_problems(round_folders.out) or cell_problems
         progressed = False
@@ -139,9 +158,9 @@ def _run_group(
     return results, cell_problems
 
 
-
-def _usable_warm_child(part: Part, allowed: tuple[str, ...], cells: list[str]
-                       ) -> warm_children.WarmChild | None:
+def _usable_warm_child(
+    part: Part, allowed: tuple[str, ...], cells: list[str]
+) -> warm_children.WarmChild | None:
     """The part's warm child, for its first round only, when it imported what this round
     allows and the code does not set the environment the framework reads at import (as for a
     fork server); otherwise it is stopped, and the round starts a fresh child."""
@@ -149,15 +168,16 @@ def _usable_warm_child(part: Part, allowed: tuple[str, ...], cells: list[str]
     if warm is None:
         return None
     if warm.allowed == tuple(child_frameworks(allowed, cells)) and not submitted.sets_environment(
-            cells):
+        cells
+    ):
         return warm
     warm.stop()
     return None
 
 
-
-def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
-             outcome: children.ChildResult) -> ExerciseResult | None:
+def _verdict(
+    exercise: Exercise, assignment: Assignment, out: Path, outcome: children.ChildResult
+) -> ExerciseResult | None:
     """The exercise's result from this round, or None when the child never reached it: an
     exercise whose whole report was written is judged on it, even where the child filled its
     folder later, and one never reached runs in the next round's fresh folders."""
@@ -166,8 +186,7 @@ def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
         judged = _judged(exercise, assignment, report, arrays)
         if exercise.depends_on and not judged.passed:
             own, own_arrays = read_outputs(out, wire.own_helpers(exercise.name))
-            if own is not None and (mine := _judged(exercise, assignment, own,
-                                                    own_arrays)).passed:
+            if own is not None and (mine := _judged(exercise, assignment, own, own_arrays)).passed:
                 return mine  # right with the learner's own helpers (wire.own_helpers)
         return judged
     if os.path.lexists(wire.started_file(out, exercise.name)):
@@ -175,19 +194,27 @@ def _verdict(exercise: Exercise, assignment: Assignment, out: Path,
     return None
 
 
-
-def _judged(exercise: Exercise, assignment: Assignment, report: dict, arrays: dict
-            ) -> ExerciseResult:
-    return replace(judge_outputs(exercise, assignment.cases[exercise.name],
-                                 assignment.references[exercise.name], report, arrays,
-                                 assignment.known.get(exercise.name)),
-                   seconds=report["seconds"])
+def _judged(
+    exercise: Exercise, assignment: Assignment, report: dict, arrays: dict
+) -> ExerciseResult:
+    return replace(
+        judge_outputs(
+            exercise,
+            assignment.cases[exercise.name],
+            assignment.references[exercise.name],
+            report,
+            arrays,
+            assignment.known.get(exercise.name),
+        ),
+        seconds=report["seconds"],
+    )
 
 
 def _launcher_message(outcome: children.ChildResult) -> str:
-    return (f"the sandbox did not start (exit code {outcome.returncode}, timed out: "
-            f"{outcome.timed_out}); launcher output: {outcome.launcher_output[-800:]}")
-
+    return (
+        f"the sandbox did not start (exit code {outcome.returncode}, timed out: "
+        f"{outcome.timed_out}); launcher output: {outcome.launcher_output[-800:]}"
+    )
 
 
 def _read_cell_problems(out: Path) -> list[dict]:
@@ -197,51 +224,66 @@ def _read_cell_problems(out: Path) -> list[dict]:
         return []
     if not isinstance(problems, list):
         return []
-    return [{"cell": p.get("cell") if isinstance(p.get("cell"), int) else None,
-             "type": str(p.get("type"))[:100], "message": str(p.get("message"))[:500]}
-            for p in problems[:200] if isinstance(p, dict)]
-
+    return [
+        {
+            "cell": p.get("cell") if isinstance(p.get("cell"), int) else None,
+            "type": str(p.get("type"))[:100],
+            "message": str(p.get("message"))[:500],
+        }
+        for p in problems[:200]
+        if isinstance(p, dict)
+    ]
 
 
 def _death_message(name: str, outcome: children.ChildResult) -> str:
     if outcome.timed_out:
-        return say("`{name}` was stopped at the time limit for the whole submission.",
-                   name=name)
+        return say("`{name}` was stopped at the time limit for the whole submission.", name=name)
     if outcome.disk_exceeded:
-        return say("Your code wrote more than its folder holds ({limit}) while `{name}` ran, "
-                   "so `{name}` could not finish. The other exercises were graded separately, "
-                   "in fresh folders.", limit=_disk_limit(), name=name)
-    return say("The process ended while `{name}` ran (exit code {code}): os._exit, a crash, or "
-               "the memory limit. The other exercises were graded separately.", name=name,
-               code=outcome.returncode)
-
+        return say(
+            "Your code wrote more than its folder holds ({limit}) while `{name}` ran, "
+            "so `{name}` could not finish. The other exercises were graded separately, "
+            "in fresh folders.",
+            limit=_disk_limit(),
+            name=name,
+        )
+    return say(
+        "The process ended while `{name}` ran (exit code {code}): os._exit, a crash, or "
+        "the memory limit. The other exercises were graded separately.",
+        name=name,
+        code=outcome.returncode,
+    )
 
 
 def _disk_limit() -> str:
     limit = submission_folders.DISK_LIMIT // 1024**2
-    return say("{limit} MiB and {files} files", limit=limit,
-               files=submission_folders.INODE_LIMIT)
-
+    return say("{limit} MiB and {files} files", limit=limit, files=submission_folders.INODE_LIMIT)
 
 
 def _cells_died_message(outcome: children.ChildResult) -> str:
     if outcome.timed_out:
-        return say("The notebook's cells did not finish within the time limit (an endless "
-                   "loop?).")
+        return say("The notebook's cells did not finish within the time limit (an endless loop?).")
     if outcome.disk_exceeded:
-        return say("Your notebook's cells wrote more than their folder holds ({limit}) before "
-                   "any exercise could be called. Write less to disk in the cells.",
-                   limit=_disk_limit())
-    return say("The notebook ended the process while its cells ran (exit code {code}), before "
-               "any exercise could be called. Remove os._exit / crashing code from the cells.",
-               code=outcome.returncode)
+        return say(
+            "Your notebook's cells wrote more than their folder holds ({limit}) before "
+            "any exercise could be called. Write less to disk in the cells.",
+            limit=_disk_limit(),
+        )
+    return say(
+        "The notebook ended the process while its cells ran (exit code {code}), before "
+        "any exercise could be called. Remove os._exit / crashing code from the cells.",
+        code=outcome.returncode,
+    )
 
 
-
-def run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exercise],
-              cells: list[str], exercise_cells: set[int], deadline: float,
-              workers: list[list[str]] | None = None,
-              ) -> tuple[dict[str, ExerciseResult], list[dict]]:
+def run_part(
+    grading: GradingRun,
+    assignment: Assignment,
+    exercises: list[Exercise],
+    cells: list[str],
+    exercise_cells: set[int],
+    deadline: float,
+    workers: list[list[str]] | None = None,
+) -> tuple[dict[str, ExerciseResult], list[dict]]:
     """Some of a submission's exercises, in folders of their own: parts of one submission run
     at once and never share a process or a folder, nor a uid where the grader has uid slots
     (end_processes kills a round's whole uid). `workers`: the exercises the child's worker
@@ -250,15 +292,23 @@ def run_part(grading: GradingRun, assignment: Assignment, exercises: list[Exerci
     with _part_folders(grading.sandbox, warm) as folders:
         for exercise in exercises:
             write_inputs(folders, exercise.name, assignment.input_files(exercise.name))
-        part = Part(grading.sandbox, folders, grading.limits, deadline, frozenset(exercise_cells),
-                  rounds=1 if warm else 0, warm=warm, workers=workers or [])
+        part = Part(
+            grading.sandbox,
+            folders,
+            grading.limits,
+            deadline,
+            frozenset(exercise_cells),
+            rounds=1 if warm else 0,
+            warm=warm,
+            workers=workers or [],
+        )
         return _run_rounds(part, assignment, cells, exercises)
 
 
-
 @contextlib.contextmanager
-def _part_folders(sandbox: Sandbox, warm: warm_children.WarmChild | None
-                  ) -> Iterator[submission_folders.Folders]:
+def _part_folders(
+    sandbox: Sandbox, warm: warm_children.WarmChild | None
+) -> Iterator[submission_folders.Folders]:
     """The warm child's folders (its first round's are made already), or new folders with the
     child's files in it."""
     if warm is not None:

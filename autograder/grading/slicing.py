@@ -46,8 +46,16 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # own, met in every submission) are remembered, without their trees.
 SLICED_LIMIT = 512 * 1024
 CACHED_LIMIT = 16 * 1024
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp,
-          ast.SetComp, ast.DictComp, ast.GeneratorExp)
+SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
 def needed_cells(cells: list[str], exercise_cells: set[int], names: list[str]) -> list[str]:
@@ -83,8 +91,10 @@ def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> lis
                     kept.add((i, j))
                     needed |= statement.reads
                     changed = True
-    return [cell if i in whole else _only(cell, analysed[i].spans, {j for k, j in kept if k == i})
-            for i, cell in enumerate(cells)]
+    return [
+        cell if i in whole else _only(cell, analysed[i].spans, {j for k, j in kept if k == i})
+        for i, cell in enumerate(cells)
+    ]
 
 
 @dataclass(frozen=True)
@@ -99,8 +109,12 @@ class _Statement:
 
     def kept_for(self, needed: set[str], modules: set[str]) -> bool:
         """Whether it binds, changes or configures something a kept statement reads."""
-        return bool(self.configures or self.binds & needed or self.stored_into & needed
-                    or (self.called_on - modules) & needed)
+        return bool(
+            self.configures
+            or self.binds & needed
+            or self.stored_into & needed
+            or (self.called_on - modules) & needed
+        )
 
 
 @dataclass(frozen=True)
@@ -129,10 +143,16 @@ def _analysis(cell: str) -> _Cell | None:
     if tree is None:
         return None
     statements = tuple(_statement(statement) for statement in tree.body)
-    spans = tuple((min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]),
-                   s.end_lineno) for s in tree.body)
-    return _Cell(spans, statements, frozenset().union(*(s.reads for s in statements)),
-                 frozenset(_imported(tree)))
+    spans = tuple(
+        (min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])]), s.end_lineno)
+        for s in tree.body
+    )
+    return _Cell(
+        spans,
+        statements,
+        frozenset().union(*(s.reads for s in statements)),
+        frozenset(_imported(tree)),
+    )
 
 
 def _statement(statement: ast.stmt) -> _Statement:
@@ -147,8 +167,13 @@ def _statement(statement: ast.stmt) -> _Statement:
         else:
             continue
         configures = configures or bool(CONFIGURING.search(dotted))
-    return _Statement(frozenset(_binds(statement)), frozenset(_reads(statement)), configures,
-                      frozenset(stored_into), frozenset(called_on))
+    return _Statement(
+        frozenset(_binds(statement)),
+        frozenset(_reads(statement)),
+        configures,
+        frozenset(stored_into),
+        frozenset(called_on),
+    )
 
 
 def serialize_parsing() -> None:
@@ -195,8 +220,9 @@ def _reads(node: ast.AST) -> set[str]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
         return _outer_reads(node) | _function_reads(node)
     if isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-        targets = {n.id for g in node.generators for n in ast.walk(g.target)
-                   if isinstance(n, ast.Name)}
+        targets = {
+            n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)
+        }
         return set().union(*map(_reads, ast.iter_child_nodes(node))) - targets
     if isinstance(node, ast.Name):
         return {node.id} if isinstance(node.ctx, ast.Load) else set()
@@ -207,26 +233,47 @@ def _reads(node: ast.AST) -> set[str]:
 
 def _outer_reads(function: ast.AST) -> set[str]:
     """What a def or lambda evaluates where it is defined: decorators and default values."""
-    outer = [*getattr(function, "decorator_list", []), *function.args.defaults,
-             *(d for d in function.args.kw_defaults if d is not None)]
+    outer = [
+        *getattr(function, "decorator_list", []),
+        *function.args.defaults,
+        *(d for d in function.args.kw_defaults if d is not None),
+    ]
     return set().union(*map(_reads, outer))
 
 
 def _function_reads(function: ast.AST) -> set[str]:
     body = function.body if isinstance(function.body, list) else [function.body]
     arguments = function.args
-    params = {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-                              *filter(None, [arguments.vararg, arguments.kwarg])]}
-    declared = {n for statement in body for node in ast.walk(statement)
-                if isinstance(node, ast.Global) for n in node.names}
-    local = (params | {n for statement in body if isinstance(statement, ast.stmt)
-                       for n in _binds(statement)}) - declared
+    params = {
+        a.arg
+        for a in [
+            *arguments.posonlyargs,
+            *arguments.args,
+            *arguments.kwonlyargs,
+            *filter(None, [arguments.vararg, arguments.kwarg]),
+        ]
+    }
+    declared = {
+        n
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Global)
+        for n in node.names
+    }
+    local = (
+        params
+        | {n for statement in body if isinstance(statement, ast.stmt) for n in _binds(statement)}
+    ) - declared
     return set().union(*map(_reads, body)) - local
 
 
 def _imported(tree: ast.Module) -> set[str]:
-    return {_alias_name(alias) for node in ast.walk(tree)
-            if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
+    return {
+        _alias_name(alias)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
 
 
 def _alias_name(alias: ast.alias) -> str:

@@ -40,9 +40,18 @@ class Start:
     chapters: frozenset[str] = frozenset()
 
 
-def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode: str,
-          unsafe_no_sandbox: bool, reference_cache: Path | None, fork_server: bool | None,
-          assignment: str | None, **_: object) -> Start:
+def start(
+    *,
+    submissions: list[Path],
+    out: Path,
+    jobs: int | None,
+    sandbox_mode: str,
+    unsafe_no_sandbox: bool,
+    reference_cache: Path | None,
+    fork_server: bool | None,
+    assignment: str | None,
+    **_: object,
+) -> Start:
     """Read the submissions that are notebooks or files, choose the sandbox for this run and
     start its warm children. `fork_server` None: fork where it pays and is allowed
     (`forks_by_default`)."""
@@ -62,8 +71,9 @@ def start(*, submissions: list[Path], out: Path, jobs: int | None, sandbox_mode:
         if fork_server is None and forks_by_default(read, jobs, sandbox_mode, assignment):
             allow_fork_server_if_possible(sandbox, sandbox_mode)
         compiled = cache_folders.compile_cache(reference_cache)
-        sandbox.offered = replace(sandbox.offered,
-                                  compile_cache=str(compiled) if compiled.is_dir() else None)
+        sandbox.offered = replace(
+            sandbox.offered, compile_cache=str(compiled) if compiled.is_dir() else None
+        )
     except (OSError, errors.SandboxUnavailable) as error:
         return Start(read, jobs, None, f"Cannot grade: {error}")
     start_warm_children(sandbox, read, chapters, jobs)
@@ -87,14 +97,19 @@ def batch_chapter(submissions: list[Submission]) -> tuple[str | None, str]:
     ranked = sorted(counts.items(), key=lambda item: -item[1])
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
         named = ", ".join(f"chapter {chapter}: {count}" for chapter, count in ranked)
-        return None, (f"Cannot grade: the notebooks name different chapters equally often "
-                      f"({named}). Say which chapter this assignment is: --assignment NN.")
+        return None, (
+            f"Cannot grade: the notebooks name different chapters equally often "
+            f"({named}). Say which chapter this assignment is: --assignment NN."
+        )
     chapter, count = ranked[0]
     others = sum(counts.values()) - count
     if others:
-        print(f"No --assignment given: grading as chapter {chapter}, the chapter of {count} "
-              f"of the notebooks; {others} notebook(s) of another chapter score 0 "
-              "(pass --assignment NN to choose).", file=sys.stderr)
+        print(
+            f"No --assignment given: grading as chapter {chapter}, the chapter of {count} "
+            f"of the notebooks; {others} notebook(s) of another chapter score 0 "
+            "(pass --assignment NN to choose).",
+            file=sys.stderr,
+        )
     return chapter, ""
 
 
@@ -110,8 +125,9 @@ def chapters_needed(submissions: list[Submission], assignment: str | None) -> fr
     return frozenset(s.chapter for s in submissions if s.chapter in course_chapters())
 
 
-def forks_by_default(submissions: list[Submission], jobs: int, sandbox_mode: str,
-                     assignment: str | None) -> bool:
+def forks_by_default(
+    submissions: list[Submission], jobs: int, sandbox_mode: str, assignment: str | None
+) -> bool:
     """Whether a run without --fork-server / --no-fork-server forks its children from a
     server: a batch larger than --jobs (a lone submission's warm children start sooner than
     a server) of TensorFlow or JAX chapters only, where a fresh child's framework import is
@@ -124,8 +140,9 @@ def forks_by_default(submissions: list[Submission], jobs: int, sandbox_mode: str
     return bool(chapters) and all(chapter in groups for chapter in chapters)
 
 
-def start_warm_children(sandbox: Sandbox, submissions: list[Submission],
-                        chapters: frozenset[str], jobs: int) -> int:
+def start_warm_children(
+    sandbox: Sandbox, submissions: list[Submission], chapters: frozenset[str], jobs: int
+) -> int:
     """One warm child per submission, for a run of at most `jobs` submissions of one
     framework chapter, which all start at once (a larger batch would use them for its first
     submissions only). With --fork-server, that chapter's server instead, which imports once

@@ -71,15 +71,19 @@ class Submission:
         batch does not end with one long submission running alone while other slots idle."""
         if self.notebook is None:
             return 0
-        return sum(1 for cell in self.notebook.cells
-                   if "exercise" in cell.metadata.get("tags", [])
-                   and "NotImplementedError" not in cell.source)
+        return sum(
+            1
+            for cell in self.notebook.cells
+            if "exercise" in cell.metadata.get("tags", [])
+            and "NotImplementedError" not in cell.source
+        )
 
 
 def read_submissions(paths: list[Path]) -> list[Submission]:
     """Every submission read once, each with its own output folder (output_folders)."""
-    return [read_submission(path, stem) for path, stem in zip(paths, output_folders(paths),
-                                                               strict=True)]
+    return [
+        read_submission(path, stem) for path, stem in zip(paths, output_folders(paths), strict=True)
+    ]
 
 
 def read_submission(path: Path, stem: str) -> Submission:
@@ -93,18 +97,24 @@ def read_notebook(path: Path) -> tuple[Notebook | None, str]:
     try:
         data = read_bytes(path, READ_LIMIT, follow_symlinks=True)
         if json_values_at_most(data) > VALUE_LIMIT:
-            return None, (f"{path.name} holds more than {VALUE_LIMIT:,} JSON values, far more "
-                          "than a notebook of this course. Clear its outputs (Edit > Clear "
-                          "Outputs of All Cells), save it and submit it again.")
+            return None, (
+                f"{path.name} holds more than {VALUE_LIMIT:,} JSON values, far more "
+                "than a notebook of this course. Clear its outputs (Edit > Clear "
+                "Outputs of All Cells), save it and submit it again."
+            )
         return parse_notebook(json.loads(data.decode("utf-8"))), ""
     except (RecursionError, MemoryError):  # nested deeper than the parser's recursion limit
-        return None, (f"{path.name} is not a valid Jupyter notebook: its JSON is nested too "
-                      "deeply to read. Download it again from JupyterLab (File > Download) "
-                      "and resubmit.")
+        return None, (
+            f"{path.name} is not a valid Jupyter notebook: its JSON is nested too "
+            "deeply to read. Download it again from JupyterLab (File > Download) "
+            "and resubmit."
+        )
     except TooLarge:
-        return None, (f"{path.name} is larger than {READ_LIMIT // 1024**2} MiB. Clear its "
-                      "outputs (Edit > Clear Outputs of All Cells), save it and submit it "
-                      "again.")
+        return None, (
+            f"{path.name} is larger than {READ_LIMIT // 1024**2} MiB. Clear its "
+            "outputs (Edit > Clear Outputs of All Cells), save it and submit it "
+            "again."
+        )
     except (Untrusted, UnicodeDecodeError) as error:
         return None, f"could not read {path.name}: {error}. Submit the .ipynb file itself."
     except ValueError as error:  # JSON errors, and a structure that is not a notebook
@@ -156,11 +166,13 @@ def program_cells(notebook: Any) -> tuple[list[str], set[int]]:
     """The code cells that define things (display-only cells such as plots and timings are
     skipped), and the 1-based positions among them of the exercise cells."""
     kept = [
-        cell for cell in notebook.cells
+        cell
+        for cell in notebook.cells
         if cell.cell_type == "code" and not SKIPPED_TAGS & set(cell.metadata.get("tags", []))
     ]
     exercise_cells = {
-        index for index, cell in enumerate(kept, start=1)
+        index
+        for index, cell in enumerate(kept, start=1)
         if "exercise" in cell.metadata.get("tags", [])
     }
     return [cell.source for cell in kept], exercise_cells
@@ -173,7 +185,8 @@ def notable_cell_problems(problems: list[dict], exercise_cells: set[int]) -> lis
     frameworks are not available to submitted code); reporting those would only confuse.
     """
     return [
-        p for p in problems
+        p
+        for p in problems
         if p.get("cell") in exercise_cells or p.get("type") in ("SyntaxError", "IndentationError")
     ]
 

@@ -29,24 +29,77 @@ from autograder.grading import slicing
 
 # Modules whose import alone is refused: the grader's own (the child's harness and siblings),
 # and the ways into the interpreter below Python.
-REFUSED_MODULES = frozenset({"harness", "ctypes", "_ctypes", "importlib", "__main__",
-                             "builtins", "_testcapi", "_testinternalcapi", "cffi"})
+REFUSED_MODULES = frozenset(
+    {
+        "harness",
+        "ctypes",
+        "_ctypes",
+        "importlib",
+        "__main__",
+        "builtins",
+        "_testcapi",
+        "_testinternalcapi",
+        "cffi",
+    }
+)
 REFUSED_PREFIXES = ("grader_",)
 # Attributes that lead from an object the learner holds to the grader's code and its globals.
-REFUSED_ATTRIBUTES = frozenset({
-    "f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "tb_next", "gi_frame",
-    "cr_frame", "ag_frame", "__globals__", "__closure__", "cell_contents", "__code__",
-    "__subclasses__", "__builtins__", "__defaults__", "__kwdefaults__", "__loader__",
-    "_getframe", "_current_frames", "settrace", "setprofile", "meta_path", "path_hooks",
-    "path_importer_cache",
-})
+REFUSED_ATTRIBUTES = frozenset(
+    {
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "tb_frame",
+        "tb_next",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "__globals__",
+        "__closure__",
+        "cell_contents",
+        "__code__",
+        "__subclasses__",
+        "__builtins__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__loader__",
+        "_getframe",
+        "_current_frames",
+        "settrace",
+        "setprofile",
+        "meta_path",
+        "path_hooks",
+        "path_importer_cache",
+    }
+)
 # Functions of these modules that hand out frames or every live object.
 REFUSED_FROM = {
-    "sys": frozenset({"modules", "path", "_getframe", "_current_frames", "settrace",
-                      "setprofile", "meta_path", "path_hooks", "path_importer_cache"}),
+    "sys": frozenset(
+        {
+            "modules",
+            "path",
+            "_getframe",
+            "_current_frames",
+            "settrace",
+            "setprofile",
+            "meta_path",
+            "path_hooks",
+            "path_importer_cache",
+        }
+    ),
     "gc": frozenset({"get_objects", "get_referrers", "get_referents", "garbage", "callbacks"}),
-    "inspect": frozenset({"currentframe", "stack", "trace", "getouterframes",
-                          "getinnerframes", "getclosurevars", "getmembers"}),
+    "inspect": frozenset(
+        {
+            "currentframe",
+            "stack",
+            "trace",
+            "getouterframes",
+            "getinnerframes",
+            "getclosurevars",
+            "getmembers",
+        }
+    ),
     "traceback": frozenset({"walk_stack", "walk_tb"}),
 }
 REFUSED_NAMES = frozenset({"harness", "__builtins__", "__import__", "__loader__"})
@@ -73,9 +126,11 @@ def read_findings(cells: list[str]) -> list[Finding]:
     parse (slicing.SLICED_LIMIT) is one flagged finding: it was not read."""
     if sum(map(len, cells)) > slicing.SLICED_LIMIT:
         return [Finding(0, 0, "code too large to read", refused=False)]
-    found = [Finding(index, line, used, refused)
-             for index, cell in enumerate(cells, start=1)
-             for line, used, refused in _cell_findings(cell)]
+    found = [
+        Finding(index, line, used, refused)
+        for index, cell in enumerate(cells, start=1)
+        for line, used, refused in _cell_findings(cell)
+    ]
     return sorted(found, key=lambda f: (not f.refused, f.cell, f.line))
 
 
@@ -120,8 +175,10 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Compare(self, node: ast.Compare) -> None:
         for operator, right in zip(node.ops, node.comparators, strict=True):
-            if (isinstance(operator, ast.In | ast.NotIn)
-                    and slicing.dotted_name(right) == "sys.modules"):
+            if (
+                isinstance(operator, ast.In | ast.NotIn)
+                and slicing.dotted_name(right) == "sys.modules"
+            ):
                 self.membership.add(id(right))  # `"google.colab" in sys.modules` reads a key
         self.generic_visit(node)
 
@@ -150,7 +207,8 @@ class _Reader(ast.NodeVisitor):
             if not (isinstance(attribute, ast.Constant) and isinstance(attribute.value, str)):
                 self.note(node, f"{name}(..., <computed name>)", False)
             elif attribute.value in REFUSED_ATTRIBUTES or attribute.value in REFUSED_FROM.get(
-                    slicing.dotted_name(node.args[0]), ()):
+                slicing.dotted_name(node.args[0]), ()
+            ):
                 self.note(node, f"{name}(..., {attribute.value!r})", True)
         self.generic_visit(node)
 
@@ -158,4 +216,3 @@ class _Reader(ast.NodeVisitor):
 def _refused_module(name: str) -> bool:
     top = name.split(".")[0]
     return top in REFUSED_MODULES or top.startswith(REFUSED_PREFIXES)
-

@@ -62,8 +62,9 @@ def _checked_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> np.ndarr
         if int(np.prod(shape, dtype=object)) * dtype.itemsize > info.file_size:
             raise Untrusted(f"{info.filename} claims more data than it holds")
     with archive.open(info) as member:
-        return np.lib.format.read_array(io.BytesIO(member.read(info.file_size + 1)),
-                                        allow_pickle=False)
+        return np.lib.format.read_array(
+            io.BytesIO(member.read(info.file_size + 1)), allow_pickle=False
+        )
 
 
 def read_npz(path: Path, limit: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
@@ -77,8 +78,9 @@ def read_npz(path: Path, limit: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
         if sum(info.file_size for info in infos) > limit:
             raise Untrusted(f"{path.name} expands beyond {limit} bytes")
         try:
-            return {info.filename.removesuffix(".npy"): _checked_member(archive, info)
-                    for info in infos}
+            return {
+                info.filename.removesuffix(".npy"): _checked_member(archive, info) for info in infos
+            }
         except (ValueError, OSError, EOFError, zipfile.BadZipFile, MemoryError) as error:
             raise Untrusted(f"{path.name}: {type(error).__name__}: {error}"[:300]) from None
 

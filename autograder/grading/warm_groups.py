@@ -32,8 +32,10 @@ def warm_groups(folder: Path = EXERCISES) -> dict[str, tuple[str, ...]]:
         chapter = path.name[2:4]
         sets = {frameworks for frameworks in _declared_frameworks(path) if frameworks}
         if len(sets) > 1:
-            raise ValueError(f"{path.name}: exercises allow different frameworks {sorted(sets)};"
-                             " a chapter's warm children import one set.")
+            raise ValueError(
+                f"{path.name}: exercises allow different frameworks {sorted(sets)};"
+                " a chapter's warm children import one set."
+            )
         if sets:
             groups[chapter] = sets.pop()
     return groups
@@ -41,8 +43,13 @@ def warm_groups(folder: Path = EXERCISES) -> dict[str, tuple[str, ...]]:
 
 def _declared_frameworks(path: Path) -> list[tuple[str, ...]]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-    constants = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-                 for target in node.targets if isinstance(target, ast.Name)}
+    constants = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     found = []
     for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "Exercise"):
@@ -53,8 +60,9 @@ def _declared_frameworks(path: Path) -> list[tuple[str, ...]]:
     return found
 
 
-def _literal(node: ast.expr, constants: dict[str, ast.expr], keywords: dict[str, ast.expr],
-             path: Path) -> tuple[str, ...]:
+def _literal(
+    node: ast.expr, constants: dict[str, ast.expr], keywords: dict[str, ast.expr], path: Path
+) -> tuple[str, ...]:
     if isinstance(node, ast.Name) and node.id in constants:
         node = constants[node.id]
     try:
@@ -64,7 +72,9 @@ def _literal(node: ast.expr, constants: dict[str, ast.expr], keywords: dict[str,
     if not (isinstance(value, (tuple, list)) and all(isinstance(v, str) for v in value)):
         name = keywords.get("name")
         label = name.value if isinstance(name, ast.Constant) else f"line {node.lineno}"
-        raise ValueError(f"{path.name}: the exercise {label!r} declares `frameworks=` as "
-                         "something other than a literal tuple of strings (or a module-level "
-                         "name bound to one); start.py reads it without importing the module.")
+        raise ValueError(
+            f"{path.name}: the exercise {label!r} declares `frameworks=` as "
+            "something other than a literal tuple of strings (or a module-level "
+            "name bound to one); start.py reads it without importing the module."
+        )
     return tuple(sorted(value))

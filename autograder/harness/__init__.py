@@ -49,10 +49,14 @@ def learner_name(ops: dict[str, Any], name: str) -> Any:
     02 builds its programs with the notebook's Tensor): a NameError that says what to do,
     where a KeyError named only the key, as if the learner's code had raised it."""
     if name not in ops:
-        raise NameError(english(
-            "The check builds its programs with the notebook's `{name}`, but no `{name}` is "
-            "defined where your function was defined. Run (or restore) the notebook's cell "
-            "that defines `{name}`, and define your function in the notebook.", name=name))
+        raise NameError(
+            english(
+                "The check builds its programs with the notebook's `{name}`, but no `{name}` is "
+                "defined where your function was defined. Run (or restore) the notebook's cell "
+                "that defines `{name}`, and define your function in the notebook.",
+                name=name,
+            )
+        )
     return ops[name]
 
 
@@ -142,8 +146,9 @@ def learner_traceback(error: BaseException, limit: int | None = None) -> str:
 
 def learner_frames(error: BaseException) -> list[traceback.FrameSummary]:
     """The frames of the error's traceback that are the learner's code, outermost first."""
-    return [frame for frame in traceback.extract_tb(error.__traceback__)
-            if not _foreign(frame.filename)]
+    return [
+        frame for frame in traceback.extract_tb(error.__traceback__) if not _foreign(frame.filename)
+    ]
 
 
 def raised_in(error: BaseException) -> str:

@@ -71,8 +71,11 @@ def invoke_qa(fn: Callable[..., Any], *args: Any) -> Any:
         found = english("it used {builder}", builder=usage.builders[0])
         raise method.MethodNotFollowed(english(QA_METHOD, found=found), result)
     if usage.cotangent_vjps < 1 or usage.gradients < 2:
-        found = english("it made {gradients} gradient call(s), {vjps} of them with a "
-                        "cotangent", gradients=usage.gradients, vjps=usage.cotangent_vjps)
+        found = english(
+            "it made {gradients} gradient call(s), {vjps} of them with a cotangent",
+            gradients=usage.gradients,
+            vjps=usage.cotangent_vjps,
+        )
         raise method.MethodNotFollowed(english(QA_METHOD, found=found), result)
     return result
 
@@ -87,7 +90,10 @@ def invoke_rows(fn: Callable[..., Any], x: Any, w: Any, b: Any) -> Any:
         found = english("it used {builder}", builder=usage.builders[0])
         raise method.MethodNotFollowed(english(ROWS_METHOD, found=found), result)
     if usage.gradients < rows:
-        found = english("it made {gradients} VJP call(s) for the {rows} rows of this case",
-                        gradients=usage.gradients, rows=rows)
+        found = english(
+            "it made {gradients} VJP call(s) for the {rows} rows of this case",
+            gradients=usage.gradients,
+            rows=rows,
+        )
         raise method.MethodNotFollowed(english(ROWS_METHOD, found=found), result)
     return result

@@ -51,20 +51,26 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
     with _custom_gradients() as calls:
         result = _invoke(fn, args, variables=(1,))
     if calls.count == 0:
-        raise method.MethodNotFollowed(english(
-            "tanh_layer must compute its output with a "
-            "function decorated with @tf.custom_gradient (def forward(x): ... return y, "
-            "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
-            "differentiated your code itself and your gradient rule never ran."), result
+        raise method.MethodNotFollowed(
+            english(
+                "tanh_layer must compute its output with a "
+                "function decorated with @tf.custom_gradient (def forward(x): ... return y, "
+                "grad_fn) and return forward(x), but no custom gradient was called: TensorFlow "
+                "differentiated your code itself and your gradient rule never ran."
+            ),
+            result,
         )
     if calls.variables_seen and calls.with_variables == 0:
-        raise method.MethodNotFollowed(english(
-            "tanh_layer's custom-gradient function must read the tf.Variable w inside "
-            "(def forward(x): ..., with w from tanh_layer's arguments) and take x alone as "
-            "its input, but your grad_fn never received `variables`: w was an input of "
-            "forward (or its value was read before the call), so TensorFlow took w's gradient "
-            "through its own read of the variable. Call forward(x), and return "
-            "(grad_x, [grad_w]) from grad_fn(g, variables=None)."), result
+        raise method.MethodNotFollowed(
+            english(
+                "tanh_layer's custom-gradient function must read the tf.Variable w inside "
+                "(def forward(x): ..., with w from tanh_layer's arguments) and take x alone as "
+                "its input, but your grad_fn never received `variables`: w was an input of "
+                "forward (or its value was read before the call), so TensorFlow took w's gradient "
+                "through its own read of the variable. Call forward(x), and return "
+                "(grad_x, [grad_w]) from grad_fn(g, variables=None)."
+            ),
+            result,
         )
     return result
 
@@ -91,8 +97,9 @@ def invoke_clip(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
 
 
 @contextlib.contextmanager
-def _library_calls(names: Sequence[str], fn: Callable[..., Any] | None = None
-                   ) -> Iterator[list[str]]:
+def _library_calls(
+    names: Sequence[str], fn: Callable[..., Any] | None = None
+) -> Iterator[list[str]]:
     """Record the calls of tf.<name> (and tf.compat.v1.<name>) while the body runs, wherever
     the function is found: on those modules and the one that defines it, and under any name
     of `fn`'s globals bound to it (`from tensorflow import clip_by_norm`, bound before the
@@ -111,8 +118,7 @@ def _library_calls(names: Sequence[str], fn: Callable[..., Any] | None = None
 
     originals = _library_functions(names)
     wrappers = {id(original): recorded(name, original) for original, name in originals}
-    saved = list(_holders(originals, learner_globals if isinstance(learner_globals, dict)
-                          else {}))
+    saved = list(_holders(originals, learner_globals if isinstance(learner_globals, dict) else {}))
     for owner, key, original in saved:
         _put(owner, key, wrappers[id(original)])
     try:
@@ -133,8 +139,9 @@ def _library_functions(names: Sequence[str]) -> list[tuple[Callable[..., Any], s
     return list(found.values())
 
 
-def _holders(originals: list[tuple[Callable[..., Any], str]], learner_globals: dict
-             ) -> Iterator[tuple[Any, str, Callable[..., Any]]]:
+def _holders(
+    originals: list[tuple[Callable[..., Any], str]], learner_globals: dict
+) -> Iterator[tuple[Any, str, Callable[..., Any]]]:
     """(owner, key, function) wherever one of the functions is bound: tf, tf.compat.v1 and
     its defining module by its name, and the learner's globals under any name (as
     method.py's _apply replaces a builder bound under the learner's name)."""
@@ -201,8 +208,9 @@ def _custom_gradients() -> Iterator[CustomGradientCalls]:
             setattr(module, name, original)
 
 
-def _watching_variables(f: Callable[..., Any], watcher: Callable[[], Any],
-                        calls: CustomGradientCalls) -> Callable[..., Any]:
+def _watching_variables(
+    f: Callable[..., Any], watcher: Callable[[], Any], calls: CustomGradientCalls
+) -> Callable[..., Any]:
     """f, counting in `calls` a run that reads a tf.Variable other than its inputs."""
 
     @functools.wraps(f)  # TensorFlow names the recorded operation after f
@@ -217,8 +225,9 @@ def _watching_variables(f: Callable[..., Any], watcher: Callable[[], Any],
     return watched
 
 
-def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, ...]
-            ) -> tuple[np.ndarray, ...]:
+def _invoke(
+    fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, ...]
+) -> tuple[np.ndarray, ...]:
     *values, g = args
     values = [
         tf.Variable(v) if i in variables else tf.constant(v) if isinstance(v, np.ndarray) else v
@@ -231,15 +240,21 @@ def _invoke(fn: Callable[..., Any], args: Sequence[Any], variables: tuple[int, .
         with method.every_call_seen():  # a learner's own tf.function runs its Python in both
             eager = [np.asarray(t) for t in _explained(_forward_backward, fn, values, g)]
             graph_run = _graph(fn, _signature(values, g))
-            graph = [] if graph_run is None else [
-                np.asarray(t) for t in _explained(graph_run, fn, values, g)]
+            graph = (
+                []
+                if graph_run is None
+                else [np.asarray(t) for t in _explained(graph_run, fn, values, g)]
+            )
     finally:
         logger.setLevel(level)
     for e, h in zip(eager, graph, strict=False):
         if e.shape != h.shape or not np.allclose(e, h, rtol=1e-4, atol=1e-5, equal_nan=True):
-            raise AssertionError(english(
-                "The result differs between the eager run and the run inside tf.function: "
-                "your function must not depend on Python state or on .numpy() values."))
+            raise AssertionError(
+                english(
+                    "The result differs between the eager run and the run inside tf.function: "
+                    "your function must not depend on Python state or on .numpy() values."
+                )
+            )
     return tuple(eager)
 
 
@@ -249,7 +264,9 @@ def _forward_backward(fn: Callable[..., Any], values: list[Any], g: np.ndarray) 
         tape.watch([v for v in sources if not isinstance(v, tf.Variable)])
         y = fn(*values)
     grads = tape.gradient(
-        y, sources, output_gradients=tf.convert_to_tensor(g),
+        y,
+        sources,
+        output_gradients=tf.convert_to_tensor(g),
         unconnected_gradients=tf.UnconnectedGradients.ZERO,
     )
     return (y, *grads)
@@ -257,6 +274,7 @@ def _forward_backward(fn: Callable[..., Any], values: list[Any], g: np.ndarray) 
 
 def _signature(values: list[Any], g: np.ndarray) -> tuple:
     """What tf.function traces on: each tensor's shape and dtype, each other value itself."""
+
     def key(value: Any) -> Any:
         if isinstance(value, (tf.Tensor, tf.Variable)):
             return (type(value).__name__, tuple(value.shape), value.dtype.name)
@@ -283,8 +301,9 @@ def _graph(fn: Callable[..., Any], signature: tuple) -> Callable[..., tuple] | N
     return lambda fn, values, g: entry[1](values, g)
 
 
-def _explained(run: Callable[..., tuple], fn: Callable[..., Any], values: list[Any],
-               g: np.ndarray) -> tuple:
+def _explained(
+    run: Callable[..., tuple], fn: Callable[..., Any], values: list[Any], g: np.ndarray
+) -> tuple:
     """Run; say plainly what TensorFlow's errors about grad_fn's return value mean."""
     try:
         return run(fn, values, g)
@@ -293,8 +312,9 @@ def _explained(run: Callable[..., tuple], fn: Callable[..., Any], values: list[A
         for clue, meaning in _MEANINGS:
             if clue in text:
                 kind = TypeError if isinstance(error, TypeError) else ValueError
-                raise kind(english("{meaning} (TensorFlow said: {said})", meaning=meaning,
-                                   said=text[:300])) from None
+                raise kind(
+                    english("{meaning} (TensorFlow said: {said})", meaning=meaning, said=text[:300])
+                ) from None
         raise
 
 
@@ -303,14 +323,21 @@ _VARIABLE_GRADS = english(
     "one per variable in `variables`, e.g. (grad_x, [grad_w])."
 )
 _MEANINGS = [
-    ("keyword argument 'variables'",
-     english("Your grad_fn does not accept `variables`. The function reads a tf.Variable, "
-             "so TensorFlow calls grad_fn(g, variables=[w]) and expects "
-             "(input_grads, variable_grads) back. Define it as `def grad_fn(g, "
-             "variables=None)`.")),
+    (
+        "keyword argument 'variables'",
+        english(
+            "Your grad_fn does not accept `variables`. The function reads a tf.Variable, "
+            "so TensorFlow calls grad_fn(g, variables=[w]) and expects "
+            "(input_grads, variable_grads) back. Define it as `def grad_fn(g, "
+            "variables=None)`."
+        ),
+    ),
     ("gradient for each variable", _VARIABLE_GRADS),
     ("too few gradients", _VARIABLE_GRADS),
-    ("expected to return",
-     english("grad_fn must return one gradient per input of the custom-gradient function, "
-             "in order.")),
+    (
+        "expected to return",
+        english(
+            "grad_fn must return one gradient per input of the custom-gradient function, in order."
+        ),
+    ),
 ]

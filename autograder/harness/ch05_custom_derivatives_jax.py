@@ -53,30 +53,71 @@ _CLOSED_OVER_TRACERS = english(
     "travel in the residuals fwd returns."
 )
 LIKELY_MISTAKES = (
-    ("nondiff_argnums", english("an array (a traced value) was passed in a `nondiff_argnums` "
-     "position. Pass arrays as ordinary arguments (bwd returns a cotangent for them, or "
-     "zeros) and keep nondiff_argnums for static Python values such as functions.")),
+    (
+        "nondiff_argnums",
+        english(
+            "an array (a traced value) was passed in a `nondiff_argnums` "
+            "position. Pass arrays as ordinary arguments (bwd returns a cotangent for them, or "
+            "zeros) and keep nondiff_argnums for static Python values such as functions."
+        ),
+    ),
     ("Transpose rule", _NOT_LINEAR),
     ("AssertionError", _NOT_LINEAR),
-    ("Custom VJP bwd rule must produce", english("bwd returned the wrong structure. It must return "
-     "a TUPLE with one cotangent per differentiable argument of the primal function, in "
-     "order (for one argument: `return (g_x,)`), and nothing for nondiff_argnums.")),
-    ("unexpected JAX type", english("your function changed the dtype (for example float32 in, "
-     "float64 out, after mixing in a float64 numpy array). Keep x's dtype: use "
-     "jnp.zeros_like(x) or plain Python floats for constants.")),
-    ("Custom JVP rule must produce", english("the JVP rule must return a pair "
-     "(primal_out, tangent_out) with matching shapes and dtypes.")),
+    (
+        "Custom VJP bwd rule must produce",
+        english(
+            "bwd returned the wrong structure. It must return "
+            "a TUPLE with one cotangent per differentiable argument of the primal function, in "
+            "order (for one argument: `return (g_x,)`), and nothing for nondiff_argnums."
+        ),
+    ),
+    (
+        "unexpected JAX type",
+        english(
+            "your function changed the dtype (for example float32 in, "
+            "float64 out, after mixing in a float64 numpy array). Keep x's dtype: use "
+            "jnp.zeros_like(x) or plain Python floats for constants."
+        ),
+    ),
+    (
+        "Custom JVP rule must produce",
+        english(
+            "the JVP rule must return a pair "
+            "(primal_out, tangent_out) with matching shapes and dtypes."
+        ),
+    ),
     ("No constant handler", _CLOSED_OVER_TRACERS),
     ("UnexpectedTracerError", _CLOSED_OVER_TRACERS),
-    ("Pure callbacks do not support JVP", english("JAX cannot differentiate through "
-     "jax.pure_callback. Give the function a jax.custom_jvp rule, and write the rule itself "
-     "in jax.numpy (not with another callback) so it can be differentiated again.")),
-    ("vmap_method", english("jax.pure_callback needs a vmap_method to work under jax.vmap; for an "
-     "elementwise numpy routine, vmap_method='expand_dims' (or 'broadcast_all').")),
-    ("while_loop", english("reverse mode cannot differentiate through lax.while_loop. That is what "
-     "the custom_vjp rule is for: differentiate the fixed-point equation, not the loop.")),
-    ("Tracer", english("a traced value was used where JAX needs a concrete one (a Python if, "
-     "float(), or numpy on a traced value). Use jnp functions, jnp.where or lax control flow.")),
+    (
+        "Pure callbacks do not support JVP",
+        english(
+            "JAX cannot differentiate through "
+            "jax.pure_callback. Give the function a jax.custom_jvp rule, and write the rule itself "
+            "in jax.numpy (not with another callback) so it can be differentiated again."
+        ),
+    ),
+    (
+        "vmap_method",
+        english(
+            "jax.pure_callback needs a vmap_method to work under jax.vmap; for an "
+            "elementwise numpy routine, vmap_method='expand_dims' (or 'broadcast_all')."
+        ),
+    ),
+    (
+        "while_loop",
+        english(
+            "reverse mode cannot differentiate through lax.while_loop. That is what "
+            "the custom_vjp rule is for: differentiate the fixed-point equation, not the loop."
+        ),
+    ),
+    (
+        "Tracer",
+        english(
+            "a traced value was used where JAX needs a concrete one (a Python if, "
+            "float(), or numpy on a traced value). Use jnp functions, jnp.where or lax control "
+            "flow."
+        ),
+    ),
 )
 
 
@@ -86,8 +127,12 @@ def explain(stage: str, error: Exception) -> str:
     first = text.strip().splitlines()[0][:300]
     for needle, cause in LIKELY_MISTAKES:
         if needle in text:
-            return english("{stage} failed ({first}). Likely mistake: {cause}", stage=stage,
-                           first=first, cause=cause)
+            return english(
+                "{stage} failed ({first}). Likely mistake: {cause}",
+                stage=stage,
+                first=first,
+                cause=cause,
+            )
     return english("{stage} failed ({first}).", stage=stage, first=first)
 
 
@@ -135,6 +180,7 @@ def numpy_arrays(values: Any) -> tuple[np.ndarray, ...]:
 # transformation (3-5 per case, each traced, lowered and looked up in JAX's compilation
 # cache on its own). `fn` is a static argument; the values are the learner's own outputs.
 
+
 @functools.partial(jax.jit, static_argnums=0)
 def _log1pexp_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
     return (
@@ -142,8 +188,10 @@ def _log1pexp_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
         *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
         *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(fn), x, g)),
         stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: elementwise(jax.grad(fn), x)),
-        stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
-              lambda: elementwise(jax.grad(jax.grad(fn)), x)),
+        stage(
+            "jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
+            lambda: elementwise(jax.grad(jax.grad(fn)), x),
+        ),
     )
 
 
@@ -159,8 +207,10 @@ def _clip_program(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> tuple[Any, ..
         stage("jax.jit(fn)(lo, hi, x)", lambda: clipped(x)),
         *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(clipped), x, g)),
         stage("jax.jit(jax.vmap(VJP of each row))", lambda: jax.vmap(row_vjp)(x, g)),
-        stage("jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
-              lambda: jax.grad(lambda v: jnp.sum(g * jnp.sin(clipped(3 * v))))(x)),
+        stage(
+            "jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
+            lambda: jax.grad(lambda v: jnp.sum(g * jnp.sin(clipped(3 * v))))(x),
+        ),
     )
 
 
@@ -178,20 +228,30 @@ def _argmax_ste_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
 def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t, g = jnp.asarray(x), jnp.asarray(t), jnp.asarray(g)
-        return numpy_arrays(stage("running the compiled jit/jvp/vjp/grad program",
-                                lambda: _log1pexp_program(fn, x, t, g)))
+        return numpy_arrays(
+            stage(
+                "running the compiled jit/jvp/vjp/grad program",
+                lambda: _log1pexp_program(fn, x, t, g),
+            )
+        )
 
 
-def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any
-                         ) -> tuple[np.ndarray, ...]:
+def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, g = jnp.asarray(x), jnp.asarray(g)
-        return numpy_arrays(stage("running the compiled jit/vjp/vmap/grad program",
-                                lambda: _clip_program(fn, lo, hi, x, g)))
+        return numpy_arrays(
+            stage(
+                "running the compiled jit/vjp/vmap/grad program",
+                lambda: _clip_program(fn, lo, hi, x, g),
+            )
+        )
 
 
 def invoke_argmax_ste(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         logits, g = jnp.asarray(logits), jnp.asarray(g)
-        return numpy_arrays(stage("running the compiled jit/vjp program",
-                                  lambda: _argmax_ste_program(fn, logits, g)))
+        return numpy_arrays(
+            stage(
+                "running the compiled jit/vjp program", lambda: _argmax_ste_program(fn, logits, g)
+            )
+        )

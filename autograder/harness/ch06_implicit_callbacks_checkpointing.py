@@ -55,8 +55,10 @@ def _bessel_i0e_derivatives(fn: Fn, flat: Any, flat_t: Any) -> tuple[Any, ...]:
     return (
         *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (flat,), (flat_t,))),
         stage("jax.jit(jax.vmap(jax.grad(fn)))", lambda: jax.vmap(jax.grad(fn))(flat)),
-        stage("jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
-              lambda: jax.vmap(jax.grad(jax.grad(fn)))(flat)),
+        stage(
+            "jax.jit(jax.vmap(jax.grad(jax.grad(fn))))",
+            lambda: jax.vmap(jax.grad(jax.grad(fn)))(flat),
+        ),
     )
 
 
@@ -77,16 +79,24 @@ def bucketed(x: Any) -> Any:
 # solvers for any map f; either one, called in a learner's fixed_point, answers the exercise
 # without deriving the implicit rule.
 REFERENCE_SOLVERS_MODULE = "coursekit.custom_derivatives"
-REFERENCE_SOLVERS = ("fixed_point_implicit", "fixed_point_unrolled", "_implicit_bwd",
-                     "_implicit_fwd", "iterate")
+REFERENCE_SOLVERS = (
+    "fixed_point_implicit",
+    "fixed_point_unrolled",
+    "_implicit_bwd",
+    "_implicit_fwd",
+    "iterate",
+)
 
 
 def _is_reference_solver(value: Any) -> bool:
     if getattr(value, "__name__", None) in ("coursekit", REFERENCE_SOLVERS_MODULE):
         return True  # the module itself, used as `custom_derivatives.fixed_point_implicit`
     wrapped = getattr(value, "__wrapped__", value)  # jax.custom_vjp keeps the function
-    return any(getattr(v, "__module__", None) == REFERENCE_SOLVERS_MODULE
-               and getattr(v, "__name__", None) in REFERENCE_SOLVERS for v in (value, wrapped))
+    return any(
+        getattr(v, "__module__", None) == REFERENCE_SOLVERS_MODULE
+        and getattr(v, "__name__", None) in REFERENCE_SOLVERS
+        for v in (value, wrapped)
+    )
 
 
 def _functions_of(fn: Any) -> list[Any]:
@@ -110,13 +120,16 @@ def _uses_reference_solver(fn: Any, seen: set[int] | None = None) -> bool:
             continue
         seen.add(id(function))
         namespace = getattr(function, "__globals__", {})
-        cells = [c.cell_contents for c in (getattr(function, "__closure__", None) or ())
-                 if _filled(c)]
+        cells = [
+            c.cell_contents for c in (getattr(function, "__closure__", None) or ()) if _filled(c)
+        ]
         names = {name for c in _codes(code) for name in c.co_names}
         for value in [namespace.get(name) for name in names] + cells:
             if _is_reference_solver(value) or (
-                    callable(value) and getattr(value, "__module__", None) == function.__module__
-                    and _uses_reference_solver(value, seen)):
+                callable(value)
+                and getattr(value, "__module__", None) == function.__module__
+                and _uses_reference_solver(value, seen)
+            ):
                 return True
     return False
 
@@ -141,21 +154,30 @@ def refuse_reference_solver(fn: Fn) -> None:
     """Refuse a fixed_point that calls the demonstrations' finished solvers: with them, bwd is
     one jax.vjp call and nothing is derived."""
     if _uses_reference_solver(fn):
-        raise ValueError(english(
-            "Your fixed_point uses the course's finished solvers (coursekit.custom_derivatives: "
-            "fixed_point_implicit or fixed_point_unrolled, which the demonstrations after the "
-            "exercise compare): the check needs your own rule. Write fixed_point_bwd from the "
-            "partial derivatives of f(a, x) = a / (1 + x) at the solution."))
+        raise ValueError(
+            english(
+                "Your fixed_point uses the course's finished solvers "
+                "(coursekit.custom_derivatives: "
+                "fixed_point_implicit or fixed_point_unrolled, which the demonstrations after the "
+                "exercise compare): the check needs your own rule. Write fixed_point_bwd from the "
+                "partial derivatives of f(a, x) = a / (1 + x) at the solution."
+            )
+        )
 
 
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
     refuse_reference_solver(fn)
     with double_precision():
         a, g = jnp.asarray(a), jnp.asarray(g)
-        values = numpy_arrays(stage("running the compiled jit/vjp/grad program",
-                                    lambda: _fixed_point_program(fn, a, g)))
-        found = stage("looking for the closed form in jax.vjp(fn) and its pullback",
-                      lambda: verdict_once(_CLOSED_FORMS, _closed_form_operation, fn, a, g))
+        values = numpy_arrays(
+            stage(
+                "running the compiled jit/vjp/grad program", lambda: _fixed_point_program(fn, a, g)
+            )
+        )
+        found = stage(
+            "looking for the closed form in jax.vjp(fn) and its pullback",
+            lambda: verdict_once(_CLOSED_FORMS, _closed_form_operation, fn, a, g),
+        )
     if found is not None:
         raise MethodNotFollowed(english(CLOSED_FORM_METHOD, operation=found), values)
     return values
@@ -165,11 +187,15 @@ def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t = jnp.asarray(x), jnp.asarray(t)
         value = stage("running the compiled jit program", lambda: _bessel_i0e_program(fn, x))
-        derivatives = stage("running the compiled jvp and grad program",
-                            lambda: _bessel_i0e_derivatives(fn, bucketed(x), bucketed(t)))
+        derivatives = stage(
+            "running the compiled jvp and grad program",
+            lambda: _bessel_i0e_derivatives(fn, bucketed(x), bucketed(t)),
+        )
         values = numpy_arrays((value, *(d[: x.size].reshape(x.shape) for d in derivatives)))
-        callbacks = stage("counting the callbacks in jax.make_jaxpr(fn)(x)",
-                          lambda: verdict_once(_CALLBACKS, _callback_count, fn, x))
+        callbacks = stage(
+            "counting the callbacks in jax.make_jaxpr(fn)(x)",
+            lambda: verdict_once(_CALLBACKS, _callback_count, fn, x),
+        )
     if not callbacks:
         raise MethodNotFollowed(english(NO_CALLBACK_METHOD), values)
     return values
@@ -208,8 +234,14 @@ def _all_eqns(jaxpr: Any) -> Any:
 # need only +, -, *, / and whole powers. A root written as exp(log(v) / 2) is one too.
 CLOSED_FORM_PRIMITIVES = ("sqrt", "rsqrt", "cbrt", "exp", "exp2", "log", "log1p", "expm1")
 # What only moves or casts a value: an exponent made by one of these from a literal is known.
-_KEEPS_VALUE = ("broadcast_in_dim", "convert_element_type", "reshape", "squeeze",
-                "expand_dims", "copy")
+_KEEPS_VALUE = (
+    "broadcast_in_dim",
+    "convert_element_type",
+    "reshape",
+    "squeeze",
+    "expand_dims",
+    "copy",
+)
 
 CLOSED_FORM_METHOD = (
     "Right values, but jax.vjp of your fixed_point computes {operation}: that comes from the "
@@ -253,7 +285,7 @@ NO_CALLBACK_METHOD = (
     "Right values, but your bessel_i0e never calls jax.pure_callback: JAX computes the value "
     "itself (jax.scipy.special.i0e, for one), and the exercise is to make a routine JAX "
     "cannot trace differentiable. Compute the value as jax.pure_callback(external_i0e, "
-    "jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method=\"expand_dims\") inside the "
+    'jax.ShapeDtypeStruct(x.shape, x.dtype), x, vmap_method="expand_dims") inside the '
     "jax.custom_jvp function (cast in the callback: external_i0e(v).astype(v.dtype)), and "
     "give it the JVP rule."
 )
@@ -306,8 +338,10 @@ def _subjaxprs(eqn: Any) -> list[Any]:
 
 def layer_count(jaxpr: Any) -> int:
     """How many layers (tanh operations) a jaxpr runs, inside nested calls included."""
-    return sum((eqn.primitive.name == "tanh") + sum(layer_count(j) for j in _subjaxprs(eqn))
-               for eqn in jaxpr.eqns)
+    return sum(
+        (eqn.primitive.name == "tanh") + sum(layer_count(j) for j in _subjaxprs(eqn))
+        for eqn in jaxpr.eqns
+    )
 
 
 def checkpointed_pieces(jaxpr: Any) -> list[int]:
@@ -324,6 +358,7 @@ def checkpointed_pieces(jaxpr: Any) -> list[int]:
 
 def _forward_and_backward(fn: Fn, w: Any, x: Any, g: Any) -> Any:
     """The jaxpr of jax.vjp(fn, w, x) and its pullback applied to g: every layer that runs."""
+
     def both(w: Any, x: Any) -> Any:
         value, pullback = jax.vjp(fn, w, x)
         return value, pullback(g)
@@ -335,27 +370,37 @@ def budget_broken(fn: Fn, w: Any, x: Any, g: Any) -> str | None:
     """Why fn's backward pass breaks the exercise's memory budget, or None."""
     saved = saved_residual_count(fn, w, x)
     if saved > MAX_RESIDUALS:
-        return english("jax.vjp's pullback of your function keeps {saved} arrays "
-                       "(print_saved_residuals lists them); this exercise asks for at most "
-                       "{most}. Each jax.checkpoint saves the input of its piece: one around "
-                       "each layer still saves every layer's input.", saved=saved,
-                       most=MAX_RESIDUALS)
+        return english(
+            "jax.vjp's pullback of your function keeps {saved} arrays "
+            "(print_saved_residuals lists them); this exercise asks for at most "
+            "{most}. Each jax.checkpoint saves the input of its piece: one around "
+            "each layer still saves every layer's input.",
+            saved=saved,
+            most=MAX_RESIDUALS,
+        )
     pieces = checkpointed_pieces(jax.make_jaxpr(fn)(w, x).jaxpr)
     if pieces and max(pieces) > MAX_PIECE:
-        return english("a checkpointed piece of your net spans {layers} layers; this exercise "
-                       "allows at most {most}. The pullback saves little, but in the backward "
-                       "pass the piece runs again and saves the residuals of all its layers "
-                       "until its own backward pass is done: with one checkpoint around the "
-                       "whole net, that is as much, at that moment, as no checkpoint at all. "
-                       "Cut the net into pieces, so that both counts stay small.",
-                       layers=max(pieces), most=MAX_PIECE)
+        return english(
+            "a checkpointed piece of your net spans {layers} layers; this exercise "
+            "allows at most {most}. The pullback saves little, but in the backward "
+            "pass the piece runs again and saves the residuals of all its layers "
+            "until its own backward pass is done: with one checkpoint around the "
+            "whole net, that is as much, at that moment, as no checkpoint at all. "
+            "Cut the net into pieces, so that both counts stay small.",
+            layers=max(pieces),
+            most=MAX_PIECE,
+        )
     runs = layer_count(_forward_and_backward(fn, w, x, g))
     if runs > MAX_LAYER_RUNS:
-        return english("the forward and backward passes of your function run {runs} layers; "
-                       "this exercise allows {most}, each of the {depth} layers once forward "
-                       "and recomputed at most once. A checkpoint inside a checkpointed piece "
-                       "recomputes its layers a second time.", runs=runs, most=MAX_LAYER_RUNS,
-                       depth=DEPTH)
+        return english(
+            "the forward and backward passes of your function run {runs} layers; "
+            "this exercise allows {most}, each of the {depth} layers once forward "
+            "and recomputed at most once. A checkpoint inside a checkpointed piece "
+            "recomputes its layers a second time.",
+            runs=runs,
+            most=MAX_LAYER_RUNS,
+            depth=DEPTH,
+        )
     return None
 
 
@@ -390,8 +435,10 @@ def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
         except Exception:  # not traceable under jit (Python on values): run it as written
             value, g_w, g_x = _remat_vjp(fn, w, x, g)
         values = numpy_arrays((value, value, g_w, g_x))
-        broken = stage("counting what the backward pass saves and recomputes",
-                       lambda: budget_verdict(fn, w, x, g))
+        broken = stage(
+            "counting what the backward pass saves and recomputes",
+            lambda: budget_verdict(fn, w, x, g),
+        )
     if broken is not None:
         raise MethodNotFollowed(english("Right values, but {broken}", broken=broken), values)
     return values

@@ -37,6 +37,7 @@ def mix_matrix(rows: int, cols: int, dtype: Any) -> Any:
 
 def vector_function(name: str) -> Fn:
     """Test functions for jacobian_via_vjp / jacobian_via_jvp: any shape in, some shape out."""
+
     def tanh_mix(x: Any) -> Any:  # x: any shape (n entries) -> (n + 1,)
         v = jnp.ravel(x)
         return jnp.tanh(mix_matrix(v.size + 1, v.size, x.dtype) @ v)
@@ -56,6 +57,7 @@ def vector_function(name: str) -> Fn:
 
 def batch_function(name: str) -> Fn:
     """Test functions for batch_jacobian: x (B, n) -> y (B, n + 1)."""
+
     def dense_tanh(x: Any) -> Any:  # each row on its own
         return jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
 
@@ -65,7 +67,7 @@ def batch_function(name: str) -> Fn:
     def batchnorm(x: Any) -> Any:  # every row depends on the whole batch
         h = x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype)
         centred = h - jnp.mean(h, axis=0)
-        return centred / jnp.sqrt(jnp.mean(centred ** 2, axis=0) + BATCH_NORM_EPS)
+        return centred / jnp.sqrt(jnp.mean(centred**2, axis=0) + BATCH_NORM_EPS)
 
     def batch_centred(x: Any) -> Any:  # every row depends on the whole batch
         t = jnp.tanh(x @ mix_matrix(x.shape[1], x.shape[1] + 1, x.dtype))
@@ -77,6 +79,7 @@ def batch_function(name: str) -> Fn:
 
 def scalar_function(name: str) -> Fn:
     """Test functions for hvp: any shape in, a scalar out."""
+
     def rosenbrock(x: Any) -> Any:
         v = jnp.ravel(x)
         return jnp.sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
@@ -140,9 +143,16 @@ def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, s
     builder = usage.builders[0] if usage.builders else _BUILDER_USED[key]
     if builder:
         exercise, primitive, vector = words
-        raise method.MethodNotFollowed(english(
-            JACOBIAN_METHOD, exercise=exercise, primitive=primitive, vector=vector,
-            builder=builder), result)
+        raise method.MethodNotFollowed(
+            english(
+                JACOBIAN_METHOD,
+                exercise=exercise,
+                primitive=primitive,
+                vector=vector,
+                builder=builder,
+            ),
+            result,
+        )
     return result
 
 
@@ -255,12 +265,16 @@ def _largest_array(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
         return ""
     shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
     shapes += list(_shapes(closed.jaxpr))
-    big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= x.size ** 2]
+    big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= x.size**2]
     if not big:
         return ""
-    return english("an array of shape {shape} appears in it, as many entries as the Hessian "
-                   "of an x of shape {x_shape} ({size} x {size})", shape=big[0],
-                   x_shape=x.shape, size=x.size)
+    return english(
+        "an array of shape {shape} appears in it, as many entries as the Hessian "
+        "of an x of shape {x_shape} ({size} x {size})",
+        shape=big[0],
+        x_shape=x.shape,
+        size=x.size,
+    )
 
 
 def _shapes(jaxpr: Any) -> Any:

@@ -73,7 +73,8 @@ def from_course(value: Any, modules: Iterable[str] = (COURSE_PACKAGE,)) -> bool:
     name = getattr(value, "__name__", None) if type(value).__name__ == "module" else None
     module = name or getattr(value, "__module__", None)
     return isinstance(module, str) and any(
-        module == p or module.startswith(p + ".") for p in prefixes)
+        module == p or module.startswith(p + ".") for p in prefixes
+    )
 
 
 FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras")
@@ -89,11 +90,17 @@ def refuse_course_helpers(fn: Callable[..., Any], exercise: str) -> None:
     """Refuse an answer that is, or calls, code of the course's own `coursekit` package."""
     used = helpers_used(fn, from_course)
     if used:
-        raise ValueError(english(
-            "Your {exercise} calls the course's own helper {helpers} (from {package}, imported "
-            "by the notebook to show what happens): that helper already works out the answer, "
-            "so the check needs your own code. Write {exercise} without {first}.",
-            exercise=exercise, helpers=", ".join(used), package=COURSE_PACKAGE, first=used[0]))
+        raise ValueError(
+            english(
+                "Your {exercise} calls the course's own helper {helpers} (from {package}, imported "
+                "by the notebook to show what happens): that helper already works out the answer, "
+                "so the check needs your own code. Write {exercise} without {first}.",
+                exercise=exercise,
+                helpers=", ".join(used),
+                package=COURSE_PACKAGE,
+                first=used[0],
+            )
+        )
 
 
 def invoke_own_code(fn: Callable[..., Any], *values: Any) -> Any:

@@ -167,11 +167,17 @@ def _jax_patches(jax: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
 
         return transformed
 
-    patches = [(jax, "vjp", counted_vjp), (jax, "grad", counted(grad)),
-               (jax, "value_and_grad", counted(value_and_grad)),
-               (jax, "vmap", _counted_vmap(jax, usage))]
-    patches += [(jax, name, _refused(getattr(jax, name), f"jax.{name}", usage))
-                for name in JAX_BUILDERS if hasattr(jax, name)]
+    patches = [
+        (jax, "vjp", counted_vjp),
+        (jax, "grad", counted(grad)),
+        (jax, "value_and_grad", counted(value_and_grad)),
+        (jax, "vmap", _counted_vmap(jax, usage)),
+    ]
+    patches += [
+        (jax, name, _refused(getattr(jax, name), f"jax.{name}", usage))
+        for name in JAX_BUILDERS
+        if hasattr(jax, name)
+    ]
     return patches
 
 
@@ -189,8 +195,9 @@ def _counted_vmap(jax: Any, usage: Usage) -> Callable[..., Any]:
     size comes back as a marker output that vmap broadcasts to it."""
     vmap = jax.vmap
 
-    def counted_vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
-                     *args: Any, **kwargs: Any) -> Callable[..., Any]:
+    def counted_vmap(
+        fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0, *args: Any, **kwargs: Any
+    ) -> Callable[..., Any]:
         def marked(*a: Any, **k: Any) -> Any:
             return fun(*a, **k), jax.numpy.zeros(())
 
@@ -220,6 +227,7 @@ def _in_map(usage: Usage, run_map: Callable[[], tuple[Any, Any]]) -> Any:
 
 def _refused(original: Callable[..., Any], label: str, usage: Usage) -> Callable[..., Any]:
     """The builder still works (the values are judged as usual), but its use is recorded."""
+
     def recorded(*args: Any, **kwargs: Any) -> Any:
         usage.builders.append(label)
         return original(*args, **kwargs)
@@ -232,22 +240,31 @@ def _tf_patches(tf: Any, usage: Usage) -> list[tuple[Any, str, Any]]:
     gradient, gradients = tape.gradient, tf.gradients
     inside = _package_folder(tf)
 
-    def counted_gradient(self: Any, target: Any, sources: Any, output_gradients: Any = None,
-                         *args: Any, **kwargs: Any) -> Any:
+    def counted_gradient(
+        self: Any,
+        target: Any,
+        sources: Any,
+        output_gradients: Any = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
         if not _called_from(inside):  # TensorFlow's own use (ForwardAccumulator, jacobian)
             usage.add(1, int(output_gradients is not None))
         return gradient(self, target, sources, output_gradients, *args, **kwargs)
 
-    def counted_gradients(ys: Any, xs: Any, grad_ys: Any = None, *args: Any,
-                          **kwargs: Any) -> Any:
+    def counted_gradients(ys: Any, xs: Any, grad_ys: Any = None, *args: Any, **kwargs: Any) -> Any:
         if not _called_from(inside):
             usage.add(1, int(grad_ys is not None))
         return gradients(ys, xs, grad_ys, *args, **kwargs)
 
-    patches = [(tape, "gradient", counted_gradient), (tf, "gradients", counted_gradients),
-               (tf, "vectorized_map", _counted_vectorized_map(tf, usage))]
-    patches += [(tape, name, _refused(getattr(tape, name), f"tape.{name}", usage))
-                for name in TAPE_BUILDERS]
+    patches = [
+        (tape, "gradient", counted_gradient),
+        (tf, "gradients", counted_gradients),
+        (tf, "vectorized_map", _counted_vectorized_map(tf, usage)),
+    ]
+    patches += [
+        (tape, name, _refused(getattr(tape, name), f"tape.{name}", usage)) for name in TAPE_BUILDERS
+    ]
     return patches
 
 

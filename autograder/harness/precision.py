@@ -33,7 +33,8 @@ def exact_precision() -> Iterator[None]:
         tf = sys.modules.get("tensorflow")
         if tf is not None and hasattr(tf, "config"):
             tf32 = tf.config.experimental
-            stack.callback(tf32.enable_tensor_float_32_execution,
-                           tf32.tensor_float_32_execution_enabled())
+            stack.callback(
+                tf32.enable_tensor_float_32_execution, tf32.tensor_float_32_execution_enabled()
+            )
             tf32.enable_tensor_float_32_execution(False)
         yield

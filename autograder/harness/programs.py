@@ -35,11 +35,26 @@ import numpy as np
 from . import english, learner_name
 
 INPUTS = ("x0", "x1", "x2")
-FUNCTIONS = ("exp", "log", "tanh", "relu", "maximum", "sum", "mean", "reshape", "transpose",
-             "broadcast_to", "log_softmax")
+FUNCTIONS = (
+    "exp",
+    "log",
+    "tanh",
+    "relu",
+    "maximum",
+    "sum",
+    "mean",
+    "reshape",
+    "transpose",
+    "broadcast_to",
+    "log_softmax",
+)
 BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.MatMult: operator.matmul, ast.Pow: operator.pow,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.MatMult: operator.matmul,
+    ast.Pow: operator.pow,
 }
 # What the learner's notebook must define for the check to build its programs.
 NAMESPACE = ("Tensor", "backward", *FUNCTIONS)
@@ -58,8 +73,11 @@ def statements(program: str) -> tuple[Line, ...]:
     once per program: each case runs it on numpy, both frameworks and the learner's engine)."""
     lines = []
     for node in ast.parse(program).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)):
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+        ):
             raise ProgramError(f"not an assignment to one name: {ast.unparse(node)}")
         _check(node.value)
         lines.append((node.targets[0].id, node.value))
@@ -67,18 +85,37 @@ def statements(program: str) -> tuple[Line, ...]:
 
 
 def _check(node: ast.AST) -> None:
-    allowed = (ast.Name, ast.Constant, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.Call,
-               ast.Subscript, ast.Slice, ast.Load, ast.USub, ast.keyword, *BINARY)
+    allowed = (
+        ast.Name,
+        ast.Constant,
+        ast.Tuple,
+        ast.List,
+        ast.BinOp,
+        ast.UnaryOp,
+        ast.Call,
+        ast.Subscript,
+        ast.Slice,
+        ast.Load,
+        ast.USub,
+        ast.keyword,
+        *BINARY,
+    )
     for inner in ast.walk(node):
         if not isinstance(inner, allowed):
             raise ProgramError(f"{type(inner).__name__} is not in the program grammar")
-        if isinstance(inner, ast.Call) and not (isinstance(inner.func, ast.Name)
-                                                and inner.func.id in FUNCTIONS):
+        if isinstance(inner, ast.Call) and not (
+            isinstance(inner.func, ast.Name) and inner.func.id in FUNCTIONS
+        ):
             raise ProgramError(f"{ast.unparse(inner.func)} is not a program function")
 
 
-def run(program: str, functions: dict[str, Any], inputs: Sequence[Any],
-        index: Index = operator.getitem, nudges: Sequence[Any] | None = None) -> list[Any]:
+def run(
+    program: str,
+    functions: dict[str, Any],
+    inputs: Sequence[Any],
+    index: Index = operator.getitem,
+    nudges: Sequence[Any] | None = None,
+) -> list[Any]:
     """Every value of the program: the inputs, then one per line, computed with `functions`
     (name -> callable) and the values' own operators; `index(value, key)` does `a[key]`,
     with an integer list as a numpy int64 array. `nudges[k]` (zeros) is added to line k's
@@ -94,8 +131,7 @@ def run(program: str, functions: dict[str, Any], inputs: Sequence[Any],
     return values
 
 
-def _evaluate(node: ast.expr, env: dict[str, Any], functions: dict[str, Any],
-              index: Index) -> Any:
+def _evaluate(node: ast.expr, env: dict[str, Any], functions: dict[str, Any], index: Index) -> Any:
     def value(inner: ast.expr) -> Any:
         return _evaluate(inner, env, functions, index)
 
@@ -112,8 +148,9 @@ def _evaluate(node: ast.expr, env: dict[str, Any], functions: dict[str, Any],
     if isinstance(node, ast.UnaryOp):
         return -value(node.operand)
     if isinstance(node, ast.Slice):
-        return slice(*(None if part is None else value(part)
-                       for part in (node.lower, node.upper, node.step)))
+        return slice(
+            *(None if part is None else value(part) for part in (node.lower, node.upper, node.step))
+        )
     if isinstance(node, ast.Subscript):
         return index(value(node.value), value(node.slice))
     assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
@@ -128,8 +165,9 @@ def operations(program: str) -> int:
 
 def shown(program: str) -> str:
     """The program as the learner reads it: one line each, the inputs' names first."""
-    return "\n".join(f"{name} = {ast.unparse(expression)}"
-                     for name, expression in statements(program))
+    return "\n".join(
+        f"{name} = {ast.unparse(expression)}" for name, expression in statements(program)
+    )
 
 
 # ---------------------------------------------------------------- numpy, to draw values
@@ -141,12 +179,16 @@ def _log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 NUMPY: dict[str, Callable[..., Any]] = {
-    "exp": np.exp, "log": np.log, "tanh": np.tanh, "relu": lambda x: np.maximum(x, 0.0),
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "relu": lambda x: np.maximum(x, 0.0),
     "maximum": np.maximum,
     "sum": lambda x, axis=None, keepdims=False: np.asarray(np.sum(x, axis, keepdims=keepdims)),
-    "mean": lambda x, axis=None, keepdims=False: np.asarray(np.mean(x, axis,
-                                                                    keepdims=keepdims)),
-    "reshape": np.reshape, "transpose": np.transpose, "broadcast_to": np.broadcast_to,
+    "mean": lambda x, axis=None, keepdims=False: np.asarray(np.mean(x, axis, keepdims=keepdims)),
+    "reshape": np.reshape,
+    "transpose": np.transpose,
+    "broadcast_to": np.broadcast_to,
     "log_softmax": _log_softmax,
 }
 
@@ -182,8 +224,9 @@ def flat(arrays: Iterable[Any]) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def invoke_engine(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray,
-                  x2: np.ndarray) -> tuple:
+def invoke_engine(
+    fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray, x2: np.ndarray
+) -> tuple:
     """The learner's grad(f, argnums=(0, 1, 2)) of f = the program, and the .grad of every
     line's value after the learner's backward(root) on the program traced afresh."""
     ops = fn.__globals__
@@ -195,20 +238,29 @@ def invoke_engine(fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.n
 
     gradients = fn(f, argnums=(0, 1, 2))(x0, x1, x2)
     if not isinstance(gradients, tuple | list) or len(gradients) != len(INPUTS):
-        raise TypeError(english(
-            "grad(f, argnums=(0, 1, 2)) must return a tuple of three gradients, one per "
-            "input, as jax.grad does; it returned a {type}.", type=_described(gradients)))
+        raise TypeError(
+            english(
+                "grad(f, argnums=(0, 1, 2)) must return a tuple of three gradients, one per "
+                "input, as jax.grad does; it returned a {type}.",
+                type=_described(gradients),
+            )
+        )
     values = run(program, functions, [tensor(np.copy(x)) for x in (x0, x1, x2)])
     backward(values[-1])
-    nodes = [_grad_of(value, line) for line, value in enumerate(values[len(INPUTS):], 1)]
+    nodes = [_grad_of(value, line) for line, value in enumerate(values[len(INPUTS) :], 1)]
     return (*gradients, flat(nodes))
 
 
 def _grad_of(value: Any, line: int) -> np.ndarray:
     if not hasattr(value, "grad"):
-        raise TypeError(english("Line {line} of the program gave a {type}, not a Tensor with "
-                                "a .grad: every operation must return a Tensor.", line=line,
-                                type=type(value).__name__))
+        raise TypeError(
+            english(
+                "Line {line} of the program gave a {type}, not a Tensor with "
+                "a .grad: every operation must return a Tensor.",
+                line=line,
+                type=type(value).__name__,
+            )
+        )
     return np.asarray(value.grad)
 
 

@@ -29,8 +29,15 @@ EVIDENCE = 4
 SHAPE_ERRORS = {"ValueError", "IndexError", "AxisError", "InvalidArgumentError"}
 # Errors that say nothing about the case they were met on: the code cannot run at all. No
 # case is shown for them (nor for a method not followed: see method_failure).
-INPUT_INDEPENDENT = {"NameError", "ImportError", "ModuleNotFoundError", "SyntaxError",
-                     "IndentationError", "TabError", "FrameworkUsed"}
+INPUT_INDEPENDENT = {
+    "NameError",
+    "ImportError",
+    "ModuleNotFoundError",
+    "SyntaxError",
+    "IndentationError",
+    "TabError",
+    "FrameworkUsed",
+}
 
 
 @dataclass(frozen=True)
@@ -58,8 +65,12 @@ def call_learner(fn: Callable[..., Any], case: Case, exercise: Exercise | None =
     except MethodNotFollowed as error:  # the value is judged; the method only if it is right
         return Attempt(value=error.value, printed=_cut(printed), method=str(error))
     except Exception as error:
-        return Attempt(error=error, traceback=learner_traceback(error), printed=_cut(printed),
-                       raised_in=raised_in(error))
+        return Attempt(
+            error=error,
+            traceback=learner_traceback(error),
+            printed=_cut(printed),
+            raised_in=raised_in(error),
+        )
     return Attempt(value=value, printed=_cut(printed))
 
 
@@ -81,8 +92,15 @@ def not_answered(attempt: Attempt) -> bool:
     return error_type(attempt) == "NotImplementedError"
 
 
-def verdict(exercise: Exercise, function: str, cases_checked: int,
-            failure: Failure | None, *, unanswered: bool = False, stub: str = "") -> Report:
+def verdict(
+    exercise: Exercise,
+    function: str,
+    cases_checked: int,
+    failure: Failure | None,
+    *,
+    unanswered: bool = False,
+    stub: str = "",
+) -> Report:
     """The one way the outcome of a run becomes a Report, in the notebook and the grader.
     `stub` names the function whose NotImplementedError was met, when it is not `function`
     itself (log1pexp's JVP rule, log1pexp_jvp)."""
@@ -95,7 +113,7 @@ def verdict(exercise: Exercise, function: str, cases_checked: int,
 
 
 def raised_message(type_name: str, error: BaseException | str | None) -> str:
-    """"raised ValueError: ..." with the exception's own message verbatim (learners search it)."""
+    """ "raised ValueError: ..." with the exception's own message verbatim (learners search it)."""
     text = str(error) if error is not None else ""
     if not text:
         return say("raised {type_name}", type_name=type_name)
@@ -117,8 +135,14 @@ def fails(exercise: Exercise, attempt: Attempt, expected: Outputs) -> bool:
     return failure_message(exercise, attempt, expected) is not None
 
 
-def judge(exercise: Exercise, case: Case, attempt: Attempt, expected: Outputs,
-          others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> Failure | None:
+def judge(
+    exercise: Exercise,
+    case: Case,
+    attempt: Attempt,
+    expected: Outputs,
+    others: Sequence[Evidence] = (),
+    known: KnownOutputs | None = None,
+) -> Failure | None:
     """None when the attempt matches the reference; otherwise a Failure with a hint, naming a
     known mistake only if it reproduces the `others` (other failing cases) too, run or `known`."""
     if attempt.error is not None:
@@ -163,8 +187,13 @@ def method_failure(case: Case, attempt: Attempt) -> Failure | None:
     """A right value computed another way than the exercise asks: the message says how."""
     if not attempt.method:
         return None
-    return Failure(case=case, message=attempt.method, printed=attempt.printed,
-                   input_independent=True, method=True)
+    return Failure(
+        case=case,
+        message=attempt.method,
+        printed=attempt.printed,
+        input_independent=True,
+        method=True,
+    )
 
 
 def exception_hint(exercise: Exercise, type_name: str) -> str:
@@ -172,14 +201,20 @@ def exception_hint(exercise: Exercise, type_name: str) -> str:
     (`exception`) for a shape-like error, else the exercise's fallback for any exception
     (`error`): what to look at, chosen by the exception's type, never by its message."""
     hints = exercise.hints_by_kind
-    keys = [f"exception:{type_name}", *(["exception"] if type_name in SHAPE_ERRORS else []),
-            "error"]
+    keys = [
+        f"exception:{type_name}",
+        *(["exception"] if type_name in SHAPE_ERRORS else []),
+        "error",
+    ]
     return say(next((hints[key] for key in keys if key in hints), ""))
 
 
-def failure_to_show(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],
-                    preferred: tuple[Case, Attempt, Outputs] | None = None,
-                    known: KnownOutputs | None = None) -> Failure | None:
+def failure_to_show(
+    exercise: Exercise,
+    failing: list[tuple[Case, Attempt, Outputs]],
+    preferred: tuple[Case, Attempt, Outputs] | None = None,
+    known: KnownOutputs | None = None,
+) -> Failure | None:
     """The failure a report shows, the same rule in the notebook and in the grader: an error
     that does not depend on the case (a NameError: every case fails alike) first; else the
     caller's `preferred` failing case (the notebook's, which it shrinks from), else the

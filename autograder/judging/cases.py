@@ -58,7 +58,8 @@ class AmbiguousArgument(ValueError):
             f"{where}case argument {name!r} is a numpy scalar ({value.dtype} {value!r}), which "
             "could be an array or a static parameter: write np.asarray(value) for an array "
             "(e.g. a 0-d cotangent), or a Python number (float(value), int(value)) for a "
-            "static parameter.")
+            "static parameter."
+        )
 
     def naming(self, exercise: str) -> AmbiguousArgument:
         """The same error, its message naming the exercise."""
@@ -123,8 +124,14 @@ class Case:
         lines = []
         for name, value in self.args:
             if isinstance(value, np.ndarray):
-                lines.append(say("{name}: {dtype} array of shape {shape}", name=name,
-                                 dtype=value.dtype, shape=value.shape))
+                lines.append(
+                    say(
+                        "{name}: {dtype} array of shape {shape}",
+                        name=name,
+                        dtype=value.dtype,
+                        shape=value.shape,
+                    )
+                )
             else:
                 lines.append(f"{name} = {value!r}")
         return "\n".join(lines)
@@ -182,7 +189,11 @@ def float_arrays(dtype: np.dtype, shape: tuple[int, ...], bound: float = 10.0) -
     each element is drawn independently.
     """
     elements = st.floats(
-        -bound, bound, width=dtype.itemsize * 8, allow_nan=False, allow_infinity=False,
+        -bound,
+        bound,
+        width=dtype.itemsize * 8,
+        allow_nan=False,
+        allow_infinity=False,
         allow_subnormal=False,
     )
     return hnp.arrays(dtype, shape, elements=elements, fill=st.nothing())

@@ -37,8 +37,9 @@ class Tolerance:
         serves every --jobs worker."""
         wide_got, wide = got.astype(np.float64), expected.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
-            within = np.abs(wide_got - wide) <= (self.atol * output_scale(wide)
-                                                 + self.rtol * np.abs(wide))
+            within = np.abs(wide_got - wide) <= (
+                self.atol * output_scale(wide) + self.rtol * np.abs(wide)
+            )
             return (within & np.isfinite(wide)) | (wide_got == wide)
 
     def allowed(self, expected: np.ndarray) -> np.ndarray:
@@ -97,32 +98,56 @@ def compare_array(name: str, got: object, expected: np.ndarray) -> Mismatch | No
     array = _as_array(got)
     if array is None:
         return Mismatch(
-            "type", name,
-            say("{name} should be a numpy array, got {type}.", name=name,
-                type=f"{type(got).__module__}.{type(got).__name__}"),
+            "type",
+            name,
+            say(
+                "{name} should be a numpy array, got {type}.",
+                name=name,
+                type=f"{type(got).__module__}.{type(got).__name__}",
+            ),
         )
     if array.shape != expected.shape:
         return Mismatch(
-            "shape", name, say("{name} has shape {got}, expected {expected}.", name=name,
-                               got=array.shape, expected=expected.shape)
+            "shape",
+            name,
+            say(
+                "{name} has shape {got}, expected {expected}.",
+                name=name,
+                got=array.shape,
+                expected=expected.shape,
+            ),
         )
     if array.dtype != expected.dtype:
         return Mismatch(
-            "dtype", name, say("{name} has dtype {got}, expected {expected}.", name=name,
-                               got=array.dtype, expected=expected.dtype)
+            "dtype",
+            name,
+            say(
+                "{name} has dtype {got}, expected {expected}.",
+                name=name,
+                got=array.dtype,
+                expected=expected.dtype,
+            ),
         )
     expected_finite = np.isfinite(expected)
     bad = ~np.isfinite(array) & expected_finite
     if bad.any():
         what = "NaN" if np.isnan(array[bad]).any() else "Inf"
         return Mismatch(
-            "nonfinite", name,
-            say("{name} contains {what} at {count} of {size} entries where the reference "
-                "is finite.", name=name, what=what, count=int(bad.sum()), size=array.size),
+            "nonfinite",
+            name,
+            say(
+                "{name} contains {what} at {count} of {size} entries where the reference "
+                "is finite.",
+                name=name,
+                what=what,
+                count=int(bad.sum()),
+                size=array.size,
+            ),
         )
     zero = np.zeros((), expected.dtype)  # keeps the dtype, so entries print as the learner's
-    return _compare_values(name, np.where(expected_finite, array, zero),
-                           np.where(expected_finite, expected, zero))
+    return _compare_values(
+        name, np.where(expected_finite, array, zero), np.where(expected_finite, expected, zero)
+    )
 
 
 def _compare_values(name: str, got: np.ndarray, expected: np.ndarray) -> Mismatch | None:
@@ -139,14 +164,25 @@ def _compare_values(name: str, got: np.ndarray, expected: np.ndarray) -> Mismatc
     error = abs(float(got[worst]) - float(expected[worst]))
     where = f"{name}[{', '.join(map(str, worst))}]" if worst else name
     return Mismatch(
-        "value", name,
-        say("{name} differs from the reference at {count} of {size} entries; the worst is "
+        "value",
+        name,
+        say(
+            "{name} differs from the reference at {count} of {size} entries; the worst is "
             "{where} = {got}, expected {expected}, off by {error:.3g} (allowed {allowed:.2g} "
             "there: rtol {rtol:.0e} of the entry + atol {atol:.0e} of the output's largest "
-            "magnitude, for {dtype}).", name=name, count=int((~close).sum()), size=close.size,
-            where=where, got=str(got[worst]), expected=str(expected[worst]), error=error,
-            allowed=float(tol.allowed(expected)[worst]), rtol=tol.rtol, atol=tol.atol,
-            dtype=expected.dtype),
+            "magnitude, for {dtype}).",
+            name=name,
+            count=int((~close).sum()),
+            size=close.size,
+            where=where,
+            got=str(got[worst]),
+            expected=str(expected[worst]),
+            error=error,
+            allowed=float(tol.allowed(expected)[worst]),
+            rtol=tol.rtol,
+            atol=tol.atol,
+            dtype=expected.dtype,
+        ),
         max_error=float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))),
         excess=float(ratios[worst]),
     )
@@ -160,14 +196,21 @@ def compare_outputs(
         return compare_array(names[0], got, expected[0])
     if not isinstance(got, tuple | list) or len(got) != len(names):
         if isinstance(got, tuple | list):
-            shape = say("a value of type {type} of length {length}", type=type(got).__name__,
-                        length=len(got))
+            shape = say(
+                "a value of type {type} of length {length}",
+                type=type(got).__name__,
+                length=len(got),
+            )
         else:
             shape = say("a value of type {type}", type=type(got).__name__)
         return Mismatch(
-            "structure", "return value",
-            say("The function should return a tuple ({names}); it returned {shape}.",
-                names=", ".join(names), shape=shape),
+            "structure",
+            "return value",
+            say(
+                "The function should return a tuple ({names}); it returned {shape}.",
+                names=", ".join(names),
+                shape=shape,
+            ),
         )
     for name, value, reference in zip(names, got, expected, strict=True):
         mismatch = compare_array(name, value, reference)
@@ -191,10 +234,12 @@ def outputs_match(got: object, wrong: tuple[np.ndarray, ...], names: tuple[str, 
     if not outputs_close(got, wrong, names):
         return False
     values = (got,) if len(names) == 1 else got
-    return all(_same_nonfinite(np.asarray(g), np.asarray(w))
-               for g, w in zip(values, wrong, strict=True))
+    return all(
+        _same_nonfinite(np.asarray(g), np.asarray(w)) for g, w in zip(values, wrong, strict=True)
+    )
 
 
 def _same_nonfinite(got: np.ndarray, wrong: np.ndarray) -> bool:
-    return all(np.array_equal(test(got), test(wrong)) for test in (np.isnan, np.isposinf,
-                                                                     np.isneginf))
+    return all(
+        np.array_equal(test(got), test(wrong)) for test in (np.isnan, np.isposinf, np.isneginf)
+    )

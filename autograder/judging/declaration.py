@@ -28,7 +28,7 @@ HINT_KINDS = (*MISMATCH_KINDS, "error", "exception")
 
 
 def read_signature(signature: str) -> tuple[str, tuple[str, ...], str]:
-    """"name(a, b=0) -> returns" as (name, ("a", "b"), "returns"); a ValueError that shows
+    """ "name(a, b=0) -> returns" as (name, ("a", "b"), "returns"); a ValueError that shows
     the form otherwise."""
     head, arrow, returns = signature.partition(" -> ")
     try:
@@ -36,9 +36,11 @@ def read_signature(signature: str) -> tuple[str, tuple[str, ...], str]:
     except SyntaxError:
         node = None
     if not arrow or not returns.strip() or not isinstance(node, ast.FunctionDef):
-        raise ValueError(f"Exercise signature {signature!r} is not of the form "
-                         "\"name(parameter, ...) -> what it returns\", e.g. "
-                         "\"unbroadcast(g, shape) -> ndarray\".")
+        raise ValueError(
+            f"Exercise signature {signature!r} is not of the form "
+            '"name(parameter, ...) -> what it returns", e.g. '
+            '"unbroadcast(g, shape) -> ndarray".'
+        )
     return node.name, _argument_names(node.args), returns.strip()
 
 
@@ -47,8 +49,9 @@ def _argument_names(args: ast.arguments) -> tuple[str, ...]:
     "args", "kwargs")."""
     starred = [args.vararg] if args.vararg else []
     keywords = [args.kwarg] if args.kwarg else []
-    return tuple(a.arg for a in [*args.posonlyargs, *args.args, *starred, *args.kwonlyargs,
-                                 *keywords])
+    return tuple(
+        a.arg for a in [*args.posonlyargs, *args.args, *starred, *args.kwonlyargs, *keywords]
+    )
 
 
 def parameter_names(fn: Callable[..., Any]) -> tuple[str, ...] | None:
@@ -93,8 +96,7 @@ def chapter_of(module: str) -> str:
     return found.group(1)
 
 
-def declaration_problems(exercises: Iterable[Any], read_harness: bool = True
-                         ) -> list[str]:
+def declaration_problems(exercises: Iterable[Any], read_harness: bool = True) -> list[str]:
     """What the exercises' declarations lack, each naming the exercise and the field to add
     ([] when complete): an exercise in `depends_on` that is not one of `exercises` or declares
     no `reference_implementation`; and, with `read_harness`, an `invoke` or
@@ -108,16 +110,19 @@ def declaration_problems(exercises: Iterable[Any], read_harness: bool = True
         for name in exercise.depends_on:
             other = by_name.get(name)
             if other is None:
-                problems.append(f"Exercise {exercise.name}: depends_on names {name!r}, which is "
-                                "no exercise of the course: fix depends_on.")
+                problems.append(
+                    f"Exercise {exercise.name}: depends_on names {name!r}, which is "
+                    "no exercise of the course: fix depends_on."
+                )
             elif not other.reference_implementation:
                 # The harness module is named as the exercise's: ch03_unbroadcasting.
                 module = other.module.rpartition(".")[2]
                 problems.append(
                     f"Exercise {name}: {exercise.name} depends on it, but it declares no "
-                    f"reference_implementation: add reference_implementation=\"{module}"
+                    f'reference_implementation: add reference_implementation="{module}'
                     f":{name}\" to {name}'s Exercise (a correct {name} in "
-                    f"autograder/harness/{module}.py).")
+                    f"autograder/harness/{module}.py)."
+                )
         if not read_harness:
             continue
         for key in ("invoke", "reference_implementation"):
@@ -128,7 +133,8 @@ def declaration_problems(exercises: Iterable[Any], read_harness: bool = True
             problems.append(
                 f"Exercise {exercise.name}: its invoke {exercise.invoke!r} looks names up in the "
                 "learner's namespace (fn.__globals__): declare them with namespace_reads=(...), "
-                "or the grader's child may not define them.")
+                "or the grader's child may not define them."
+            )
     return problems
 
 
@@ -138,8 +144,10 @@ def _harness_function_problem(named: str) -> str:
     if definitions is None:
         return f"names autograder/harness/{module}.py, which does not exist."
     if function not in definitions:
-        return (f"names no function {function} in autograder/harness/{module}.py: define it "
-                "there (harness code) or fix the name.")
+        return (
+            f"names no function {function} in autograder/harness/{module}.py: define it "
+            "there (harness code) or fix the name."
+        )
     return ""
 
 

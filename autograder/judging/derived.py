@@ -53,14 +53,21 @@ def two_references(*, tf: TfReference, jax: JaxReference, why: str) -> Reference
     """A hand-written reference for each framework, where one forward cannot serve both;
     `why` says what differs (it is read by maintainers, never shown to learners)."""
     if not isinstance(why, str) or not why.strip():
-        raise ValueError("two_references needs why=\"...\": say why this exercise cannot derive "
-                         "both references from one forward (vjp_reference).")
+        raise ValueError(
+            'two_references needs why="...": say why this exercise cannot derive '
+            "both references from one forward (vjp_reference)."
+        )
     return Reference(tf=tf, jax=jax, why_two=why)
 
 
-def vjp_reference(forward: Callable[..., Any], *, wrt: tuple[str, ...],
-                  cotangent: str | None = "g", value: bool = False,
-                  inputs: Mapping[str, Callable[..., Any]] | None = None) -> Reference:
+def vjp_reference(
+    forward: Callable[..., Any],
+    *,
+    wrt: tuple[str, ...],
+    cotangent: str | None = "g",
+    value: bool = False,
+    inputs: Mapping[str, Callable[..., Any]] | None = None,
+) -> Reference:
     """Both references of `forward`'s VJP: `tf.GradientTape` with `output_gradients` and
     `jax.vjp`, each giving the cotangents of the `wrt` arguments, in that order.
 
@@ -102,8 +109,10 @@ def jax_namespace(jax: Any) -> ArrayNamespace:
 
 def _tensors(tf: Any, case: Case) -> dict[str, Any]:
     """The case's arguments by name, its arrays as TensorFlow constants."""
-    return {name: tf.constant(value) if isinstance(value, np.ndarray) else value
-            for name, value in case.args}
+    return {
+        name: tf.constant(value) if isinstance(value, np.ndarray) else value
+        for name, value in case.args
+    }
 
 
 def _parameter_names(fn: Callable[..., Any]) -> tuple[str, ...]:
@@ -123,13 +132,17 @@ class _Derived:
         named = set(_parameter_names(self.forward)) | set(self.inputs)
         missing = [name for name in self.wrt if name not in named]
         if not self.wrt or missing:
-            raise ValueError(f"A derived reference: wrt={self.wrt!r} must name parameters of the "
-                             f"forward {_parameter_names(self.forward)} (or of inputs=).")
+            raise ValueError(
+                f"A derived reference: wrt={self.wrt!r} must name parameters of the "
+                f"forward {_parameter_names(self.forward)} (or of inputs=)."
+            )
 
     def reads(self) -> tuple[str, ...]:
         """The case arguments the forward and the inputs read."""
-        names = [*_parameter_names(self.forward),
-                 *(n for build in self.inputs.values() for n in _parameter_names(build))]
+        names = [
+            *_parameter_names(self.forward),
+            *(n for build in self.inputs.values() for n in _parameter_names(build)),
+        ]
         return tuple(dict.fromkeys(n for n in names if n not in self.inputs))
 
     def _arguments(self, xp: Any, named: dict[str, Any]) -> dict[str, Any]:
@@ -150,8 +163,12 @@ class _Derived:
             tape.watch(primals)
             y = self._call(xp, named)
         cotangent = named[self.cotangent] if self.cotangent else None
-        grads = tape.gradient(y, primals, output_gradients=cotangent,
-                              unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        grads = tape.gradient(
+            y,
+            primals,
+            output_gradients=cotangent,
+            unconnected_gradients=tf.UnconnectedGradients.ZERO,
+        )
         return tuple(t.numpy() for t in ((y,) if self.value else ()) + tuple(grads))
 
     def jax(self, jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> Outputs:

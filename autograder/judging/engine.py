@@ -97,8 +97,9 @@ def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> 
         return report
     if report.status == FAILED and (own := _with_own_helpers(exercise, fn, profile)).passed:
         return own
-    return replace(report, dependencies=dependency_note(exercise.name,
-                                                        _wrong_dependencies(exercise, fn)))
+    return replace(
+        report, dependencies=dependency_note(exercise.name, _wrong_dependencies(exercise, fn))
+    )
 
 
 def _with_own_helpers(exercise: Exercise, fn: Any, profile: Profile) -> Report:
@@ -121,8 +122,12 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     """
     name = getattr(fn, "__name__", exercise.name)
     if not callable(fn):
-        note = say("pass the function itself, e.g. check.{name}({name}), not the result of "
-                   "calling it (got a {type}).", name=exercise.name, type=type(fn).__name__)
+        note = say(
+            "pass the function itself, e.g. check.{name}({name}), not the result of "
+            "calling it (got a {type}).",
+            name=exercise.name,
+            type=type(fn).__name__,
+        )
         base = Report(exercise.name, name, PASSED, 0, exercise.references_text)
         return replace(base, status=ERROR, note=note)
     if not exercise.frameworks and (used := frameworks_used(fn)):
@@ -142,17 +147,25 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     report = _full_check(exercise, fn, profile, source)
     if failed_before and report.passed:  # a case it fails is known: a wrong answer must fail
         failure = judge(exercise, known.case, attempt, known.expected)
-        return _remember(exercise, name, profile, source, report.cases_checked,
-                         replace(failure, shrunk=False) if failure else known.failure,
-                         known.expected)
+        return _remember(
+            exercise,
+            name,
+            profile,
+            source,
+            report.cases_checked,
+            replace(failure, shrunk=False) if failure else known.failure,
+            known.expected,
+        )
     return report
 
 
 def _same_failure(exercise: Exercise, known: Counterexample, attempt: Attempt) -> bool:
     """The function does the same wrong thing as when its failure was remembered (the same
     code can read changed state; then it is checked afresh)."""
-    return (failure_message(exercise, attempt, known.expected) == known.failure.message
-            and attempt.printed == known.failure.printed)
+    return (
+        failure_message(exercise, attempt, known.expected) == known.failure.message
+        and attempt.printed == known.failure.printed
+    )
 
 
 def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | None) -> Report:
@@ -172,8 +185,15 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
             method = method or method_failure(case, attempt)
             continue
         if error_type(attempt) in INPUT_INDEPENDENT:  # every case would fail the same way
-            return _remember(exercise, name, profile, source, len(cases),
-                             failure_to_show(exercise, [(case, attempt, expected)]), expected)
+            return _remember(
+                exercise,
+                name,
+                profile,
+                source,
+                len(cases),
+                failure_to_show(exercise, [(case, attempt, expected)]),
+                expected,
+            )
         failing.append((case, attempt, expected))
         if index >= edge_count:
             generated = generated or failing[-1]
@@ -182,25 +202,37 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
     if not failing:
         return verdict(exercise, name, len(cases), method)
     evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
-    shrunk = (shrink_with_references(exercise, fn, profile, evidence)
-              if generated is not None else None)
+    shrunk = (
+        shrink_with_references(exercise, fn, profile, evidence) if generated is not None else None
+    )
     failure, expected = shrunk or _shown_with_expected(exercise, failing, generated)
     return _remember(exercise, name, profile, source, len(cases), failure, expected)
 
 
-def _shown_with_expected(exercise: Exercise, failing: list[tuple[Case, Attempt, Outputs]],
-                         preferred: tuple[Case, Attempt, Outputs] | None
-                         ) -> tuple[Failure | None, Outputs]:
+def _shown_with_expected(
+    exercise: Exercise,
+    failing: list[tuple[Case, Attempt, Outputs]],
+    preferred: tuple[Case, Attempt, Outputs] | None,
+) -> tuple[Failure | None, Outputs]:
     """failure_to_show, with the references of the case it shows (kept with the failure as
     the exercise's last counterexample)."""
     failure = failure_to_show(exercise, failing, preferred or failing[0])
-    shown = next((f for f in failing if failure is not None and f[0] is failure.case),
-                 preferred or failing[0])
+    shown = next(
+        (f for f in failing if failure is not None and f[0] is failure.case),
+        preferred or failing[0],
+    )
     return failure, shown[2]
 
 
-def _remember(exercise: Exercise, name: str, profile: Profile, source: str | None,
-              cases_checked: int, failure: Failure | None, expected: Outputs) -> Report:
+def _remember(
+    exercise: Exercise,
+    name: str,
+    profile: Profile,
+    source: str | None,
+    cases_checked: int,
+    failure: Failure | None,
+    expected: Outputs,
+) -> Report:
     """The report, after keeping its failure (if any) as the exercise's last counterexample."""
     if failure is not None:
         remember(exercise, profile, Counterexample(failure.case, expected, failure, source))
@@ -224,7 +256,9 @@ class _Failed(Exception):
 
 
 def shrink_with_references(
-    exercise: Exercise, fn: Callable[..., Any], profile: Profile,
+    exercise: Exercise,
+    fn: Callable[..., Any],
+    profile: Profile,
     evidence: Sequence[Evidence] = (),
 ) -> tuple[Failure, Outputs] | None:
     """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
@@ -248,8 +282,9 @@ def shrink_with_references(
     except _Failed as found:
         case = found.case
         expected = reference_outputs(exercise, [case])[0]
-        confirmed = judge(exercise, case, call_learner(fn, case, exercise), expected,
-                          others_than(case, evidence))
+        confirmed = judge(
+            exercise, case, call_learner(fn, case, exercise), expected, others_than(case, evidence)
+        )
         return (replace(confirmed, shrunk=True), expected) if confirmed else None
     except Exception:  # Hypothesis reports flakiness and similar as its own errors
         return None

@@ -128,8 +128,12 @@ class Exercise:
 
     def __post_init__(self) -> None:
         name, params, returns = read_signature(self.signature)
-        for key, value in (("name", name), ("parameters", params), ("returns", returns),
-                           ("module", self.module or declaring_module())):
+        for key, value in (
+            ("name", name),
+            ("parameters", params),
+            ("returns", returns),
+            ("module", self.module or declaring_module()),
+        ):
             object.__setattr__(self, key, value)
         for key in ("invoke", "reference_implementation"):  # a misspelt name fails here
             if getattr(self, key):
@@ -140,17 +144,21 @@ class Exercise:
         if not self.chapter:
             object.__setattr__(self, "chapter", chapter_of(self.module))
         if not self.mistakes and not self.reference_implementation:
-            raise ValueError(f"Exercise {self.name} has no mistake and no harness reference to "
-                             "check its signature against: give it a known mistake, or declare "
-                             "its reference_implementation=\"chNN_<topic>:<function>\".")
+            raise ValueError(
+                f"Exercise {self.name} has no mistake and no harness reference to "
+                "check its signature against: give it a known mistake, or declare "
+                'its reference_implementation="chNN_<topic>:<function>".'
+            )
         problems = [*self._signature_problems(), *self._hint_problems()]
         if problems:
             raise ValueError("\n".join(f"Exercise {self.name}: {p}" for p in problems))
         reads = self.namespace_reads
         if not isinstance(reads, tuple) or not all(
-                isinstance(n, str) and n.isidentifier() for n in reads):
-            raise ValueError(f"Exercise {self.name}: namespace_reads is a tuple of names, "
-                             f"not {reads!r}.")
+            isinstance(n, str) and n.isidentifier() for n in reads
+        ):
+            raise ValueError(
+                f"Exercise {self.name}: namespace_reads is a tuple of names, not {reads!r}."
+            )
 
     def _signature_problems(self) -> list[str]:
         """Where a mistake or the reference disagrees with the declared parameters."""
@@ -161,19 +169,22 @@ class Exercise:
                 problems.append(
                     f"the mistake {mistake.name!r} takes {listed(found)}, but the signature "
                     f"{self.signature!r} declares {listed(self.parameters)}: a mistake is "
-                    "written with the learner's own parameters.")
+                    "written with the learner's own parameters."
+                )
         implementation = self.reference_implementation
         found = harness_parameters(implementation) if implementation else None
         if found is not None and found != self.parameters:
             problems.append(
                 f"its reference_implementation {implementation!r} takes {listed(found)}, but the "
-                f"signature {self.signature!r} declares {listed(self.parameters)}.")
+                f"signature {self.signature!r} declares {listed(self.parameters)}."
+            )
         unknown = [n for n in self.reference.reads if n not in self.parameters]
         if unknown:
             problems.append(
                 f"the reference reads {listed(tuple(unknown))}, which the signature "
                 f"{self.signature!r} does not declare: a derived reference's forward takes "
-                "the learner's parameters by name (or builds an argument with inputs=).")
+                "the learner's parameters by name (or builds an argument with inputs=)."
+            )
         return problems
 
     def _hint_problems(self) -> list[str]:
@@ -181,9 +192,11 @@ class Exercise:
         unknown = [key for key in self.hints_by_kind if not self._is_hint_kind(key)]
         if not unknown:
             return []
-        return [f"hints_by_kind has {listed(tuple(unknown))}, which no check reports: a key is "
-                f"one of {', '.join(HINT_KINDS)}, or \"<kind>:<output>\" with an output of "
-                f"{listed(self.outputs)}, or \"exception:<ExceptionTypeName>\"."]
+        return [
+            f"hints_by_kind has {listed(tuple(unknown))}, which no check reports: a key is "
+            f'one of {", ".join(HINT_KINDS)}, or "<kind>:<output>" with an output of '
+            f'{listed(self.outputs)}, or "exception:<ExceptionTypeName>".'
+        ]
 
     def _is_hint_kind(self, key: str) -> bool:
         kind, _, detail = key.partition(":")
@@ -217,8 +230,7 @@ class Exercise:
         ((name, "<module>:<function>"), ...), what the harness runs in their place."""
         from autograder.exercises import EXERCISES  # they import this module
 
-        return tuple((name, EXERCISES[name].reference_implementation)
-                     for name in self.depends_on)
+        return tuple((name, EXERCISES[name].reference_implementation) for name in self.depends_on)
 
     def invoker(self) -> Callable[..., Any]:
         """The `invoke` function, at full precision when a framework is allowed: the grader's
@@ -226,8 +238,7 @@ class Exercise:
         (program.json)."""
         return harness.invoker(self.invoke, self.frameworks, self.dependencies())
 
-    def run_mistake(self, mistake: Mistake, case: Case, known: KnownOutputs | None = None
-                    ) -> Any:
+    def run_mistake(self, mistake: Mistake, case: Case, known: KnownOutputs | None = None) -> Any:
         """The mistake's outputs on this case, exactly as a learner's function would give them
         (or Raised, with the type of the exception it raised): as `known` stored them, else
         run. A mistake that also ignores the exercise's method is recognised by its values, as
@@ -242,32 +253,42 @@ class Exercise:
         except Exception as error:
             return Raised(getattr(error, "type_name", type(error).__name__))
 
-    def reproduces(self, mistake: Mistake, evidence: Sequence[Evidence],
-                   known: KnownOutputs | None = None) -> bool:
+    def reproduces(
+        self, mistake: Mistake, evidence: Sequence[Evidence], known: KnownOutputs | None = None
+    ) -> bool:
         """Whether the mistake gives what the learner gave on every one of these cases."""
-        return all(self._same(got, self.run_mistake(mistake, case, known))
-                   for case, got in evidence)
+        return all(
+            self._same(got, self.run_mistake(mistake, case, known)) for case, got in evidence
+        )
 
     def _same(self, got: Any, wrong: Any) -> bool:
         if isinstance(got, Raised) or isinstance(wrong, Raised):  # never == with an array
             return isinstance(got, Raised) and isinstance(wrong, Raised) and got == wrong
         return outputs_match(got, _as_tuple(wrong, self.outputs), self.outputs)
 
-    def mistake_hint(self, evidence: Sequence[Evidence], several: bool = True,
-                     known: KnownOutputs | None = None) -> str:
+    def mistake_hint(
+        self, evidence: Sequence[Evidence], several: bool = True, known: KnownOutputs | None = None
+    ) -> str:
         """The hint of the known mistake that reproduces every one of these failing cases;
         when several do (the cases cannot tell them apart), all their hints, or "" if not
         `several`; "" when none does."""
-        hints = list(dict.fromkeys(m.hint for m in self.mistakes
-                                   if self.reproduces(m, evidence, known)))
+        hints = list(
+            dict.fromkeys(m.hint for m in self.mistakes if self.reproduces(m, evidence, known))
+        )
         if len(hints) <= 1:
             return say(hints[0]) if hints else ""
         if not several:
             return ""
         return say(SEVERAL_MISTAKES) + "\n".join(f"- {say(hint)}" for hint in hints)
 
-    def diagnose(self, case: Case, got: Any, mismatch: Mismatch,
-                 others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> str:
+    def diagnose(
+        self,
+        case: Case,
+        got: Any,
+        mismatch: Mismatch,
+        others: Sequence[Evidence] = (),
+        known: KnownOutputs | None = None,
+    ) -> str:
         """The hint for this failure: a known mistake it reproduces, here and on the `others`
         (other failing cases: one case alone can make two mistakes look alike), else a hint
         for this kind on this output ("value:jvp_primal"), else one for its kind."""
@@ -290,8 +311,7 @@ def _naming(draw: st.DrawFn, strategy: st.SearchStrategy[Case], exercise: str) -
         raise error.naming(exercise) from None
 
 
-def learner_function(name: str, parameters: str, body: Callable[..., Any]
-                     ) -> Callable[..., Any]:
+def learner_function(name: str, parameters: str, body: Callable[..., Any]) -> Callable[..., Any]:
     """`body`, as the learner's function `name` with these `parameters` ("lo, hi, x"): a
     mistake built by a factory (a tf.custom_gradient or jax.custom_jvp rule around a given
     wrong rule) still has the learner's own signature, which the exercise checks against its
@@ -302,15 +322,20 @@ def learner_function(name: str, parameters: str, body: Callable[..., Any]
 
     learner.__name__ = learner.__qualname__ = name
     learner.__signature__ = inspect.Signature(
-        [inspect.Parameter(p.strip(), inspect.Parameter.POSITIONAL_OR_KEYWORD)
-         for p in parameters.split(",")])
+        [
+            inspect.Parameter(p.strip(), inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for p in parameters.split(",")
+        ]
+    )
     return learner
 
 
 def parameters(fn: Callable[..., Any]) -> str:
     """fn's parameters as a learner writes them, without annotations: "(f, argnums=0)"."""
-    plain = [p.replace(annotation=inspect.Parameter.empty)
-             for p in inspect.signature(fn).parameters.values()]
+    plain = [
+        p.replace(annotation=inspect.Parameter.empty)
+        for p in inspect.signature(fn).parameters.values()
+    ]
     return str(inspect.Signature(plain))
 
 

@@ -19,10 +19,14 @@ __all__ = ["framework_refused", "frameworks_used"]
 
 def framework_refused(exercise: Exercise, function: str, used: list[str]) -> Report:
     """The failed report of a numpy exercise whose answer reaches TensorFlow or JAX by `used`."""
-    message = say("`{name}` calls TensorFlow or JAX. This is a numpy exercise: the gradient "
-                  "rule must be your own code, so it scores 0. ({error})", name=exercise.name,
-                  error=say("it uses {names}", names=", ".join(sorted(set(used)))))
+    message = say(
+        "`{name}` calls TensorFlow or JAX. This is a numpy exercise: the gradient "
+        "rule must be your own code, so it scores 0. ({error})",
+        name=exercise.name,
+        error=say("it uses {names}", names=", ".join(sorted(set(used)))),
+    )
     cases = exercise.edge_cases()
-    failure = Failure(case=cases[0] if cases else None, message=message,
-                      input_independent=True, method=True)
+    failure = Failure(
+        case=cases[0] if cases else None, message=message, input_independent=True, method=True
+    )
     return Report(exercise.name, function, FAILED, 0, exercise.references_text, failure=failure)

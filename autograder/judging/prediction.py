@@ -34,12 +34,17 @@ class Prediction:
         if self.choices:
             if guess not in self.choices:
                 keys = ", ".join(repr(key) for key in self.choices)
-                return say("Your guess {guess} is not one of the choices: {keys}.",
-                           guess=repr(guess), keys=keys)
+                return say(
+                    "Your guess {guess} is not one of the choices: {keys}.",
+                    guess=repr(guess),
+                    keys=keys,
+                )
             return None
         if isinstance(guess, bool) or not isinstance(guess, int | float | tuple):
-            return say("Your guess {guess} is not a number; write one, e.g. "
-                       "`prediction = 3`.", guess=repr(guess))
+            return say(
+                "Your guess {guess} is not a number; write one, e.g. `prediction = 3`.",
+                guess=repr(guess),
+            )
         return None
 
     def agrees(self, value: Any) -> bool:

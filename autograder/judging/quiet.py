@@ -41,8 +41,11 @@ STARTUP_LINE = re.compile(
 
 def without_startup_lines(text: str) -> str:
     """`text` minus TensorFlow's known start-up lines; every other line kept, in order."""
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not STARTUP_LINE.match(line.rstrip("\r\n")))
+    return "".join(
+        line
+        for line in text.splitlines(keepends=True)
+        if not STARTUP_LINE.match(line.rstrip("\r\n"))
+    )
 
 
 @contextmanager

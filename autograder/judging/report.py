@@ -58,24 +58,40 @@ class Report:
 
     def headline(self) -> str:
         if self.status == PASSED:
-            return say("PASSED {function}: matches {references} on all {count} cases.",
-                       function=self.function, references=localize(self.references),
-                       count=self.cases_checked)
+            return say(
+                "PASSED {function}: matches {references} on all {count} cases.",
+                function=self.function,
+                references=localize(self.references),
+                count=self.cases_checked,
+            )
         if self.status == NOT_ANSWERED:
-            where = (say("{stub} (called by {function})", stub=self.stub, function=self.function)
-                     if self.stub and self.stub != self.function else self.function)
-            return say("NOT ANSWERED YET {where}: replace the `raise NotImplementedError(...)` "
-                       "line with your code, then run this cell again.", where=where)
+            where = (
+                say("{stub} (called by {function})", stub=self.stub, function=self.function)
+                if self.stub and self.stub != self.function
+                else self.function
+            )
+            return say(
+                "NOT ANSWERED YET {where}: replace the `raise NotImplementedError(...)` "
+                "line with your code, then run this cell again.",
+                where=where,
+            )
         if self.status == ERROR:
-            return say("CANNOT CHECK {function}: {note}", function=self.function,
-                       note=localize(self.note))
-        return say("FAILED {function}: {message}", function=self.function,
-                   message=localize(self.failure.message) if self.failure else "")
+            return say(
+                "CANNOT CHECK {function}: {note}", function=self.function, note=localize(self.note)
+            )
+        return say(
+            "FAILED {function}: {message}",
+            function=self.function,
+            message=localize(self.failure.message) if self.failure else "",
+        )
 
     def sections(self) -> list[tuple[str, str]]:
         """(title, body) pairs shared by the text and HTML renderings."""
-        notes = ([(say("Your other exercises"), localize(self.dependencies))]
-                 if self.dependencies else [])
+        notes = (
+            [(say("Your other exercises"), localize(self.dependencies))]
+            if self.dependencies
+            else []
+        )
         failure = self.failure
         if failure is None or self.status != FAILED:
             return notes
@@ -143,8 +159,10 @@ def _case_sections(failure: Failure) -> list[tuple[str, str]]:
     if failure.case.label:
         title += say(" ({label})", label=localize(failure.case.label))
     parts = [(title, failure.case.describe())]
-    parts += [(say("input {name}", name=name), _show(value))
-              for name, value in failure.case.arrays().items()]
+    parts += [
+        (say("input {name}", name=name), _show(value))
+        for name, value in failure.case.arrays().items()
+    ]
     parts += [(say("input {name}", name=k), repr(v)) for k, v in failure.case.params().items()]
     return parts
 
@@ -171,9 +189,17 @@ def dependency_note(exercise: str, wrong: list[str]) -> str:
         return ""
     names = say(" and ").join(wrong)
     if len(wrong) == 1:
-        return say("Your {names} is not right yet (see its own check). {exercise} calls "
-                   "{names}, so it was checked with a correct {names} in place of yours: this "
-                   "verdict is about {exercise} alone.", names=names, exercise=exercise)
-    return say("Your {names} are not right yet (see their own check). {exercise} calls "
-               "{names}, so it was checked with a correct {names} in place of yours: this "
-               "verdict is about {exercise} alone.", names=names, exercise=exercise)
+        return say(
+            "Your {names} is not right yet (see its own check). {exercise} calls "
+            "{names}, so it was checked with a correct {names} in place of yours: this "
+            "verdict is about {exercise} alone.",
+            names=names,
+            exercise=exercise,
+        )
+    return say(
+        "Your {names} are not right yet (see their own check). {exercise} calls "
+        "{names}, so it was checked with a correct {names} in place of yours: this "
+        "verdict is about {exercise} alone.",
+        names=names,
+        exercise=exercise,
+    )

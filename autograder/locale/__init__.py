@@ -38,7 +38,7 @@ _chosen: list[str] = []
 
 
 def normalized(language: str | None) -> str:
-    """"zh", "zh_CN", "zh-cn" -> "zh-CN"; anything unknown (or None) -> English."""
+    """ "zh", "zh_CN", "zh-cn" -> "zh-CN"; anything unknown (or None) -> English."""
     if language and language.replace("_", "-").lower().startswith("zh"):
         return CHINESE
     return ENGLISH
@@ -46,8 +46,11 @@ def normalized(language: str | None) -> str:
 
 def current() -> str:
     """The language messages are said in: set here, else $COURSE_LANGUAGE, else English."""
-    return (_language.get(None) or (_chosen[-1] if _chosen else None)
-            or normalized(os.environ.get("COURSE_LANGUAGE")))
+    return (
+        _language.get(None)
+        or (_chosen[-1] if _chosen else None)
+        or normalized(os.environ.get("COURSE_LANGUAGE"))
+    )
 
 
 def set_language(language: str) -> str:
@@ -104,9 +107,11 @@ MIN_LITERAL = 16
 def _patterns(language: str, least: int) -> list[tuple[re.Pattern[str], str]]:
     """A regular expression for each template with fields and at least `least` characters of
     its own words: its fields match any text."""
-    return [(template_pattern(english), _plain_fields(translation))
-            for english, translation in table(language).items()
-            if FIELD.search(english) and len(FIELD.sub("", english)) >= least]
+    return [
+        (template_pattern(english), _plain_fields(translation))
+        for english, translation in table(language).items()
+        if FIELD.search(english) and len(FIELD.sub("", english)) >= least
+    ]
 
 
 def template_pattern(template: str) -> re.Pattern[str]:
@@ -114,7 +119,7 @@ def template_pattern(template: str) -> re.Pattern[str]:
     (each field any text, a repeated field the same text)."""
     parts, position, names = [], 0, set()
     for field in FIELD.finditer(template):
-        parts.append(re.escape(template[position:field.start()]))
+        parts.append(re.escape(template[position : field.start()]))
         name = field.group(1)
         parts.append(f"(?P={name})" if name in names else f"(?P<{name}>.+?)")
         names.add(name)
@@ -147,9 +152,12 @@ def _localized(text: str, least: int) -> str:
     for pattern, translation in _patterns(language, least):
         match = pattern.fullmatch(text)
         if match:
-            return translation.format(**{
-                name: value if name in VERBATIM_FIELDS else _localized(value, 1)
-                for name, value in match.groupdict().items()})
+            return translation.format(
+                **{
+                    name: value if name in VERBATIM_FIELDS else _localized(value, 1)
+                    for name, value in match.groupdict().items()
+                }
+            )
     if "\n" in text:
         return "\n".join(_localized(line, least) for line in text.split("\n"))
     return text

@@ -36,17 +36,24 @@ class Hint:
 
     def text(self) -> str:
         if not self.hints:
-            return say("{exercise} declares no hints: run its check, whose report describes "
-                       "what it finds.", exercise=self.exercise)
+            return say(
+                "{exercise} declares no hints: run its check, whose report describes "
+                "what it finds.",
+                exercise=self.exercise,
+            )
         return say(self.hints[self.number - 1])
 
     def footer(self) -> str:
         if not self.hints:
             return ""
         if self.number < len(self.hints):
-            return say("Hint {number} of {count}. Another: check.hint({exercise}, {next})",
-                       number=self.number, count=len(self.hints),
-                       exercise=repr(self.exercise), next=self.number + 1)
+            return say(
+                "Hint {number} of {count}. Another: check.hint({exercise}, {next})",
+                number=self.number,
+                count=len(self.hints),
+                exercise=repr(self.exercise),
+                next=self.number + 1,
+            )
         return say("Hint {number} of {count}.", number=self.number, count=len(self.hints))
 
     def __str__(self) -> str:
@@ -71,7 +78,12 @@ def hint(name: str, number: int = 1) -> Hint:
     hints = exercise_hints(name)
     if hints and not 1 <= number <= len(hints):
         raise ValueError(
-            say("{name} has {count} hints: ask for check.hint({quoted}, n) with n from 1 to "
-                "{count}.", name=name, count=len(hints), quoted=repr(name))
+            say(
+                "{name} has {count} hints: ask for check.hint({quoted}, n) with n from 1 to "
+                "{count}.",
+                name=name,
+                count=len(hints),
+                quoted=repr(name),
+            )
         )
     return Hint(name, number if hints else 0, hints)

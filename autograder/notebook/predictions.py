@@ -51,15 +51,20 @@ def predict(name: str, guess: Any) -> Shown:
     _GUESSES.pop(name, None)
     if guess is None:
         return Shown(
-            _question(prediction) + "\n" + say("No guess yet: set `prediction` above to your "
-                                               "guess, run this cell, then run the next one.")
+            _question(prediction)
+            + "\n"
+            + say(
+                "No guess yet: set `prediction` above to your "
+                "guess, run this cell, then run the next one."
+            )
         )
     problem = prediction.valid_guess_problem(guess)
     if problem:
         return Shown(f"{_question(prediction)}\n{problem}")
     _GUESSES[name] = guess
-    return Shown(say("Your guess: {guess}. Now run the next cell.",
-                     guess=prediction.answer_text(guess)))
+    return Shown(
+        say("Your guess: {guess}. Now run the next cell.", guess=prediction.answer_text(guess))
+    )
 
 
 def reveal(name: str, observed: Any) -> Shown:
@@ -74,11 +79,17 @@ def reveal(name: str, observed: Any) -> Shown:
         )
     answer = prediction.answer_text(observed)
     if name not in _GUESSES:
-        return Shown(say("The run shows {answer}. {why}", answer=answer,
-                         why=say(prediction.why)))
+        return Shown(say("The run shows {answer}. {why}", answer=answer, why=say(prediction.why)))
     guess = _GUESSES[name]
     if prediction.agrees(guess):
-        return Shown(say("Right. The run shows {answer}. {why}", answer=answer,
-                         why=say(prediction.why)))
-    return Shown(say("Not quite: you guessed {guess}. The run shows {answer}. {why}",
-                     guess=repr(guess), answer=answer, why=say(prediction.why)))
+        return Shown(
+            say("Right. The run shows {answer}. {why}", answer=answer, why=say(prediction.why))
+        )
+    return Shown(
+        say(
+            "Not quite: you guessed {guess}. The run shows {answer}. {why}",
+            guess=repr(guess),
+            answer=answer,
+            why=say(prediction.why),
+        )
+    )

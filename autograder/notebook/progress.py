@@ -25,14 +25,18 @@ from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED
 from autograder.locale import CHINESE, LANGUAGES, say, speaking
 
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
-HEADLINES = (("PASSED ", PASSED), ("FAILED ", FAILED), ("CANNOT CHECK ", FAILED),
-             ("NOT ANSWERED YET ", NOT_ANSWERED))
+HEADLINES = (
+    ("PASSED ", PASSED),
+    ("FAILED ", FAILED),
+    ("CANNOT CHECK ", FAILED),
+    ("NOT ANSWERED YET ", NOT_ANSWERED),
+)
 # The report's headline templates, whose first word the Chinese edition's saved checks show.
 HEADLINE_TEMPLATES = {
     PASSED: "PASSED {function}: matches {references} on all {count} cases.",
     FAILED: "FAILED {function}: {message}",
     NOT_ANSWERED: "NOT ANSWERED YET {where}: replace the `raise NotImplementedError(...)` "
-                  "line with your code, then run this cell again.",
+    "line with your code, then run this cell again.",
 }
 
 
@@ -48,6 +52,8 @@ def headlines() -> tuple[tuple[str, str], ...]:
     with speaking(CHINESE):
         cannot = say("CANNOT CHECK {function}: {note}").split("{", 1)[0]
     return (*HEADLINES, *dict.fromkeys(translated), (cannot, FAILED))
+
+
 COLOURS = {PASSED: "#1a7f37", FAILED: "#cf222e", NOT_ANSWERED: "#9a6700"}
 
 
@@ -88,8 +94,9 @@ def notebook_progress(path: Path) -> list[ExerciseProgress]:
         pattern = check_cell_source(exercise)
         cells = [cell for cell in code if pattern.search(cell.source)]
         status = status_of_outputs(cells[-1].outputs) if cells else NOT_ANSWERED
-        rows.append(ExerciseProgress(meta.get("chapter", path.name[:2]), path.name, exercise,
-                                     status))
+        rows.append(
+            ExerciseProgress(meta.get("chapter", path.name[:2]), path.name, exercise, status)
+        )
     return rows
 
 
@@ -112,21 +119,30 @@ class Progress:
     rows: tuple[ExerciseProgress, ...]
 
     def counts(self) -> dict[str, int]:
-        return {status: sum(row.status == status for row in self.rows)
-                for status in (PASSED, FAILED, NOT_ANSWERED)}
+        return {
+            status: sum(row.status == status for row in self.rows)
+            for status in (PASSED, FAILED, NOT_ANSWERED)
+        }
 
     def summary(self) -> str:
         counts = self.counts()
-        return say("{passed} of {total} exercises passed, {failed} failed, {open} not "
-                   "answered (from the saved notebooks in {folder}: save a notebook to count "
-                   "its latest checks).", passed=counts[PASSED], total=len(self.rows),
-                   failed=counts[FAILED], open=counts[NOT_ANSWERED], folder=self.folder)
+        return say(
+            "{passed} of {total} exercises passed, {failed} failed, {open} not "
+            "answered (from the saved notebooks in {folder}: save a notebook to count "
+            "its latest checks).",
+            passed=counts[PASSED],
+            total=len(self.rows),
+            failed=counts[FAILED],
+            open=counts[NOT_ANSWERED],
+            folder=self.folder,
+        )
 
     def __str__(self) -> str:
         width = max([len(row.exercise) for row in self.rows] + [len(say("exercise"))])
         lines = [f"{say('chapter'):<7}  {say('exercise'):<{width}}  {say('status')}"]
-        lines += [f"{row.chapter:<7}  {row.exercise:<{width}}  {say(row.status)}"
-                  for row in self.rows]
+        lines += [
+            f"{row.chapter:<7}  {row.exercise:<{width}}  {say(row.status)}" for row in self.rows
+        ]
         return "\n".join([*lines, "", self.summary()])
 
     def __repr__(self) -> str:

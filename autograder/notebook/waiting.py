@@ -1,4 +1,4 @@
-""""checking unbroadcast: 31 cases…" while a check runs in a notebook, gone when it is done.
+""" "checking unbroadcast: 31 cases…" while a check runs in a notebook, gone when it is done.
 
 The first check in a kernel takes seconds (imports, compiling the references), so the cell
 says what it is doing. The line lives in an output that starts empty and is updated twice,
@@ -43,7 +43,7 @@ def bundle(text: str) -> dict[str, str]:
     return {
         "text/plain": text,
         "text/html": f"<div class='{PROGRESS_CLASS}' style='color:#57606a'>"
-                     f"{html.escape(text)}</div>",
+        f"{html.escape(text)}</div>",
     }
 
 

@@ -13,7 +13,8 @@ MEMORY_PER_CHILD = 1024**3
 # Where a container's limits are: cgroup v2, then v1 ((quota, period) files for the CPU).
 CGROUP_CPU_FILES: tuple[tuple[str, str | None], ...] = (
     ("/sys/fs/cgroup/cpu.max", None),
-    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+    ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us"),
+)
 CGROUP_MEMORY_FILES = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 
 

@@ -99,18 +99,40 @@ def _bwrap_command(offered: Capabilities, folders: Folders, argv: list[str]) -> 
         if os.path.islink(link):
             command += ["--symlink", os.readlink(link), link]
     command += [
-        "--dev", "/dev", "--proc", "/proc", "--ro-bind", str(folders.ctrl), str(folders.ctrl),
-        "--bind", str(folders.work), str(folders.work),
-        "--bind", str(folders.out), str(folders.out),
-        "--chdir", str(folders.work),
-        "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-        "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--ro-bind",
+        str(folders.ctrl),
+        str(folders.ctrl),
+        "--bind",
+        str(folders.work),
+        str(folders.work),
+        "--bind",
+        str(folders.out),
+        str(folders.out),
+        "--chdir",
+        str(folders.work),
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
     ]
     return command + argv
 
 
-def run_child(sandbox: Sandbox, folders: Folders, deadline: float,
-              allowed: tuple[str, ...] = (), forked: bool = True) -> ChildResult:
+def run_child(
+    sandbox: Sandbox,
+    folders: Folders,
+    deadline: float,
+    allowed: tuple[str, ...] = (),
+    forked: bool = True,
+) -> ChildResult:
     """Run `python -I ctrl/child.py` in `folders.work` until it ends or the deadline passes;
     with --fork-server (unless not `forked`), fork the child from the server for the
     frameworks `allowed`.
@@ -164,8 +186,9 @@ def _widen_for_workers(sandbox: Sandbox, folders: Folders) -> list[tuple[int, ..
     return borrowed
 
 
-def start_child(offered: Capabilities, folders: Folders, arguments: list[str],
-                 descriptors: tuple[int, ...]) -> subprocess.Popen:
+def start_child(
+    offered: Capabilities, folders: Folders, arguments: list[str], descriptors: tuple[int, ...]
+) -> subprocess.Popen:
     """`python -I ctrl/child.py ARGUMENTS` in its sandbox, in a session of its own (setsid,
     done by subprocess between fork and exec, safe in a threaded grader): its own process
     group, which seccomp keeps it in, and its own share of the CPU where the kernel groups
@@ -176,18 +199,28 @@ def start_child(offered: Capabilities, folders: Folders, arguments: list[str],
     identity = {"user": uid, "group": uid, "extra_groups": []} if uid else {}
     try:
         return subprocess.Popen(
-            command, cwd=folders.work,
+            command,
+            cwd=folders.work,
             env=scrubbed_environment(folders.work, offered.compile_cache),
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             close_fds=True,
-            pass_fds=descriptors, **identity)
+            pass_fds=descriptors,
+            **identity,
+        )
     except OSError as error:
         raise SandboxFailure(f"could not start the child: {error}") from error
 
 
-def supervise_started(process: subprocess.Popen, ready_read: int, folders: Folders,
-                       deadline: float, offered: Capabilities) -> ChildResult:
+def supervise_started(
+    process: subprocess.Popen,
+    ready_read: int,
+    folders: Folders,
+    deadline: float,
+    offered: Capabilities,
+) -> ChildResult:
     ready = os.fdopen(ready_read, "rb")
     try:
         return _supervise(process, ready, folders, deadline, offered)
@@ -196,11 +229,16 @@ def supervise_started(process: subprocess.Popen, ready_read: int, folders: Folde
         process.stdout.close()
 
 
-def _run_forked(sandbox: Sandbox, folders: Folders, deadline: float,
-                allowed: tuple[str, ...]) -> ChildResult:
-    request = {"ctrl": str(folders.ctrl), "work": str(folders.work), "uid": folders.uid,
-               "env": scrubbed_environment(folders.work, sandbox.offered.compile_cache),
-               "namespaces": sandbox.offered.own_namespaces}
+def _run_forked(
+    sandbox: Sandbox, folders: Folders, deadline: float, allowed: tuple[str, ...]
+) -> ChildResult:
+    request = {
+        "ctrl": str(folders.ctrl),
+        "work": str(folders.work),
+        "uid": folders.uid,
+        "env": scrubbed_environment(folders.work, sandbox.offered.compile_cache),
+        "namespaces": sandbox.offered.own_namespaces,
+    }
     try:
         child, ready_read = sandbox.fork_server(allowed).start(request, deadline)
     except (OSError, forkserver.ForkServerFailure) as error:
@@ -213,8 +251,13 @@ def _run_forked(sandbox: Sandbox, folders: Folders, deadline: float,
         child.close()
 
 
-def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folders: Folders,
-               deadline: float, offered: Capabilities) -> ChildResult:
+def _supervise(
+    process: subprocess.Popen | forkserver.ForkedChild,
+    ready,
+    folders: Folders,
+    deadline: float,
+    offered: Capabilities,
+) -> ChildResult:
     output, started, timed_out, full, crowded = bytearray(), False, False, False, False
     streams = selectors.DefaultSelector()
     streams.register(process.stdout, selectors.EVENT_READ, "output")
@@ -258,8 +301,14 @@ def _supervise(process: subprocess.Popen | forkserver.ForkedChild, ready, folder
     # Once more now that the child has ended: it may have filled its folder since the last
     # check, and a tmpfs says so only when asked.
     exceeded = full or (filled(folders) if offered.tmpfs else over_disk_quota(folders))
-    return ChildResult(process.returncode if not timed_out and not full else None, timed_out,
-                       started, exceeded, output.decode(errors="replace"), crowded)
+    return ChildResult(
+        process.returncode if not timed_out and not full else None,
+        timed_out,
+        started,
+        exceeded,
+        output.decode(errors="replace"),
+        crowded,
+    )
 
 
 def _exit_signal(process: subprocess.Popen | forkserver.ForkedChild) -> int | None:
@@ -363,21 +412,26 @@ def _live_members(group: int) -> list[int]:
 def confinement_plan(offered: Capabilities, folders: Folders, limits: dict) -> dict:
     """What the child applies to itself (confine.confine) before submitted code runs."""
     own_uid = folders.uid is not None
-    plan: dict = {"limits": dict(limits), "no_new_privs": True,
-                  "seccomp": offered.seccomp,
-                  "drop_capabilities": os.geteuid() == 0 and not own_uid,
-                  # No rlimit counts a child's processes without a uid of its own.
-                  "single_process": offered.seccomp and not own_uid,
-                  # A child that starts as root, outside bubblewrap (which makes its own);
-                  # a forked child with a uid got them from the fork server.
-                  "namespaces": offered.own_namespaces and not offered.bwrap and not own_uid}
+    plan: dict = {
+        "limits": dict(limits),
+        "no_new_privs": True,
+        "seccomp": offered.seccomp,
+        "drop_capabilities": os.geteuid() == 0 and not own_uid,
+        # No rlimit counts a child's processes without a uid of its own.
+        "single_process": offered.seccomp and not own_uid,
+        # A child that starts as root, outside bubblewrap (which makes its own);
+        # a forked child with a uid got them from the fork server.
+        "namespaces": offered.own_namespaces and not offered.bwrap and not own_uid,
+    }
     if folders.cpus:
         plan["cpus"] = list(folders.cpus)
     if own_uid:
         plan["limits"]["processes"] = PROCESS_LIMIT
     if offered.landlock_abi:
-        plan["landlock"] = {"read": [*readable_roots(), str(folders.ctrl)],
-                            "write": [str(folders.work), str(folders.out), "/dev/null"]}
+        plan["landlock"] = {
+            "read": [*readable_roots(), str(folders.ctrl)],
+            "write": [str(folders.work), str(folders.out), "/dev/null"],
+        }
         if offered.compile_cache:
             kind = "write" if offered.compile_cache_writable else "read"
             plan["landlock"][kind].append(offered.compile_cache)

@@ -9,9 +9,15 @@ from pathlib import Path
 def scrubbed_environment(workdir: Path, compile_cache: str | None = None) -> dict[str, str]:
     """Only what Python and numpy need; nothing of the grader's own environment. With a
     compilation cache, JAX looks there first, for every program however small."""
-    cache = {"JAX_COMPILATION_CACHE_DIR": compile_cache,
-             "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-             "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"} if compile_cache else {}
+    cache = (
+        {
+            "JAX_COMPILATION_CACHE_DIR": compile_cache,
+            "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+            "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+        }
+        if compile_cache
+        else {}
+    )
     return cache | {
         "PATH": "/usr/bin:/bin",
         "HOME": str(workdir),

@@ -53,6 +53,7 @@ REQUEST_BYTES = 65536
 
 # ---------------------------------------------------------------- the server (a script)
 
+
 def _load(name: str):
     """A file of confined/ by its path, under the name child.py gives its siblings (the
     server runs under `python -I`, which puts no folder on sys.path)."""
@@ -149,13 +150,16 @@ def main() -> None:
     threads = child.thread_count()
     if threads != 1:
         # A fork copies only the calling thread; a lock another one held stays locked.
-        sys.exit(f"fork server: the import left {threads} threads running, so forking it is "
-                 "not safe; grade without --fork-server.")
+        sys.exit(
+            f"fork server: the import left {threads} threads running, so forking it is "
+            "not safe; grade without --fork-server."
+        )
     sys.stdout.flush()
     serve_forever(channel, child)
 
 
 # ---------------------------------------------------------------- the grader's side
+
 
 class ForkServerFailure(RuntimeError):
     """The server is gone or did not answer: a failure of the grader, never a student's."""
@@ -242,14 +246,26 @@ class ForkServer:
         finally:
             theirs.close()
 
-    def _start(self, allowed: tuple[str, ...], env: dict[str, str],
-               theirs: socket.socket) -> subprocess.Popen:
+    def _start(
+        self, allowed: tuple[str, ...], env: dict[str, str], theirs: socket.socket
+    ) -> subprocess.Popen:
         return subprocess.Popen(
-            [sys.executable, "-I", str(HERE / "forkserver.py"), str(theirs.fileno()),
-             json.dumps(list(allowed))],
-            cwd=self.folder, env=env | {"HOME": str(self.folder), "TMPDIR": str(self.folder)},
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT,
-            pass_fds=(theirs.fileno(),), process_group=0, close_fds=True)
+            [
+                sys.executable,
+                "-I",
+                str(HERE / "forkserver.py"),
+                str(theirs.fileno()),
+                json.dumps(list(allowed)),
+            ],
+            cwd=self.folder,
+            env=env | {"HOME": str(self.folder), "TMPDIR": str(self.folder)},
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(theirs.fileno(),),
+            process_group=0,
+            close_fds=True,
+        )
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -266,8 +282,9 @@ class ForkServer:
         except OSError as error:
             for fd in (output_read, ready_read, status_read):
                 os.close(fd)
-            raise ForkServerFailure(f"the fork server is gone: {error}; "
-                                    f"its log: {self.log_tail()}") from error
+            raise ForkServerFailure(
+                f"the fork server is gone: {error}; its log: {self.log_tail()}"
+            ) from error
         finally:
             for fd in sent:
                 os.close(fd)
@@ -275,8 +292,9 @@ class ForkServer:
         if child.read_pid(deadline) is None:
             child.close()
             os.close(ready_read)
-            raise ForkServerFailure("the fork server did not start the child; "
-                                    f"its log: {self.log_tail()}")
+            raise ForkServerFailure(
+                f"the fork server did not start the child; its log: {self.log_tail()}"
+            )
         return child, ready_read
 
     def log_tail(self) -> str:

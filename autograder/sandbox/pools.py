@@ -51,7 +51,8 @@ class Sandbox:
                 if server is not None:
                     server.close()
                 server = forkserver.ForkServer(
-                    allowed, scrubbed_environment(Path("/"), self.offered.compile_cache))
+                    allowed, scrubbed_environment(Path("/"), self.offered.compile_cache)
+                )
                 self.fork_servers[allowed] = server
             return server
 
@@ -101,7 +102,7 @@ class Sandbox:
             if len(self.cpu_users) != len(groups):
                 self.cpu_users = [0] * len(groups)
             others = [i for i, group in enumerate(groups) if group != own]
-            chosen = sorted(others, key=self.cpu_users.__getitem__)[:max(0, count)]
+            chosen = sorted(others, key=self.cpu_users.__getitem__)[: max(0, count)]
             for index in chosen:
                 self.cpu_users[index] += 1
             return [groups[index] for index in chosen]

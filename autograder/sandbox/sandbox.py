@@ -57,7 +57,8 @@ def bubblewrap() -> str | None:
         return None
     probe = subprocess.run(
         [path, "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "true"],
-        capture_output=True, check=False,
+        capture_output=True,
+        check=False,
     )
     return path if probe.returncode == 0 else None
 
@@ -69,9 +70,18 @@ def can_leave_namespaces() -> bool:
         return False
     try:
         probe = subprocess.run(
-            [sys.executable, "-I", "-c", "import ctypes, sys; sys.exit(ctypes.CDLL(None)."
-             f"unshare({confine.OWN_NAMESPACES}) != 0)"],
-            capture_output=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"})
+            [
+                sys.executable,
+                "-I",
+                "-c",
+                "import ctypes, sys; sys.exit(ctypes.CDLL(None)."
+                f"unshare({confine.OWN_NAMESPACES}) != 0)",
+            ],
+            capture_output=True,
+            check=False,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin"},
+        )
     except (OSError, subprocess.SubprocessError):
         return False  # no Python to start: the children will say so, loudly
     return probe.returncode == 0
@@ -86,12 +96,12 @@ def cpu_groups(jobs: int, cpus: list[int] | None = None) -> list[tuple[int, ...]
     count = min(jobs, len(cpus))
     if count < 2:
         return []
-    return [tuple(cpus[i * len(cpus) // count:(i + 1) * len(cpus) // count])
-            for i in range(count)]
+    return [
+        tuple(cpus[i * len(cpus) // count : (i + 1) * len(cpus) // count]) for i in range(count)
+    ]
 
 
-def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False,
-           fork: bool = False) -> Sandbox:
+def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False, fork: bool = False) -> Sandbox:
     """The strongest confinement this machine offers; refuse when it offers too little."""
     if mode not in MODES:
         raise SandboxUnavailable(f"unknown sandbox mode {mode!r}; choose one of {MODES}")
@@ -99,19 +109,28 @@ def detect(mode: str = "auto", jobs: int = 1, unsafe: bool = False,
     if mode == "bubblewrap" and not bwrap:
         raise SandboxUnavailable(
             "bubblewrap was asked for but is missing or refused here; install it "
-            "(apt-get install bubblewrap) or run with --sandbox fallback.")
+            "(apt-get install bubblewrap) or run with --sandbox fallback."
+        )
     uid_slots, uid_locks = reserve_uid_slots(max(1, jobs)) if os.geteuid() == 0 else (None, [])
     offered = Capabilities(
-        bwrap=bwrap, landlock_abi=confine.landlock_abi(), seccomp=confine.seccomp_available(),
-        run_as_root=os.geteuid() == 0 and uid_slots is None, own_uids=uid_slots is not None,
-        tmpfs=can_mount_tmpfs(), own_namespaces=can_leave_namespaces(),
-        cpu_groups=tuple(cpu_groups(jobs)), jobs=max(1, jobs), unsafe=unsafe)
+        bwrap=bwrap,
+        landlock_abi=confine.landlock_abi(),
+        seccomp=confine.seccomp_available(),
+        run_as_root=os.geteuid() == 0 and uid_slots is None,
+        own_uids=uid_slots is not None,
+        tmpfs=can_mount_tmpfs(),
+        own_namespaces=can_leave_namespaces(),
+        cpu_groups=tuple(cpu_groups(jobs)),
+        jobs=max(1, jobs),
+        unsafe=unsafe,
+    )
     if not offered.bwrap and not offered.landlock_abi and not unsafe:
         raise SandboxUnavailable(
             "Neither bubblewrap nor Landlock is available, so submitted code could read "
             "and write anything the grader can. Install bubblewrap (apt-get install "
             "bubblewrap), or use a Linux kernel >= 5.13 with Landlock enabled; or, on a "
-            "machine you do not mind losing, pass --unsafe-no-sandbox.")
+            "machine you do not mind losing, pass --unsafe-no-sandbox."
+        )
     if fork:
         refusal = fork_server_refusal(offered, mode)
         if refusal:
@@ -131,12 +150,16 @@ def forking(offered: Capabilities) -> Capabilities:
 def fork_server_refusal(offered: Capabilities, mode: str) -> str:
     """Why this machine cannot fork its children from a server ("" when it can)."""
     if mode == "bubblewrap":
-        return ("--sandbox bubblewrap and --fork-server exclude each other: a forked child does "
-                "not run under bubblewrap. Choose one.")
+        return (
+            "--sandbox bubblewrap and --fork-server exclude each other: a forked child does "
+            "not run under bubblewrap. Choose one."
+        )
     if not offered.landlock_abi or not (offered.own_uids or offered.seccomp):
-        return ("--fork-server needs Landlock (Linux >= 5.13), and either a grader running as "
-                "root (each child gets its own uid) or seccomp (pip install pyseccomp, with the "
-                "system's libseccomp2); grade without --fork-server here.")
+        return (
+            "--fork-server needs Landlock (Linux >= 5.13), and either a grader running as "
+            "root (each child gets its own uid) or seccomp (pip install pyseccomp, with the "
+            "system's libseccomp2); grade without --fork-server here."
+        )
     return ""
 
 
@@ -162,9 +185,14 @@ def protections(offered: Capabilities) -> list[str]:
         "output captured through a capped pipe; result files read without following links",
         "inputs only: no references, no seed in the child",
         "results read as bounded, validated JSON and arrays; only the grader writes results",
-        (f"folders limited to {DISK_LIMIT // 1024**2} MiB and {INODE_LIMIT} files per round "
-         + ("(a size-limited tmpfs of their own, apart from the grader's files)" if offered.tmpfs
-            else "(watchdog)")),
+        (
+            f"folders limited to {DISK_LIMIT // 1024**2} MiB and {INODE_LIMIT} files per round "
+            + (
+                "(a size-limited tmpfs of their own, apart from the grader's files)"
+                if offered.tmpfs
+                else "(watchdog)"
+            )
+        ),
     ]
     active += _isolation_layers(offered)
     if offered.unsafe:
@@ -175,38 +203,52 @@ def protections(offered: Capabilities) -> list[str]:
 def _isolation_layers(offered: Capabilities) -> list[str]:
     layers = []
     if offered.bwrap:
-        layers += ["bubblewrap: read-only system and Python, rest of file system hidden",
-                   "bubblewrap: no network", "bubblewrap: own PID namespace, dies with it",
-                   "bubblewrap: own IPC namespace"]
+        layers += [
+            "bubblewrap: read-only system and Python, rest of file system hidden",
+            "bubblewrap: no network",
+            "bubblewrap: own PID namespace, dies with it",
+            "bubblewrap: own IPC namespace",
+        ]
     if offered.own_uids:
-        layers.append(f"own unprivileged uid per job ({UID_BASE}+), all its processes and IPC "
-                      f"objects removed after each round, at most {PROCESS_LIMIT} processes "
-                      "(threads included)")
+        layers.append(
+            f"own unprivileged uid per job ({UID_BASE}+), all its processes and IPC "
+            f"objects removed after each round, at most {PROCESS_LIMIT} processes "
+            "(threads included)"
+        )
     elif offered.run_as_root:
-        layers.append("runs as root without capabilities (this Python, or the temporary "
-                      "folder, is not reachable by an unprivileged uid)")
+        layers.append(
+            "runs as root without capabilities (this Python, or the temporary "
+            "folder, is not reachable by an unprivileged uid)"
+        )
     layers += _namespace_layers(offered) + _neighbour_layers(offered)
     layers.append("no_new_privs")
     if offered.landlock_abi:
-        layers.append(f"Landlock ABI {offered.landlock_abi}: reads only Python, system libraries "
-                      "and its inputs; writes only its own folders"
-                      + ("; no TCP" if offered.landlock_abi >= 4 else "")
-                      + ("; no signals outside the sandbox" if offered.landlock_abi >= 6 else ""))
+        layers.append(
+            f"Landlock ABI {offered.landlock_abi}: reads only Python, system libraries "
+            "and its inputs; writes only its own folders"
+            + ("; no TCP" if offered.landlock_abi >= 4 else "")
+            + ("; no signals outside the sandbox" if offered.landlock_abi >= 6 else "")
+        )
     if offered.seccomp:
-        layers.append("seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
-                      "non-UNIX sockets or raised rlimits; no System V IPC or POSIX message "
-                      "queues; no change of its CPUs, nor of other processes' scheduling")
+        layers.append(
+            "seccomp: no ptrace, mounts, namespaces, new sessions, device files, "
+            "non-UNIX sockets or raised rlimits; no System V IPC or POSIX message "
+            "queues; no change of its CPUs, nor of other processes' scheduling"
+        )
     if not offered.fork:
-        layers.append("a child started before its submission was read, or whose exercises "
-                      "run in worker processes, imports its framework (framework code only) "
-                      "before it confines itself")
+        layers.append(
+            "a child started before its submission was read, or whose exercises "
+            "run in worker processes, imports its framework (framework code only) "
+            "before it confines itself"
+        )
     else:
-        layers.append("--fork-server: each child is forked from an interpreter that imported "
-                      "numpy and its round's framework and nothing else, into its own session, "
-                      "uid (root only) and namespaces (as above); bubblewrap does not apply")
+        layers.append(
+            "--fork-server: each child is forked from an interpreter that imported "
+            "numpy and its round's framework and nothing else, into its own session, "
+            "uid (root only) and namespaces (as above); bubblewrap does not apply"
+        )
     if not offered.bwrap and not offered.landlock_abi:
-        layers.append("bubblewrap and Landlock not available: network and file system "
-                      "NOT isolated")
+        layers.append("bubblewrap and Landlock not available: network and file system NOT isolated")
     return layers
 
 
@@ -215,29 +257,49 @@ def _namespace_layers(offered: Capabilities) -> list[str]:
     if offered.bwrap:
         return []
     if offered.own_namespaces:
-        return ["own IPC, network and host-name namespaces for every child that starts as "
-                "root (forked, or without a uid of its own): what it makes there dies with it"]
-    return [("no IPC namespace of its own (the grader may not make one here): System V IPC "
-             "and POSIX message queues denied by seccomp") if offered.seccomp else
-            "no IPC namespace of its own and no seccomp: System V IPC NOT isolated"]
+        return [
+            "own IPC, network and host-name namespaces for every child that starts as "
+            "root (forked, or without a uid of its own): what it makes there dies with it"
+        ]
+    return [
+        (
+            "no IPC namespace of its own (the grader may not make one here): System V IPC "
+            "and POSIX message queues denied by seccomp"
+        )
+        if offered.seccomp
+        else "no IPC namespace of its own and no seccomp: System V IPC NOT isolated"
+    ]
 
 
 def _neighbour_layers(offered: Capabilities) -> list[str]:
     """What keeps one submission from taking its neighbours' CPUs or process slots."""
-    layers = ["own session and process group per child (setsid)"
-              + (", which it cannot leave (seccomp)" if offered.seccomp else "")]
+    layers = [
+        "own session and process group per child (setsid)"
+        + (", which it cannot leave (seccomp)" if offered.seccomp else "")
+    ]
     if offered.cpu_groups:
         groups = "; ".join(",".join(map(str, group)) for group in offered.cpu_groups)
-        shared = (f", {offered.jobs} job slots sharing {len(offered.cpu_groups)} groups"
-                  if offered.jobs > len(offered.cpu_groups) else "")
-        layers.append(f"CPU share: each job slot's child runs on its own CPUs only ({groups}"
-                      f"{shared})" + (", and may not change them (seccomp)" if offered.seccomp
-                                       else ", but could change them (no seccomp)"))
+        shared = (
+            f", {offered.jobs} job slots sharing {len(offered.cpu_groups)} groups"
+            if offered.jobs > len(offered.cpu_groups)
+            else ""
+        )
+        layers.append(
+            f"CPU share: each job slot's child runs on its own CPUs only ({groups}"
+            f"{shared})"
+            + (
+                ", and may not change them (seccomp)"
+                if offered.seccomp
+                else ", but could change them (no seccomp)"
+            )
+        )
     else:
         layers.append("CPU share: one child at a time (one job slot or one CPU), not pinned")
     if not offered.own_uids:
         layers.append(
             f"no uid of its own: no new processes (seccomp), threads only, and the child "
-            f"stopped past {TASK_LIMIT} threads (counted by the grader)" if offered.seccomp
-            else "no uid of its own and no seccomp: number of processes NOT limited")
+            f"stopped past {TASK_LIMIT} threads (counted by the grader)"
+            if offered.seccomp
+            else "no uid of its own and no seccomp: number of processes NOT limited"
+        )
     return layers

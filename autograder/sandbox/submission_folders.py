@@ -56,13 +56,10 @@ def can_mount_tmpfs() -> bool:
 MNT_DETACH, UMOUNT_NOFOLLOW = 2, 8
 
 
-
-
 def mount_tmpfs(folder: Path, options: str) -> bool:
     """mount(2) a tmpfs on `folder`: the system call, not the `mount` program, which cost
     two process starts per submission in the grading process (mount, then umount)."""
-    return LIBC.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", 0,
-                       options.encode()) == 0
+    return LIBC.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", 0, options.encode()) == 0
 
 
 def unmount(folder: Path) -> None:
@@ -88,9 +85,21 @@ class Folders:
 
 def readable_roots() -> list[str]:
     """What the child must read: system libraries, Python, numpy, the teaching helpers."""
-    roots = ["/usr", "/lib", "/lib64", "/bin", "/etc/alternatives", "/etc/ld.so.cache",
-             "/etc/localtime", "/sys/devices/system/cpu", "/dev/null", "/dev/urandom",
-             sys.base_prefix, sys.prefix, *sys.path[1:]]
+    roots = [
+        "/usr",
+        "/lib",
+        "/lib64",
+        "/bin",
+        "/etc/alternatives",
+        "/etc/ld.so.cache",
+        "/etc/localtime",
+        "/sys/devices/system/cpu",
+        "/dev/null",
+        "/dev/urandom",
+        sys.base_prefix,
+        sys.prefix,
+        *sys.path[1:],
+    ]
     spec = importlib.util.find_spec("coursekit")
     if spec and spec.submodule_search_locations:
         roots += list(spec.submodule_search_locations)
@@ -117,8 +126,9 @@ def for_submission(sandbox: Sandbox) -> Iterator[Folders]:
     uid = sandbox.take_uid() if sandbox.uid_slots is not None else None
     cpus = sandbox.take_cpus()
     base = Path(tempfile.mkdtemp(prefix="grading-"))
-    folders = Folders(base, base / "ctrl", base / "work", base / "out", uid,
-                      sandbox.offered.tmpfs, cpus)
+    folders = Folders(
+        base, base / "ctrl", base / "work", base / "out", uid, sandbox.offered.tmpfs, cpus
+    )
     try:
         base.chmod(0o711)
         folders.ctrl.mkdir(mode=0o750)
@@ -152,15 +162,13 @@ def fresh_round(folders: Folders, round_number: int) -> Folders:
     folder.mkdir(mode=0o711)
     if folders.tmpfs and not _mount_tmpfs(folder):
         error = ctypes.get_errno()
-        raise SandboxFailure(f"could not mount the round's tmpfs on {folder}: "
-                             f"{os.strerror(error)}")
+        raise SandboxFailure(f"could not mount the round's tmpfs on {folder}: {os.strerror(error)}")
     work, out = folder / "work", folder / "out"
     for child_folder in (work, out):
         child_folder.mkdir(mode=0o700)
         if folders.uid is not None:
             os.chown(child_folder, folders.uid, folders.uid)
-    return Folders(folders.base, folders.ctrl, work, out, folders.uid, folders.tmpfs,
-                   folders.cpus)
+    return Folders(folders.base, folders.ctrl, work, out, folders.uid, folders.tmpfs, folders.cpus)
 
 
 def _discard_rounds(folders: Folders) -> None:

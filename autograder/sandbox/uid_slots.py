@@ -21,9 +21,7 @@ from autograder.sandbox.errors import SandboxFailure
 UID_BASE = 64000  # the uids (and gids) of job slots: UID_BASE + slot
 
 
-
 UID_RANGE = 1024  # how many slot uids all graders on this machine share
-
 
 
 # Root-only folder of lock files, one per slot uid: a grader holds the lock of each uid it
@@ -31,17 +29,23 @@ UID_RANGE = 1024  # how many slot uids all graders on this machine share
 UID_LOCKS = Path("/run/autodiff-grader")
 
 
-
 def _uid_can_run_python(uid: int) -> bool:
     """The dedicated uid must be able to start this Python (a venv under /root cannot)."""
     try:
-        probe = subprocess.run([sys.executable, "-I", "-c", "import numpy"], user=uid, group=uid,
-                               extra_groups=[], capture_output=True, timeout=60, cwd="/",
-                               env={"PATH": "/usr/bin:/bin"}, check=False)
+        probe = subprocess.run(
+            [sys.executable, "-I", "-c", "import numpy"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            capture_output=True,
+            timeout=60,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return probe.returncode == 0
-
 
 
 def _uid_can_reach(uid: int, folder: str) -> bool:
@@ -49,13 +53,20 @@ def _uid_can_reach(uid: int, folder: str) -> bool:
     boxes are made there, and bubblewrap binds them as that uid (a TMPDIR inside a folder
     only root may enter, such as /root, cannot)."""
     try:
-        probe = subprocess.run(["/bin/sh", "-c", 'test -x "$1"', "sh", folder], user=uid,
-                               group=uid, extra_groups=[], capture_output=True, timeout=10,
-                               cwd="/", env={"PATH": "/usr/bin:/bin"}, check=False)
+        probe = subprocess.run(
+            ["/bin/sh", "-c", 'test -x "$1"', "sh", folder],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            capture_output=True,
+            timeout=10,
+            cwd="/",
+            env={"PATH": "/usr/bin:/bin"},
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return False
     return probe.returncode == 0
-
 
 
 def reserve_uid_slots(jobs: int) -> tuple[queue.Queue | None, list[int]]:
@@ -66,15 +77,17 @@ def reserve_uid_slots(jobs: int) -> tuple[queue.Queue | None, list[int]]:
         uids, locks = claim_uids(jobs)
     except OSError:  # no /run to hold the locks in: never risk sharing a uid
         uids, locks = [], []
-    if (not uids or not _uid_can_run_python(uids[0])
-            or not _uid_can_reach(uids[0], tempfile.gettempdir())):
+    if (
+        not uids
+        or not _uid_can_run_python(uids[0])
+        or not _uid_can_reach(uids[0], tempfile.gettempdir())
+    ):
         release_uids(locks)
         return None, []
     slots: queue.Queue = queue.Queue()
     for uid in uids:
         slots.put(uid)
     return slots, locks
-
 
 
 def claim_uids(count: int, folder: Path | None = None) -> tuple[list[int], list[int]]:
@@ -102,12 +115,10 @@ def claim_uids(count: int, folder: Path | None = None) -> tuple[list[int], list[
     return uids, fds
 
 
-
 def release_uids(fds: list[int]) -> None:
     """Give reserved uids back (closing a lock file's fd drops its flock)."""
     for fd in fds:
         os.close(fd)
-
 
 
 def kill_uid(uid: int) -> None:
@@ -125,15 +136,12 @@ def kill_uid(uid: int) -> None:
         time.sleep(0.05)
 
 
-
 def _zombie(pid: int) -> bool:
     return stat_fields(pid)[:1] == ["Z"]
 
 
-
 def pids() -> list[int]:
     return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
 
 
 def _real_uid(pid: int) -> int | None:

@@ -57,9 +57,11 @@ class WarmChild:
             ready_read, ready_write = os.pipe()
             go_read, go_write = os.pipe()
             process = start_child(
-                sandbox.offered, first_round,
+                sandbox.offered,
+                first_round,
                 [str(ready_write), "--warm", str(go_read), json.dumps(allowed)],
-                (ready_write, go_read))
+                (ready_write, go_read),
+            )
         except BaseException:
             for fd in (ready_read, go_write):
                 if fd >= 0:
@@ -81,8 +83,9 @@ class WarmChild:
                 os.write(self.go, b"1")
             os.close(self.go)
             self.go = -1
-            return supervise_started(self.process, ready, self.first_round, deadline,
-                                     sandbox.offered)
+            return supervise_started(
+                self.process, ready, self.first_round, deadline, sandbox.offered
+            )
 
     def stop(self) -> None:
         """End the child, if it still runs; its cleanup stay with its first_round."""

@@ -18,8 +18,10 @@ import pytest
 import autograder
 import benchmarks
 
-PACKAGES = {"autograder": Path(autograder.__file__).parent,
-            "benchmarks": Path(benchmarks.__file__).parent}
+PACKAGES = {
+    "autograder": Path(autograder.__file__).parent,
+    "benchmarks": Path(benchmarks.__file__).parent,
+}
 CODE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Return)
 # Strings that look like code but are data, each with the reason; keyed by
 # (path relative to the repository, the string's first line). None are needed today: hints

@@ -22,7 +22,8 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_no_grader_module_imports_coursekit():
     offenders = [
-        str(path.relative_to(ROOT)) for path in sorted((ROOT / "autograder").rglob("*.py"))
+        str(path.relative_to(ROOT))
+        for path in sorted((ROOT / "autograder").rglob("*.py"))
         if any(name.split(".")[0] == "coursekit" for name in imported_modules(path))
     ]
     assert offenders == []

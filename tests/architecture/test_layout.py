@@ -24,8 +24,17 @@ MAY_IMPORT: dict[str, set[str]] = {
     "notebook": {"judging", "exercises", "authoring", "locale"},
     "authoring": {"exercises", "locale"},
     "grading": {"judging", "exercises", "harness", "sandbox", "sandbox.confined", "locale"},
-    "top": {"harness", "sandbox.confined", "sandbox", "judging", "exercises", "notebook",
-            "authoring", "grading", "locale"},
+    "top": {
+        "harness",
+        "sandbox.confined",
+        "sandbox",
+        "judging",
+        "exercises",
+        "notebook",
+        "authoring",
+        "grading",
+        "locale",
+    },
 }
 # Imports allowed inside a function only (never when the module loads): an Exercise looks
 # up the exercises it calls in the registry, whose modules import judging themselves.
@@ -64,9 +73,12 @@ def _imports(module: str, path: Path) -> list[tuple[str, bool, bool]]:
     whether it is in a function: a deliberate lazy import, not a dependency of the module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top_level = {id(node) for node in tree.body}
-    in_functions = {id(inner) for node in ast.walk(tree)
-                    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                    for inner in ast.walk(node)}
+    in_functions = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        for inner in ast.walk(node)
+    }
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -74,13 +86,18 @@ def _imports(module: str, path: Path) -> list[tuple[str, bool, bool]]:
         if isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
-                                + ([node.module] if node.module else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([node.module] if node.module else [])
+                )
             names = [_named(base, alias.name) for alias in node.names]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        found += [(name, id(node) in top_level, id(node) in in_functions) for name in names
-                  if name.split(".")[0] == "autograder"]
+        found += [
+            (name, id(node) in top_level, id(node) in in_functions)
+            for name in names
+            if name.split(".")[0] == "autograder"
+        ]
     return found
 
 
@@ -91,8 +108,11 @@ def module_graph() -> dict[str, set[str]]:
     known = {module for module, _ in modules()}
     graph: dict[str, set[str]] = {}
     for module, path in modules():
-        graph[module] = {name for name, _, lazy in _imports(module, path)
-                         if not lazy and name in known and name != module}
+        graph[module] = {
+            name
+            for name, _, lazy in _imports(module, path)
+            if not lazy and name in known and name != module
+        }
     return graph
 
 
@@ -143,8 +163,10 @@ def test_each_concern_imports_only_what_its_folder_allows():
                 continue
             lazy_ok = (here, there) in LAZY_ONLY and not at_load
             if there not in MAY_IMPORT[here] and not lazy_ok:
-                wrong.append(f"{module} imports {name} ({here} may import "
-                             f"{sorted(MAY_IMPORT[here]) or 'nothing of the grader'})")
+                wrong.append(
+                    f"{module} imports {name} ({here} may import "
+                    f"{sorted(MAY_IMPORT[here]) or 'nothing of the grader'})"
+                )
     assert not wrong, "\n".join(wrong)
 
 
@@ -153,7 +175,8 @@ def test_no_modules_import_each_other_in_a_circle():
     moved, one without the other: a type that both need belongs in a module below both."""
     found = circles(module_graph())
     assert not found, "modules importing each other: " + "; ".join(
-        " <-> ".join(group) for group in found)
+        " <-> ".join(group) for group in found
+    )
 
 
 def test_the_confined_code_imports_the_standard_library_and_numpy_only():
@@ -211,7 +234,8 @@ def test_the_circle_rule_catches_an_annotation_only_circle(tmp_path, monkeypatch
     (fake / "pools.py").write_text("from autograder.sandbox import runner\n")
     (fake / "runner.py").write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from autograder.sandbox.pools import Pool\n")
+        "if TYPE_CHECKING:\n    from autograder.sandbox.pools import Pool\n"
+    )
     (fake / "lazy.py").write_text("def f():\n    from autograder.sandbox import pools\n")
     (fake / "uses_lazy.py").write_text("from autograder.sandbox import lazy\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "autograder")

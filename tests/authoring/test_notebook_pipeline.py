@@ -93,14 +93,25 @@ def _widget_notebook(model_id: str) -> nbformat.NotebookNode:
     """A notebook as nbclient leaves it: a widget's view in an output, its state (and a
     layout it references) in the metadata, timestamps in the cell's metadata."""
     layout = "f" * 32
-    cell = nbformat.v4.new_code_cell("slider", metadata={"execution": {
-        "iopub.execute_input": "2026-11-26T06:00:00.000001Z"}})
+    cell = nbformat.v4.new_code_cell(
+        "slider", metadata={"execution": {"iopub.execute_input": "2026-11-26T06:00:00.000001Z"}}
+    )
     cell.id = "slider"
-    cell.outputs = [nbformat.v4.new_output("display_data", data={
-        "application/vnd.jupyter.widget-view+json": {"model_id": model_id}})]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"application/vnd.jupyter.widget-view+json": {"model_id": model_id}},
+        )
+    ]
     state = {model_id: {"state": {"layout": f"IPY_MODEL_{layout}"}}, layout: {"state": {}}}
-    return nbformat.v4.new_notebook(cells=[cell], metadata={"widgets": {
-        notebooks.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}})
+    return nbformat.v4.new_notebook(
+        cells=[cell],
+        metadata={
+            "widgets": {
+                notebooks.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}
+            }
+        },
+    )
 
 
 def test_a_rebuild_records_no_timestamps_and_the_same_widget_ids():
@@ -115,19 +126,33 @@ def test_a_rebuild_records_no_timestamps_and_the_same_widget_ids():
 
 
 def test_no_generated_notebook_holds_execution_timestamps():
-    folders = [ROOT / "solutions", ROOT / "course", ROOT / "solutions" / "zh-CN",
-               ROOT / "course" / "zh-CN"]
-    timed = [f"{path.relative_to(ROOT)} cell {index}" for folder in folders
-             for path in sorted(folder.glob("[0-9]*.ipynb"))
-             for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
-             if "execution" in cell.metadata]
-    assert not timed, f"{len(timed)} cells keep execution timestamps, e.g. {timed[:3]}: " \
-                      "rebuild them with `make course`"
+    folders = [
+        ROOT / "solutions",
+        ROOT / "course",
+        ROOT / "solutions" / "zh-CN",
+        ROOT / "course" / "zh-CN",
+    ]
+    timed = [
+        f"{path.relative_to(ROOT)} cell {index}"
+        for folder in folders
+        for path in sorted(folder.glob("[0-9]*.ipynb"))
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells)
+        if "execution" in cell.metadata
+    ]
+    assert not timed, (
+        f"{len(timed)} cells keep execution timestamps, e.g. {timed[:3]}: "
+        "rebuild them with `make course`"
+    )
 
 
 def test_a_cells_printing_is_stored_as_one_stream_however_the_kernel_flushed_it(tmp_path):
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import time\nprint('a', flush=True)\ntime.sleep(0.2)\nprint('b', flush=True)\n"
-        "time.sleep(0.2)\nprint('c')")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "import time\nprint('a', flush=True)\ntime.sleep(0.2)\nprint('b', flush=True)\n"
+                "time.sleep(0.2)\nprint('c')"
+            )
+        ]
+    )
     outputs = notebooks.execute(notebook, tmp_path).cells[0].outputs
     assert [(o.name, o.text) for o in outputs] == [("stdout", "a\nb\nc\n")]

@@ -57,8 +57,11 @@ def test_every_chapter_starts_with_the_colab_install_cell():
 
 
 def chapter_notebooks():
-    return [path for folder in ("solutions", "course")
-            for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb"))]
+    return [
+        path
+        for folder in ("solutions", "course")
+        for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb"))
+    ]
 
 
 def test_every_notebook_carries_its_badges_and_solutions_link():
@@ -68,7 +71,8 @@ def test_every_notebook_carries_its_badges_and_solutions_link():
         cells = nbformat.read(path, as_version=4).cells
         first = next(cell for cell in cells if cell.cell_type == "markdown")
         assert coursemap.badges(ROOT, path.name) in first.source, (
-            f"{path}: run `.venv/bin/python -m autograder course-map`")
+            f"{path}: run `.venv/bin/python -m autograder course-map`"
+        )
         assert "Open in Colab" in first.source and "Launch Binder" in first.source
         assert cells[-1].source == coursemap.solutions_cell(ROOT, path.name), path
         assert f"(../solutions/{path.name})" in cells[-1].source

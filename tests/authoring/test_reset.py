@@ -35,8 +35,9 @@ def answered_copy(tmp_path: Path, folder: str = "course") -> Path:
     notebook = nbformat.read(path, as_version=4)
     for name in ("unbroadcast", "matmul_vjp"):
         cell = notebook.cells[reset.exercise_cell_index(notebook, name, path)]
-        cell.source = cell.source.replace('raise NotImplementedError("Exercise',
-                                          '# my attempt\n    raise ValueError("Exercise')
+        cell.source = cell.source.replace(
+            'raise NotImplementedError("Exercise', '# my attempt\n    raise ValueError("Exercise'
+        )
         cell.execution_count = 7
         cell.outputs = [nbformat.v4.new_output("stream", text="my output\n")]
     notebook.cells.insert(3, nbformat.v4.new_markdown_cell("My own notes: unbroadcast sums."))
@@ -63,8 +64,7 @@ def test_reset_restores_one_cell_and_leaves_every_other_cell(tmp_path):
     assert after.cells[index].source == fresh.source
     assert after.cells[index].outputs == [] and "my attempt" not in after.cells[index].source
     assert len(after.cells) == len(before.cells) and after.metadata == before.metadata
-    changed = [i for i, (a, b) in enumerate(zip(before.cells, after.cells, strict=True))
-               if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(before.cells, after.cells, strict=True)) if a != b]
     assert changed == [index]
     assert any("my attempt" in cell.source for cell in after.cells)  # matmul_vjp's answer
 
@@ -73,30 +73,41 @@ def test_the_stub_is_what_the_build_pipeline_generates(tmp_path):
     solution = nbformat.read(ROOT / "solutions" / CHAPTER, as_version=4)
     cell = solution.cells[reset.exercise_cell_index(solution, "matmul_vjp", ROOT)]
     assert reset.original_stub(ROOT / "solutions" / CHAPTER, "matmul_vjp") == (
-        notebooks.strip_solutions(cell.source))
+        notebooks.strip_solutions(cell.source)
+    )
     assert "BEGIN SOLUTION" in cell.source  # a solution was there to strip
 
 
 def test_an_old_copy_falls_back_to_solutions_beside_course_and_exits_0(tmp_path):
     path = without_stubs(answered_copy(tmp_path))
-    shutil.copytree(ROOT / "solutions", tmp_path / "solutions",
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    done = subprocess.run([sys.executable, "-m", "autograder", "reset", str(path), "matmul_vjp"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    shutil.copytree(
+        ROOT / "solutions",
+        tmp_path / "solutions",
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "reset", str(path), "matmul_vjp"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "Reload Notebook from Disk" in done.stdout
     cells = nbformat.read(path, as_version=4).cells
     assert sum("my attempt" in cell.source for cell in cells) == 1  # unbroadcast's stays
 
 
-@pytest.mark.parametrize(("exercise", "solutions", "message"), [
-    ("not_an_exercise", ROOT / "solutions", "defines `def not_an_exercise"),
-    # an old copy (no stubs in its cells) with no solutions/ beside tmp/course/
-    ("unbroadcast", None, "--solutions FOLDER"),
-    ("unbroadcast", ROOT / "no-such-folder", "Cannot find"),
-])
-def test_problems_are_named_and_the_notebook_is_left_alone(tmp_path, exercise, solutions,
-                                                            message):
+@pytest.mark.parametrize(
+    ("exercise", "solutions", "message"),
+    [
+        ("not_an_exercise", ROOT / "solutions", "defines `def not_an_exercise"),
+        # an old copy (no stubs in its cells) with no solutions/ beside tmp/course/
+        ("unbroadcast", None, "--solutions FOLDER"),
+        ("unbroadcast", ROOT / "no-such-folder", "Cannot find"),
+    ],
+)
+def test_problems_are_named_and_the_notebook_is_left_alone(tmp_path, exercise, solutions, message):
     path = without_stubs(answered_copy(tmp_path))
     before = path.read_bytes()
     with pytest.raises(reset.ResetError, match=message):
@@ -117,8 +128,13 @@ def test_a_downloaded_copy_resets_from_itself_with_no_clone_beside_it(tmp_path):
     repository, with no solutions/ anywhere near it."""
     path = answered_copy(tmp_path, folder="Downloads")
     assert not (tmp_path / "solutions").exists()
-    done = subprocess.run([sys.executable, "-m", "autograder", "reset", path.name, "unbroadcast"],
-                          cwd=path.parent, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "reset", path.name, "unbroadcast"],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     cells = nbformat.read(path, as_version=4).cells
     assert fresh_stub("unbroadcast") in [cell.source for cell in cells]
@@ -137,7 +153,8 @@ class FakeShell:
 
 
 def test_check_reset_reads_the_chapter_in_the_working_folder_and_offers_a_new_cell(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     path = answered_copy(tmp_path, folder="Downloads")
     before = path.read_bytes()
     shell = FakeShell()
@@ -181,10 +198,13 @@ def test_check_reset_on_colab_asks_the_frontend_for_the_open_notebook(tmp_path, 
     assert requests == ["get_ipynb"]
 
 
-@pytest.mark.parametrize(("exercise", "message"), [
-    ("unbroadcast", 'notebook="path/to/03_'),  # no notebook file to be found
-    ("no_such_exercise", "There is no exercise called 'no_such_exercise'"),
-])
+@pytest.mark.parametrize(
+    ("exercise", "message"),
+    [
+        ("unbroadcast", 'notebook="path/to/03_'),  # no notebook file to be found
+        ("no_such_exercise", "There is no exercise called 'no_such_exercise'"),
+    ],
+)
 def test_check_reset_says_what_to_do_when_it_cannot(tmp_path, monkeypatch, exercise, message):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(reset, "_shell", lambda: None)
@@ -203,14 +223,18 @@ def test_check_reset_in_a_real_kernel_sends_the_stub_as_the_next_cell(tmp_path):
     results: list[dict] = []
     try:
         reply = client.execute_interactive(
-            'from autograder import check\ncheck.reset("matmul_vjp")', timeout=120,
-            output_hook=lambda msg: results.append(msg) if msg["msg_type"] == "execute_result"
-            else None)
+            'from autograder import check\ncheck.reset("matmul_vjp")',
+            timeout=120,
+            output_hook=lambda msg: (
+                results.append(msg) if msg["msg_type"] == "execute_result" else None
+            ),
+        )
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
     assert reply["content"]["status"] == "ok", reply["content"]
     payloads = [p for p in reply["content"]["payload"] if p["source"] == "set_next_input"]
-    assert payloads == [{"source": "set_next_input", "text": fresh_stub("matmul_vjp"),
-                         "replace": False}]
+    assert payloads == [
+        {"source": "set_next_input", "text": fresh_stub("matmul_vjp"), "replace": False}
+    ]
     assert "def matmul_vjp(" in results[0]["content"]["data"]["text/html"]

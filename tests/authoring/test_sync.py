@@ -25,7 +25,8 @@ def test_each_notebooks_exercise_list_is_its_modules(folder: str) -> None:
     for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
         declared = nbformat.read(path, as_version=4).metadata["course"]["exercises"]
         assert declared == [e.name for e in for_chapter(path.name[:2])], (
-            f"{folder}/{path.name}: run `python -m autograder sync {path.name[:2]}`")
+            f"{folder}/{path.name}: run `python -m autograder sync {path.name[:2]}`"
+        )
 
 
 @pytest.fixture
@@ -35,8 +36,9 @@ def chapter(tmp_path: Path) -> Path:
         (tmp_path / folder).mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / folder / f"{CHAPTER}.ipynb", tmp_path / folder)
     (tmp_path / "translations" / "zh-CN").mkdir(parents=True)
-    shutil.copy2(ROOT / "translations" / "zh-CN" / f"{CHAPTER}.md",
-                 tmp_path / "translations" / "zh-CN")
+    shutil.copy2(
+        ROOT / "translations" / "zh-CN" / f"{CHAPTER}.md", tmp_path / "translations" / "zh-CN"
+    )
     shutil.copy2(ROOT / "pyproject.toml", tmp_path)
     return tmp_path
 
@@ -46,8 +48,11 @@ def built(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """What sync would execute, recorded instead."""
     record: list[str] = []
     monkeypatch.setattr(notebooks, "build", lambda pair: record.append(pair.solution.name))
-    monkeypatch.setattr(notebooks, "build_edition",
-                        lambda root, edition: record.append(f"zh-CN/{edition.source.name}"))
+    monkeypatch.setattr(
+        notebooks,
+        "build_edition",
+        lambda root, edition: record.append(f"zh-CN/{edition.source.name}"),
+    )
     return record
 
 
@@ -62,8 +67,9 @@ def test_a_message_without_chinese_is_named_and_the_chinese_edition_waits(chapte
     assert sync.sync(root=chapter, chapter="00", names=NAMES, messages=lambda: problems) == 1
     out = capsys.readouterr().out
     assert built == [f"{CHAPTER}.ipynb"]
-    assert ("2 message(s) have no Chinese yet: translate them in "
-            "autograder/locale/zh-CN/ch00.po") in out
+    assert (
+        "2 message(s) have no Chinese yet: translate them in autograder/locale/zh-CN/ch00.po"
+    ) in out
     assert "The Chinese edition (solutions/zh-CN/00_start_here.ipynb" in out
     assert "was not built" in out
 
@@ -94,29 +100,44 @@ def test_the_notebooks_exercise_list_is_written_from_the_module(chapter, built, 
 
 def test_an_exercise_the_notebook_does_not_check_or_checks_out_of_order_is_named(tmp_path):
     path = tmp_path / "09_topic.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("check.first_vjp(first_vjp)"),
-        nbformat.v4.new_code_cell('check.predict("a_guess", prediction)'),
-        nbformat.v4.new_code_cell("check.second_vjp(second_vjp)")], metadata={"course": {}}), path)
+    nbformat.write(
+        nbformat.v4.new_notebook(
+            cells=[
+                nbformat.v4.new_code_cell("check.first_vjp(first_vjp)"),
+                nbformat.v4.new_code_cell('check.predict("a_guess", prediction)'),
+                nbformat.v4.new_code_cell("check.second_vjp(second_vjp)"),
+            ],
+            metadata={"course": {}},
+        ),
+        path,
+    )
     edition = translations.Edition(path, tmp_path / "09.md", path, path)
     found = sync.Chapter("09", notebooks.Pair(path, path), edition, None)
     assert sync.exercise_list(found, ["first_vjp", "second_vjp"]) == []
     assert nbformat.read(path, as_version=4).metadata["course"]["exercises"] == [
-        "first_vjp", "second_vjp"]
+        "first_vjp",
+        "second_vjp",
+    ]
     assert sync.exercise_list(found, ["first_vjp", "second_vjp", "third_vjp"]) == [
         "09_topic.ipynb has no check cell `check.third_vjp(third_vjp)` for exercise "
-        "third_vjp: add one under its exercise cell."]
+        "third_vjp: add one under its exercise cell."
+    ]
     (unknown,) = sync.exercise_list(found, ["first_vjp"])
-    assert unknown.startswith("09_topic.ipynb checks `second_vjp`, which autograder/exercises/"
-                              "ch09_<topic>.py does not declare")
+    assert unknown.startswith(
+        "09_topic.ipynb checks `second_vjp`, which autograder/exercises/"
+        "ch09_<topic>.py does not declare"
+    )
     (order,) = sync.exercise_list(found, ["second_vjp", "first_vjp"])
     assert "the notebook asks first_vjp, second_vjp: list them in the notebook's order" in order
 
 
 def test_a_cell_that_raises_is_reported_not_a_traceback(chapter, monkeypatch, capsys):
     def fails(pair: notebooks.Pair) -> None:
-        raise CellExecutionError("Traceback ...\nNameError: name 'x' is not defined",
-                                 "NameError", "name 'x' is not defined")
+        raise CellExecutionError(
+            "Traceback ...\nNameError: name 'x' is not defined",
+            "NameError",
+            "name 'x' is not defined",
+        )
 
     monkeypatch.setattr(notebooks, "build", fails)
     monkeypatch.setattr(notebooks, "build_edition", lambda root, edition: None)

@@ -27,10 +27,13 @@ def test_every_chapter_has_a_chinese_edition():
 @pytest.mark.parametrize("edition", EDITIONS, ids=IDS)
 def test_the_translation_covers_todays_english(edition):
     english = translations.read(edition.source)
-    problems = translations.drift(english, translations.read_sections(edition.translation),
-                                  edition.translation.name)
-    assert not problems, ("\n".join(problems) + "\nRun `python -m autograder translations`, "
-                          "review the Chinese of each cell named, and set its fingerprint.")
+    problems = translations.drift(
+        english, translations.read_sections(edition.translation), edition.translation.name
+    )
+    assert not problems, (
+        "\n".join(problems) + "\nRun `python -m autograder translations`, "
+        "review the Chinese of each cell named, and set its fingerprint."
+    )
 
 
 def test_a_changed_english_cell_is_named_until_its_chinese_is_reviewed():
@@ -41,15 +44,23 @@ def test_a_changed_english_cell_is_named_until_its_chinese_is_reviewed():
     cell = translations.translatable_cells(changed)[2]
     cell.source += "\n\nOne more English sentence."
     problems = translations.drift(changed, sections, "ch")
-    assert problems == [f"ch: English cell {cell.id} changed since it was translated: review "
-                        f"the Chinese, then set its fingerprint to "
-                        f"{translations.fingerprint(cell.source)}"]
+    assert problems == [
+        f"ch: English cell {cell.id} changed since it was translated: review "
+        f"the Chinese, then set its fingerprint to "
+        f"{translations.fingerprint(cell.source)}"
+    ]
     new = nbformat.v4.new_markdown_cell("A new paragraph.")
     changed.cells.insert(3, new)
-    assert any(f"English cell {new.id} has no translation" in p
-               for p in translations.drift(changed, sections, "ch"))
-    untranslated = {**sections, cell.id: translations.Section(
-        cell.id, translations.fingerprint(cell.source), "Still English.")}
+    assert any(
+        f"English cell {new.id} has no translation" in p
+        for p in translations.drift(changed, sections, "ch")
+    )
+    untranslated = {
+        **sections,
+        cell.id: translations.Section(
+            cell.id, translations.fingerprint(cell.source), "Still English."
+        ),
+    }
     assert any("still in English" in p for p in translations.drift(changed, untranslated, "ch"))
 
 

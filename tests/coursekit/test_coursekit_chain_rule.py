@@ -33,8 +33,13 @@ def test_each_derivative_matches_jax(name):
     fn, derivative = FUNCTIONS[name]
     xs = np.linspace(-2, 2, 9)
     jax_fn = {
-        "sin": jnp.sin, "exp": jnp.exp, "tanh": jnp.tanh, "square": jnp.square,
-        "cube": lambda x: x**3, "sigmoid": jax.nn.sigmoid, "3x": lambda x: 3 * x,
+        "sin": jnp.sin,
+        "exp": jnp.exp,
+        "tanh": jnp.tanh,
+        "square": jnp.square,
+        "cube": lambda x: x**3,
+        "sigmoid": jax.nn.sigmoid,
+        "3x": lambda x: 3 * x,
     }[name]
     with jax.enable_x64(True):
         expected = jax.vmap(jax.grad(jax_fn))(jnp.asarray(xs))

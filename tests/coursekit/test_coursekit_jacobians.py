@@ -24,8 +24,7 @@ def test_two_layer_shapes_and_jacobians_agree():
 
 
 def test_forward_work_grows_with_inputs_reverse_with_outputs():
-    rows = {(r.mode, r.n_in): r for r in measure_modes([4, 16, 64], n_out=16, hidden=16,
-                                                        repeats=1)}
+    rows = {(r.mode, r.n_in): r for r in measure_modes([4, 16, 64], n_out=16, hidden=16, repeats=1)}
     assert rows["forward", 4].flops < rows["reverse", 4].flops
     assert rows["forward", 64].flops > rows["reverse", 64].flops
     assert rows["forward", 64].flops > 8 * rows["forward", 4].flops

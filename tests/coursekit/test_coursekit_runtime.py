@@ -32,7 +32,8 @@ def replaced_package(tmp_path, monkeypatch):
 
 
 def test_a_version_without_the_distributions_post_release_label_is_not_replaced(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """certifi 2026.10.19.post1 says `__version__ = "2026.10.19"`: no restart for that."""
     monkeypatch.syspath_prepend(str(tmp_path))
     try:

@@ -28,7 +28,8 @@ def _jacobian_via_vjp(f, x):
 
 def test_jax_runs_on_a_gpu_here():
     assert jax.default_backend() == "gpu", (
-        f"these checks are for a machine with a CUDA GPU; JAX's devices: {jax.devices()}")
+        f"these checks are for a machine with a CUDA GPU; JAX's devices: {jax.devices()}"
+    )
     print("devices:", jax.devices(), "jax", jax.__version__)
 
 
@@ -54,8 +55,10 @@ def test_checks_multiply_float32_exactly_on_this_gpu():
     """The harness runs a learner at "highest": float32 accuracy, not TF32's ~1e-3."""
     highest = _float32_matmul_error("highest")
     default = _float32_matmul_error(None)
-    print(f"float32 256x256 matmul, largest error / largest entry: default {default:.1e}, "
-          f"highest {highest:.1e}")
+    print(
+        f"float32 256x256 matmul, largest error / largest entry: default {default:.1e}, "
+        f"highest {highest:.1e}"
+    )
     assert highest < 1e-5
 
 

@@ -35,16 +35,29 @@ MODULE = Path("autograder/exercises/ch03_unbroadcasting.py")
 NOTEBOOK = Path("solutions/03_unbroadcasting.ipynb")
 MESSAGES = Path("autograder/locale/zh-CN/ch03.po")
 PROSE = Path("translations/zh-CN/03_unbroadcasting.md")
-GENERATED = {Path("course/03_unbroadcasting.ipynb"),
-             Path("solutions/zh-CN/03_unbroadcasting.ipynb"),
-             Path("course/zh-CN/03_unbroadcasting.ipynb")}
-COPIED = ("autograder", "coursekit", "benchmarks", "solutions", "course", "translations", "tests",
-          "etc", "pyproject.toml", "README.md", "README.zh-CN.md")
+GENERATED = {
+    Path("course/03_unbroadcasting.ipynb"),
+    Path("solutions/zh-CN/03_unbroadcasting.ipynb"),
+    Path("course/zh-CN/03_unbroadcasting.ipynb"),
+}
+COPIED = (
+    "autograder",
+    "coursekit",
+    "benchmarks",
+    "solutions",
+    "course",
+    "translations",
+    "tests",
+    "etc",
+    "pyproject.toml",
+    "README.md",
+    "README.zh-CN.md",
+)
 
 # ------------------------------------------------------------------ the exercise, in one place
 NAME = "mean_rows_vjp"
 IMPORT = "from autograder.judging.cases import shape_menu\n"
-DECLARATION = '''
+DECLARATION = """
 
 # ---------------------------------------------------------------- mean_rows_vjp
 
@@ -81,31 +94,36 @@ MEAN_ROWS_VJP = Exercise(
 )
 
 EXERCISES = (*EXERCISES, MEAN_ROWS_VJP)
-'''
-PROSE_CELL = ("### Exercise 3: `mean_rows_vjp`\n\nWrite `mean_rows_vjp(g, x)`: the cotangent of "
-              "`x` for `y = np.mean(x, axis=0)`, given the cotangent `g` of `y`.")
+"""
+PROSE_CELL = (
+    "### Exercise 3: `mean_rows_vjp`\n\nWrite `mean_rows_vjp(g, x)`: the cotangent of "
+    "`x` for `y = np.mean(x, axis=0)`, given the cotangent `g` of `y`."
+)
 SOLUTION = '''def mean_rows_vjp(g: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The cotangent of x for y = np.mean(x, axis=0), given y's cotangent g."""
     ### BEGIN SOLUTION
     return np.broadcast_to(g / x.shape[0], x.shape).copy()
     ### END SOLUTION
 '''
-WRONG = SOLUTION.replace("np.broadcast_to(g / x.shape[0], x.shape).copy()",
-                         "np.broadcast_to(g, x.shape).copy()")
+WRONG = SOLUTION.replace(
+    "np.broadcast_to(g / x.shape[0], x.shape).copy()", "np.broadcast_to(g, x.shape).copy()"
+)
 CHINESE = {  # what the maintainer writes in ch03.po
     "You gave every row the cotangent g itself: that is the VJP of a sum. A mean divides by the "
     "number of rows, and so does its VJP.": "你给每一行的余切向量都是 g 本身：那是求和的 VJP。"
     "均值要除以行数，它的 VJP 也一样。",
-    "The traceback names the line of your code that raised.":
-        "回溯信息指出了你的代码中出错的那一行。",
+    "The traceback names the line of your code that raised.": "回溯信息指出了你的代码中"
+    "出错的那一行。",
     "Each row of x counts 1/n in the mean: its cotangent is g / n.": "x 的每一行在均值里占 1/n："
     "它的余切向量是 g / n。",
     "three rows of two": "三行，每行两个",
-    "jax.vjp and tf.GradientTape of a mean over axis 0":
-        "沿轴 0 求均值的 jax.vjp 和 tf.GradientTape",
+    "jax.vjp and tf.GradientTape of a mean over axis 0": "沿轴 0 求均值的 jax.vjp 和 "
+    "tf.GradientTape",
 }
-CHINESE_PROSE = ("### 练习 3：`mean_rows_vjp`\n\n写出 `mean_rows_vjp(g, x)`：已知 "
-                 "`y = np.mean(x, axis=0)` 的余切向量 `g`，求 `x` 的余切向量。")
+CHINESE_PROSE = (
+    "### 练习 3：`mean_rows_vjp`\n\n写出 `mean_rows_vjp(g, x)`：已知 "
+    "`y = np.mean(x, axis=0)` 的余切向量 `g`，求 `x` 的余切向量。"
+)
 WRONG_HINT = {"en": "that is the VJP of a sum", "zh-CN": "那是求和的 VJP"}
 # ------------------------------------------------------------------
 
@@ -131,12 +149,16 @@ def edit_the_sources(copy: Path) -> None:
     assert source.count(anchor) == 1, "the module's imports moved: update IMPORT's anchor"
     module.write_text(source.replace(anchor, IMPORT + anchor) + DECLARATION)
     notebook = nbformat.read(copy / NOTEBOOK, as_version=4)
-    (after,) = [i for i, cell in enumerate(notebook.cells)
-                if cell.source.strip() == "check.matmul_vjp(matmul_vjp)"]
-    notebook.cells[after + 1:after + 1] = [
+    (after,) = [
+        i
+        for i, cell in enumerate(notebook.cells)
+        if cell.source.strip() == "check.matmul_vjp(matmul_vjp)"
+    ]
+    notebook.cells[after + 1 : after + 1] = [
         nbformat.v4.new_markdown_cell(PROSE_CELL),
         nbformat.v4.new_code_cell(SOLUTION, metadata={"tags": ["exercise"]}),
-        nbformat.v4.new_code_cell(f"check.{NAME}({NAME})")]
+        nbformat.v4.new_code_cell(f"check.{NAME}({NAME})"),
+    ]
     nbformat.write(notebook, copy / NOTEBOOK)
 
 
@@ -157,16 +179,26 @@ def write_the_chinese(copy: Path) -> None:
 
 def in_the_copy(copy: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(copy)}
-    return subprocess.run([sys.executable, *args], cwd=copy, env=environment, text=True,
-                          capture_output=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=copy,
+        env=environment,
+        text=True,
+        capture_output=True,
+        timeout=timeout,
+    )
 
 
 def changed_files(before: Path, after: Path) -> set[Path]:
     """The files whose content differs; a .po file by its entries (their order follows the
     code that says them, which other changes may have moved)."""
-    return {path.relative_to(after) for path in after.rglob("*") if path.is_file()
-            and "__pycache__" not in path.parts
-            and _content(path) != _content(before / path.relative_to(after))}
+    return {
+        path.relative_to(after)
+        for path in after.rglob("*")
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and _content(path) != _content(before / path.relative_to(after))
+    }
 
 
 def _content(path: Path) -> object:
@@ -215,15 +247,27 @@ def graded_scores(copy: Path, tmp_path: Path) -> dict[str, dict[str, tuple[float
         notebook.cells[index].source = WRONG
         nbformat.write(notebook, tmp_path / f"wrong_{language}.ipynb")
         submissions += [tmp_path / f"right_{language}.ipynb", tmp_path / f"wrong_{language}.ipynb"]
-    graded = in_the_copy(copy, "-m", "autograder", "grade", *map(str, submissions),
-                         "--out", str(tmp_path / "out"), "--reference-cache",
-                         str(tmp_path / "cache"), "--unsafe-no-sandbox", "--jobs", "2")
+    graded = in_the_copy(
+        copy,
+        "-m",
+        "autograder",
+        "grade",
+        *map(str, submissions),
+        "--out",
+        str(tmp_path / "out"),
+        "--reference-cache",
+        str(tmp_path / "cache"),
+        "--unsafe-no-sandbox",
+        "--jobs",
+        "2",
+    )
     assert graded.returncode == 0, graded.stderr[-4000:]
     scores = {}
     for results in (tmp_path / "out").glob("*/results.json"):
         tests = json.loads(results.read_text())["tests"]
         scores[results.parent.name.split("-", 1)[1]] = {
-            t["name"]: (t["score"], t["output"]) for t in tests}
+            t["name"]: (t["score"], t["output"]) for t in tests
+        }
     return scores
 
 
@@ -235,14 +279,24 @@ def test_an_exercise_added_as_the_guide_says_is_synced_checked_and_graded(tmp_pa
 
     first = in_the_copy(copy, "-m", "autograder", "sync", "03")
     assert first.returncode == 1, first.stdout + first.stderr[-4000:]
-    assert (f"{len(CHINESE)} message(s) have no Chinese yet: translate them in "
-            "autograder/locale/zh-CN/ch03.po") in first.stdout, first.stdout
+    assert (
+        f"{len(CHINESE)} message(s) have no Chinese yet: translate them in "
+        "autograder/locale/zh-CN/ch03.po"
+    ) in first.stdout, first.stdout
     assert f"{PROSE}: cell" in first.stdout and "still in English" in first.stdout
     assert "The Chinese edition" in first.stdout and "was not built" in first.stdout
-    assert changed_files(before, copy) == {MODULE, NOTEBOOK, MESSAGES, PROSE,
-                                           Path("course/03_unbroadcasting.ipynb")}
+    assert changed_files(before, copy) == {
+        MODULE,
+        NOTEBOOK,
+        MESSAGES,
+        PROSE,
+        Path("course/03_unbroadcasting.ipynb"),
+    }
     assert nbformat.read(copy / NOTEBOOK, as_version=4).metadata["course"]["exercises"] == [
-        "unbroadcast", "matmul_vjp", NAME]  # written from the module's EXERCISES
+        "unbroadcast",
+        "matmul_vjp",
+        NAME,
+    ]  # written from the module's EXERCISES
 
     write_the_chinese(copy)
     second = in_the_copy(copy, "-m", "autograder", "sync", "03")
@@ -258,11 +312,21 @@ def test_an_exercise_added_as_the_guide_says_is_synced_checked_and_graded(tmp_pa
     checks = in_the_copy(copy, "-c", CHECK, str(copy))
     assert checks.returncode == 0 and "checked" in checks.stdout, checks.stderr[-4000:]
     tests = in_the_copy(
-        copy, "-m", "pytest", "-q", "-x", "tests/locale/test_catalogue.py",
-        "tests/authoring/test_translations.py", "tests/exercises/test_exercise_chapters.py",
-        "tests/judging/test_fallback_hints.py", "tests/architecture/test_code_in_strings.py",
+        copy,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "tests/locale/test_catalogue.py",
+        "tests/authoring/test_translations.py",
+        "tests/exercises/test_exercise_chapters.py",
+        "tests/judging/test_fallback_hints.py",
+        "tests/architecture/test_code_in_strings.py",
         "tests/authoring/test_notebook_pipeline.py::test_every_solution_has_an_up_to_date_learner_copy",
-        "tests/judging/test_mistakes.py", "-k", f"{NAME} or not test_mistakes")
+        "tests/judging/test_mistakes.py",
+        "-k",
+        f"{NAME} or not test_mistakes",
+    )
     assert tests.returncode == 0, tests.stdout[-6000:]
     synced = in_the_copy(copy, "-m", "autograder", "check-sync")
     assert synced.returncode == 0, synced.stderr

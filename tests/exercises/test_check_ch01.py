@@ -386,10 +386,13 @@ def rows_flattened(x, W, b):
 THE_COTANGENT = ("one-hot", "one_hot", "eye(", "e_i")  # what the learner is to work out
 
 
-@pytest.mark.parametrize(("fn", "kind", "idea"), [
-    (rows_with_doubled_cotangents, "value", "Which g leaves row i alone in that sum?"),
-    (rows_flattened, "shape", "One VJP gives one array of x's shape (n,)"),
-])
+@pytest.mark.parametrize(
+    ("fn", "kind", "idea"),
+    [
+        (rows_with_doubled_cotangents, "value", "Which g leaves row i alone in that sum?"),
+        (rows_flattened, "shape", "One VJP gives one array of x's shape (n,)"),
+    ],
+)
 def test_rows_hints_point_at_the_idea_not_at_the_cotangent(fn, kind, idea):
     """The hints say what one VJP computes and what a row of the Jacobian is; which
     cotangent gives row i is the exercise, so no hint a wrong answer gets names it."""
@@ -418,7 +421,9 @@ def test_jacobian_references_agree_with_compute_gradient(index):
 
 def test_chapter_lists_its_exercises_in_notebook_order():
     assert [e.name for e in for_chapter("01")] == [
-        "predict_tape_gradient", "qa_gradients", "jacobian_by_rows",
+        "predict_tape_gradient",
+        "qa_gradients",
+        "jacobian_by_rows",
     ]
     assert QA_GRADIENTS.frameworks == JACOBIAN_BY_ROWS.frameworks == ("jax", "tensorflow")
 

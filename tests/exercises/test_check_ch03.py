@@ -257,8 +257,12 @@ def test_frameworks_must_agree_before_judging():
         (result,) = UNBROADCAST.jax_reference(jax, params, arrays)
         return (result + 1,)
 
-    broken = dataclasses.replace(UNBROADCAST, reference=two_references(
-        tf=UNBROADCAST.tf_reference, jax=perturbed_jax, why="a JAX reference broken on purpose"))
+    broken = dataclasses.replace(
+        UNBROADCAST,
+        reference=two_references(
+            tf=UNBROADCAST.tf_reference, jax=perturbed_jax, why="a JAX reference broken on purpose"
+        ),
+    )
     with pytest.raises(ReferenceDisagreement, match="disagree"):
         check_function(broken, unbroadcast_loops)
 
@@ -327,10 +331,12 @@ def test_a_right_matmul_vjp_is_judged_with_its_own_helper_of_the_same_name():
     report = check_function(MATMUL_VJP, fn)
     assert report.passed, report
     # A matmul_vjp that calls a wrong unbroadcast(g, shape) is still judged with a correct one.
-    calls = _defined("def unbroadcast(g, shape):\n    return g\n"
-                     "def matmul_vjp(g, a, b):\n"
-                     "    return (unbroadcast(g @ np.swapaxes(b, -1, -2), a.shape),\n"
-                     "            unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape))\n",
-                     "matmul_vjp")
+    calls = _defined(
+        "def unbroadcast(g, shape):\n    return g\n"
+        "def matmul_vjp(g, a, b):\n"
+        "    return (unbroadcast(g @ np.swapaxes(b, -1, -2), a.shape),\n"
+        "            unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape))\n",
+        "matmul_vjp",
+    )
     report = check_function(MATMUL_VJP, calls)
     assert report.passed and "in place of yours" in str(report), report

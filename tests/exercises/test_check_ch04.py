@@ -273,6 +273,7 @@ def tanh_weights_as_input(x, w):
     """Right values, but w is an input of the custom-gradient function: TensorFlow never
     hands grad_fn `variables`, and w's gradient flows through the read of the variable
     instead: right values by the wrong way must not pass."""
+
     @tf.custom_gradient
     def forward(x, w):
         y = tf.tanh(x @ w)
@@ -288,6 +289,7 @@ def tanh_weights_as_input(x, w):
 
 def tanh_weights_read_outside(x, w):
     """The same, with w's value read outside and passed in as a tensor."""
+
     @tf.custom_gradient
     def forward(x, w_value):
         y = tf.tanh(x @ w_value)
@@ -324,9 +326,7 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("exercise", "fn", "hint"), WRONG, ids=[f.__name__ for _, f, _ in WRONG]
-)
+@pytest.mark.parametrize(("exercise", "fn", "hint"), WRONG, ids=[f.__name__ for _, f, _ in WRONG])
 def test_wrong_answers_fail_with_their_hint(exercise, fn, hint):
     report = check_function(exercise, fn)
     assert not report.passed
@@ -345,7 +345,8 @@ def clip_norm_global(x, max_norm):
 def copied_clip_backward_by_norm(x, max_norm):
     """The clip_backward demo with tf.clip_by_value swapped for the library's norm clip."""
     source = _demo_source("clip_backward").replace(
-        "tf.clip_by_value(g, -limit, limit)", "tf.clip_by_norm(g, limit)")
+        "tf.clip_by_value(g, -limit, limit)", "tf.clip_by_norm(g, limit)"
+    )
     assert "clip_by_norm" in source
     namespace = {"tf": tf}
     exec(source, namespace)
@@ -355,6 +356,7 @@ def copied_clip_backward_by_norm(x, max_norm):
 def clip_norm_imported(x, max_norm):
     """tf.clip_by_norm under the learner's own name, bound before the check: a renamed
     framework call is still the framework's, and the method check sees through it."""
+
     @tf.custom_gradient
     def identity(x):
         return tf.identity(x), lambda g: clip_by_norm(g, max_norm)
@@ -362,8 +364,9 @@ def clip_norm_imported(x, max_norm):
     return identity(x)
 
 
-@pytest.mark.parametrize("fn", [clip_norm_builtin, clip_norm_global,
-                                copied_clip_backward_by_norm, clip_norm_imported])
+@pytest.mark.parametrize(
+    "fn", [clip_norm_builtin, clip_norm_global, copied_clip_backward_by_norm, clip_norm_imported]
+)
 def test_clip_cotangent_norm_refuses_the_library_call(fn):
     """Right values from tf.clip_by_norm / tf.clip_by_global_norm fail on the method, and the
     message says why: the call is the exercise."""
@@ -379,8 +382,9 @@ def test_a_right_clip_passes_beside_globals_bound_to_none():
     """The learner's globals are searched for the refused calls: a name bound to None (a
     notebook's `__doc__`, as in the grader's child) is not one of them."""
     own_globals = {**clip_norm_scale_factor.__globals__, "__doc__": None, "nothing": None}
-    learner = types.FunctionType(clip_norm_scale_factor.__code__, own_globals,
-                                 "clip_cotangent_norm")
+    learner = types.FunctionType(
+        clip_norm_scale_factor.__code__, own_globals, "clip_cotangent_norm"
+    )
     report = check_function(CLIP_COTANGENT_NORM, learner)
     assert report.passed, str(report)
 
@@ -414,7 +418,11 @@ def test_not_answered_stub_is_reported_as_such():
 
 def test_exercises_allow_tensorflow_only_and_chapter_is_04():
     assert [e.name for e in EXERCISES] == [
-        "tanh_layer", "logaddexp", "safe_normalize", "clip_cotangent_norm", "quantize_ste",
+        "tanh_layer",
+        "logaddexp",
+        "safe_normalize",
+        "clip_cotangent_norm",
+        "quantize_ste",
         "td_loss",
     ]
     for exercise in EXERCISES:
@@ -456,9 +464,7 @@ def test_logaddexp_references_match_numerical_differentiation():
     g = SAFE.normal(size=6)
     case = Case((("a", a), ("b", b), ("g", g)))
     _, grad_a, grad_b = LOGADDEXP.tf_reference(tf, case)
-    numeric = _vjp_by_compute_gradient(
-        lambda a, b: tf.math.log(tf.exp(a) + tf.exp(b)), [a, b], g
-    )
+    numeric = _vjp_by_compute_gradient(lambda a, b: tf.math.log(tf.exp(a) + tf.exp(b)), [a, b], g)
     np.testing.assert_allclose(grad_a, numeric[0], rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(grad_b, numeric[1], rtol=1e-6, atol=1e-8)
     invoke = LOGADDEXP.invoker()
@@ -468,14 +474,19 @@ def test_logaddexp_references_match_numerical_differentiation():
 
 
 def test_safe_normalize_edges_hold_zero_rows_and_tiny_and_huge_norms_and_are_finite():
-    rows = [row for case in SAFE_NORMALIZE.edge_cases()
-            for row in case.arg("v").reshape(-1, case.arg("v").shape[-1])]
+    rows = [
+        row
+        for case in SAFE_NORMALIZE.edge_cases()
+        for row in case.arg("v").reshape(-1, case.arg("v").shape[-1])
+    ]
     norms = {float(np.linalg.norm(row.astype(np.float64))) for row in rows}
     assert 0.0 in norms and min(n for n in norms if n > 0) <= 1e-12 and max(norms) >= 1e12
     assert any(np.count_nonzero(row) == 1 and row.size > 1 for row in rows)
-    for case, outputs in zip(SAFE_NORMALIZE.edge_cases(),
-                             reference_outputs(SAFE_NORMALIZE, SAFE_NORMALIZE.edge_cases()),
-                             strict=True):
+    for case, outputs in zip(
+        SAFE_NORMALIZE.edge_cases(),
+        reference_outputs(SAFE_NORMALIZE, SAFE_NORMALIZE.edge_cases()),
+        strict=True,
+    ):
         assert all(np.isfinite(o).all() for o in outputs), case.label
         zero = ~case.arg("v").any(axis=-1)
         assert (outputs[0][zero] == 0).all() and (outputs[1][zero] == 0).all(), case.label
@@ -485,12 +496,10 @@ def test_safe_normalize_reference_matches_numerical_differentiation_away_from_ze
     v = SAFE.uniform(0.5, 5, (3, 4)) * SAFE.choice([-1, 1], (3, 4))
     g = SAFE.normal(size=v.shape)
     _, grad = SAFE_NORMALIZE.tf_reference(tf, Case((("v", v), ("g", g))))
-    (numeric,) = _vjp_by_compute_gradient(
-        lambda v: v / tf.norm(v, axis=-1, keepdims=True), [v], g)
+    (numeric,) = _vjp_by_compute_gradient(lambda v: v / tf.norm(v, axis=-1, keepdims=True), [v], g)
     np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-8)
     y = v / np.linalg.norm(v, axis=-1, keepdims=True)
-    projected = (g - y * (y * g).sum(-1, keepdims=True)) / np.linalg.norm(v, axis=-1,
-                                                                          keepdims=True)
+    projected = (g - y * (y * g).sum(-1, keepdims=True)) / np.linalg.norm(v, axis=-1, keepdims=True)
     np.testing.assert_allclose(grad, projected, rtol=1e-12)
 
 
@@ -539,9 +548,7 @@ def test_clip_cotangent_norm_is_identity_forward_and_keeps_a_small_cotangent():
     x = SAFE.normal(size=5)
     g = SAFE.normal(size=5)
     (numeric,) = _vjp_by_compute_gradient(tf.identity, [x], g)
-    y, grad = CLIP_COTANGENT_NORM.tf_reference(
-        tf, Case((("x", x), ("max_norm", 10.0), ("g", g)))
-    )
+    y, grad = CLIP_COTANGENT_NORM.tf_reference(tf, Case((("x", x), ("max_norm", 10.0), ("g", g))))
     np.testing.assert_allclose(grad, numeric, rtol=1e-6)  # no rescaling below max_norm
     np.testing.assert_array_equal(y, x)
     _, grad = CLIP_COTANGENT_NORM.tf_reference(tf, Case((("x", x), ("max_norm", 0.1), ("g", g))))
@@ -553,7 +560,8 @@ def test_td_loss_reference_is_the_gradient_with_the_target_held_constant():
     values, rewards, g = SAFE.normal(size=6), SAFE.normal(size=5), SAFE.normal(size=5)
     gamma = 0.9
     _, grad_values, grad_rewards = TD_LOSS.tf_reference(
-        tf, Case((("values", values), ("rewards", rewards), ("gamma", gamma), ("g", g))))
+        tf, Case((("values", values), ("rewards", rewards), ("gamma", gamma), ("g", g)))
+    )
     delta = values[:-1] - (rewards + gamma * values[1:])
     np.testing.assert_allclose(grad_values, np.append(g * delta, 0.0), rtol=1e-12)
     np.testing.assert_array_equal(grad_rewards, np.zeros(5))
@@ -640,8 +648,9 @@ COPIED = [
 ]
 
 
-@pytest.mark.parametrize(("exercise", "fn", "mistake"), COPIED,
-                         ids=[f.__name__ for _, f, _ in COPIED])
+@pytest.mark.parametrize(
+    ("exercise", "fn", "mistake"), COPIED, ids=[f.__name__ for _, f, _ in COPIED]
+)
 def test_a_copied_demo_fails_with_the_hint_that_says_so(exercise, fn, mistake):
     """The nearest demo of each exercise, copied from the solution notebook, does not pass,
     and its hint says what the exercise asks beyond the demo."""
@@ -666,8 +675,9 @@ def copied_log_double_where_times_v(v):
     return v * _demo("log_double_where")["log_double_where"](v)
 
 
-@pytest.mark.parametrize("fn", [where_on_the_output_only, copied_single_where,
-                                copied_log_double_where_times_v])
+@pytest.mark.parametrize(
+    "fn", [where_on_the_output_only, copied_single_where, copied_log_double_where_times_v]
+)
 def test_the_where_on_the_output_alone_and_the_demos_fail_safe_normalize(fn):
     report = check_function(SAFE_NORMALIZE, fn)
     assert report.status == "failed", str(report)
@@ -680,16 +690,20 @@ def _statement(exercise: str) -> str:
     """The learner copy's statement of `exercise`: the markdown cell before its exercise cell,
     and the exercise cell's stub (its docstring)."""
     cells = nbformat.read(SOLUTION.parents[1] / "course" / SOLUTION.name, as_version=4).cells
-    index = next(i for i, c in enumerate(cells)
-                 if c.cell_type == "code" and f"def {exercise}(" in c.source)
+    index = next(
+        i for i, c in enumerate(cells) if c.cell_type == "code" and f"def {exercise}(" in c.source
+    )
     return cells[index - 1].source + cells[index].source
 
 
-@pytest.mark.parametrize(("exercise", "given_away"), [
-    ("td_loss", ("stop_gradient", "0.5 *", "values[..., 1:]", "r_t + gamma")),
-    ("quantize_ste", ("tf.round(tf.clip_by_value", "(levels - 1)) /", "x <= 1", "x >= 0")),
-    ("safe_normalize", ("tf.where(nonzero", "tf.ones_like(squares)", "reduce_sum(v * v")),
-])
+@pytest.mark.parametrize(
+    ("exercise", "given_away"),
+    [
+        ("td_loss", ("stop_gradient", "0.5 *", "values[..., 1:]", "r_t + gamma")),
+        ("quantize_ste", ("tf.round(tf.clip_by_value", "(levels - 1)) /", "x <= 1", "x >= 0")),
+        ("safe_normalize", ("tf.where(nonzero", "tf.ones_like(squares)", "reduce_sum(v * v")),
+    ],
+)
 def test_the_statement_does_not_print_the_answer(exercise, given_away):
     """The learner derives these expressions: the statement states the rule, not the code."""
     statement = _statement(exercise)

@@ -121,8 +121,9 @@ LOG1PEXP_BUGS = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), LOG1PEXP_BUGS,
-                         ids=[str(i) for i in range(len(LOG1PEXP_BUGS))])
+@pytest.mark.parametrize(
+    ("fn", "hint"), LOG1PEXP_BUGS, ids=[str(i) for i in range(len(LOG1PEXP_BUGS))]
+)
 def test_wrong_log1pexp_fails_with_its_hint(fn, hint):
     report = check.log1pexp(fn)
     assert not report.passed
@@ -200,8 +201,9 @@ def fwd_clips_primal(lo, hi, x):
     return x
 
 
-fwd_clips_primal.defvjp(lambda lo, hi, x: (jnp.clip(x, lo, hi), None),
-                        lambda lo, hi, r, g: (jnp.clip(g, lo, hi),))
+fwd_clips_primal.defvjp(
+    lambda lo, hi, x: (jnp.clip(x, lo, hi), None), lambda lo, hi, r, g: (jnp.clip(g, lo, hi),)
+)
 
 CLIP_BUGS = [
     (bare_array, "bwd returned the wrong structure"),
@@ -236,8 +238,9 @@ def test_references_match_finite_differences_in_random_directions():
         if x.dtype != np.float64 or np.abs(x).max() > 50:
             continue
         v = rng.normal(size=x.shape)
-        np.testing.assert_allclose(outputs[jvp_index], central_difference(_softplus, x, t),
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            outputs[jvp_index], central_difference(_softplus, x, t), rtol=1e-5, atol=1e-6
+        )
         lhs = float(np.vdot(g, central_difference(_softplus, x, v)))
         np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5, atol=1e-6)
         checked += 1
@@ -252,8 +255,9 @@ def test_second_derivatives_match_finite_differences():
         x = case.values()[0]
         if x.dtype != np.float64 or np.abs(x).max() > 50:
             continue
-        np.testing.assert_allclose(outputs[-1], central_difference(sigmoid, x, 1.0, h=1e-4),
-                                   rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(
+            outputs[-1], central_difference(sigmoid, x, 1.0, h=1e-4), rtol=1e-4, atol=1e-6
+        )
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.name)
@@ -281,8 +285,10 @@ def test_clip_cases_compile_once_per_shape_yet_meet_every_bounds_pair():
     again, so every hidden case of one shape shares its dtype and bounds (the edge cases
     too); across the shapes, both dtypes and every bounds pair, asymmetric ones included,
     are met."""
-    cases = [*CLIP_GRADIENT.edge_cases(), *draw_cases(CLIP_GRADIENT.strategy(
-        grading_profile(20261124)), grading_profile(20261124))]
+    cases = [
+        *CLIP_GRADIENT.edge_cases(),
+        *draw_cases(CLIP_GRADIENT.strategy(grading_profile(20261124)), grading_profile(20261124)),
+    ]
     kinds_of: dict[tuple, set] = {}
     for case in cases:
         lo, hi, x, _ = case.values()
@@ -317,8 +323,9 @@ def test_log1pexp_stable_forms_are_not_on_screen_before_the_exercise():
 def test_the_nearest_demo_copied_fails_with_the_overflow_hint():
     """Section 1's naive formula under section 2's custom_jvp pattern (cube's rule, with
     the derivative written as the text writes it): NaN at the edges, and the hint says so."""
-    copied = _log1pexp(lambda x: jnp.log(1.0 + jnp.exp(x)),
-                       lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t)
+    copied = _log1pexp(
+        lambda x: jnp.log(1.0 + jnp.exp(x)), lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t
+    )
     report = check.log1pexp(copied)
     assert not report.passed
     assert "NaN or Inf at the edges" in str(report), str(report)

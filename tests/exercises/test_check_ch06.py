@@ -95,9 +95,16 @@ fixed_point_reordered = _fixed_point(_fwd, _bwd_reordered)
 fixed_point_from_the_quadratic = _fixed_point(_fwd, _bwd_from_the_quadratic)
 
 
-@pytest.mark.parametrize("fn", [fixed_point_formula, fixed_point_general,
-                                fixed_point_partials_by_jax, fixed_point_reordered,
-                                fixed_point_from_the_quadratic])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        fixed_point_formula,
+        fixed_point_general,
+        fixed_point_partials_by_jax,
+        fixed_point_reordered,
+        fixed_point_from_the_quadratic,
+    ],
+)
 def test_right_fixed_point_passes(fn):
     report = check.fixed_point(fn)
     assert report.passed, str(report)
@@ -129,8 +136,9 @@ def _bwd_by_the_reference_solver(residuals, g):
 
 
 def _vjp_of_the_unrolled_solver(a, g):  # a helper of the learner's own, one call deeper
-    return jax.vjp(lambda a: custom_derivatives.fixed_point_unrolled(fixed_point_map, a, 300),
-                   a)[1](g)
+    return jax.vjp(lambda a: custom_derivatives.fixed_point_unrolled(fixed_point_map, a, 300), a)[
+        1
+    ](g)
 
 
 def _bwd_through_the_loop(residuals, g):
@@ -162,8 +170,9 @@ def _bwd_vjp_of_the_closed_form(residuals, g):
 
 REFUSED = "uses the course's finished solvers"
 UNROLLED = "Your derivative is that of the solver's loop"
-CLOSED_FORM = "Right values, but jax.vjp of your fixed_point computes {}: that comes from the " \
-    "closed form"
+CLOSED_FORM = (
+    "Right values, but jax.vjp of your fixed_point computes {}: that comes from the closed form"
+)
 
 FIXED_POINT_BUGS = [
     (_fixed_point(_fwd, _bwd_by_the_reference_solver), REFUSED),
@@ -181,8 +190,9 @@ FIXED_POINT_BUGS = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), FIXED_POINT_BUGS,
-                         ids=[str(i) for i in range(len(FIXED_POINT_BUGS))])
+@pytest.mark.parametrize(
+    ("fn", "hint"), FIXED_POINT_BUGS, ids=[str(i) for i in range(len(FIXED_POINT_BUGS))]
+)
 def test_wrong_fixed_point_fails_with_its_hint(fn, hint):
     report = check.fixed_point(fn)
     assert not report.passed
@@ -229,13 +239,14 @@ def _right(x, y, t):
 bessel_product_rule = _bessel(_right)
 # The same derivative written without the callback's value, from the unscaled functions.
 bessel_unscaled = _bessel(
-    lambda x, y, t: jnp.exp(-jnp.abs(x)) * (jax.scipy.special.i1(x)
-                                            - jnp.sign(x) * jax.scipy.special.i0(x)) * t,
+    lambda x, y, t: (
+        jnp.exp(-jnp.abs(x)) * (jax.scipy.special.i1(x) - jnp.sign(x) * jax.scipy.special.i0(x)) * t
+    ),
     vmap_method="broadcast_all",
 )
 bessel_where = _bessel(
-    lambda x, y, t: jnp.where(x > 0, jax.scipy.special.i1e(x) - y,
-                              jax.scipy.special.i1e(x) + y) * t)
+    lambda x, y, t: jnp.where(x > 0, jax.scipy.special.i1e(x) - y, jax.scipy.special.i1e(x) + y) * t
+)
 
 
 @pytest.mark.parametrize("fn", [bessel_product_rule, bessel_unscaled, bessel_where])
@@ -265,8 +276,9 @@ def sinc_demo_copied():
     @jax.custom_jvp
     def bessel_i0e(x):
         shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
-        return jax.pure_callback(lambda v: np.i0(v).astype(v.dtype), shape, x,
-                                 vmap_method="expand_dims")
+        return jax.pure_callback(
+            lambda v: np.i0(v).astype(v.dtype), shape, x, vmap_method="expand_dims"
+        )
 
     @bessel_i0e.defjvp
     def bessel_i0e_jvp(primals, tangents):
@@ -305,8 +317,7 @@ BESSEL_BUGS = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), BESSEL_BUGS,
-                         ids=[str(i) for i in range(len(BESSEL_BUGS))])
+@pytest.mark.parametrize(("fn", "hint"), BESSEL_BUGS, ids=[str(i) for i in range(len(BESSEL_BUGS))])
 def test_wrong_bessel_i0e_fails_with_its_hint(fn, hint):
     report = check.bessel_i0e(fn)
     assert not report.passed
@@ -333,8 +344,9 @@ def test_bessel_derivatives_on_a_bucket_are_the_elementwise_derivatives(dtype):
             expected = [jax.vmap(jax.grad(fn))(flat), jax.vmap(jax.grad(jax.grad(fn)))(flat)]
         for got, want in zip((grad, second), expected, strict=True):
             assert got.shape == x.shape and got.dtype == x.dtype
-            np.testing.assert_allclose(got, np.asarray(want).reshape(x.shape),
-                                       rtol=32 * np.finfo(dtype).eps, atol=0)
+            np.testing.assert_allclose(
+                got, np.asarray(want).reshape(x.shape), rtol=32 * np.finfo(dtype).eps, atol=0
+            )
         np.testing.assert_array_equal(y, external_i0e(x))
         np.testing.assert_array_equal(y_jvp, y)
         np.testing.assert_allclose(jvp, expected[0].reshape(x.shape), rtol=1e-5)
@@ -370,13 +382,15 @@ def test_references_match_finite_differences_in_random_directions():
             v = rng.normal(size=x.shape)
             if tangent_index is not None:
                 t = case.values()[1]
-                np.testing.assert_allclose(outputs[tangent_index], central_difference(f, x, t),
-                                           rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(
+                    outputs[tangent_index], central_difference(f, x, t), rtol=1e-5, atol=1e-6
+                )
             if vjp_index is not None:
                 g = case.values()[-1]
                 lhs = float(np.vdot(g, central_difference(f, x, v)))
-                np.testing.assert_allclose(np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5,
-                                           atol=1e-6)
+                np.testing.assert_allclose(
+                    np.vdot(outputs[vjp_index], v), lhs, rtol=1e-5, atol=1e-6
+                )
             checked += 1
     assert checked >= 5
 
@@ -389,6 +403,7 @@ def test_bessel_second_derivative_matches_finite_differences():
         first = outputs[BESSEL_I0E.outputs.index("grad")]
         np.testing.assert_allclose(first, central_difference(external_i0e, x, 1.0), rtol=1e-5)
         second = outputs[-1]
+
         def derivative(v):
             return central_difference(external_i0e, v, 1.0, h=1e-4)
 
@@ -483,8 +498,11 @@ REMAT_BUDGET_BROKEN = [
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), REMAT_BUDGET_BROKEN,
-                         ids=["no_checkpoint", "per_layer", "thirds", "whole_net", "nested"])
+@pytest.mark.parametrize(
+    ("fn", "hint"),
+    REMAT_BUDGET_BROKEN,
+    ids=["no_checkpoint", "per_layer", "thirds", "whole_net", "nested"],
+)
 def test_right_values_that_break_the_budget_fail_on_the_method(fn, hint):
     report = check.remat_net(fn)
     assert not report.passed

@@ -117,11 +117,14 @@ def jacobian_jacfwd(f, x):
     return jax.jacfwd(f)(x)
 
 
-@pytest.mark.parametrize(("checker", "fn", "words"), [
-    (check.jacobian_via_vjp, jacobian_jacrev, ("jacobian_via_vjp must build", "jax.jacrev")),
-    (check.jacobian_via_jvp, jacobian_jacfwd, ("jacobian_via_jvp must build", "jax.jacfwd")),
-    (check.jacobian_via_jvp, jacobian_jacrev, ("from jax.jvp", "jax.jacrev")),
-])
+@pytest.mark.parametrize(
+    ("checker", "fn", "words"),
+    [
+        (check.jacobian_via_vjp, jacobian_jacrev, ("jacobian_via_vjp must build", "jax.jacrev")),
+        (check.jacobian_via_jvp, jacobian_jacfwd, ("jacobian_via_jvp must build", "jax.jacfwd")),
+        (check.jacobian_via_jvp, jacobian_jacrev, ("from jax.jvp", "jax.jacrev")),
+    ],
+)
 def test_a_jacobian_builder_fails_on_the_method(checker, fn, words):
     report = checker(fn)
     assert report.status == "failed", str(report)
@@ -146,11 +149,15 @@ def copied_batch_demo(f, x):
     return full[0, :, 0, :][None], bool(jnp.all(full[0, :, 1:, :] == 0))
 
 
-@pytest.mark.parametrize(("checker", "fn"), [
-    (check.jacobian_via_vjp, copied_vjp_demo),
-    (check.jacobian_via_jvp, copied_jvp_demo),
-    (check.batch_jacobian, copied_batch_demo),
-], ids=["vjp", "jvp", "batch"])
+@pytest.mark.parametrize(
+    ("checker", "fn"),
+    [
+        (check.jacobian_via_vjp, copied_vjp_demo),
+        (check.jacobian_via_jvp, copied_jvp_demo),
+        (check.batch_jacobian, copied_batch_demo),
+    ],
+    ids=["vjp", "jvp", "batch"],
+)
 def test_the_nearest_demo_copied_fails_with_a_hint(checker, fn):
     report = checker(fn)
     assert report.status == "failed", str(report)
@@ -190,8 +197,9 @@ COURSE_CODE = [
 ]
 
 
-@pytest.mark.parametrize(("checker", "fn", "exercise"), COURSE_CODE,
-                         ids=[name for _, _, name in COURSE_CODE])
+@pytest.mark.parametrize(
+    ("checker", "fn", "exercise"), COURSE_CODE, ids=[name for _, _, name in COURSE_CODE]
+)
 def test_an_answer_running_the_course_helpers_is_refused(checker, fn, exercise):
     report = checker(fn)
     assert report.status == "failed", str(report)
@@ -205,15 +213,18 @@ def _cells_before(name: str) -> list[str]:
     notebook = nbformat.read(ROOT / "course" / "07_jacobians.ipynb", as_version=4)
     sources = [cell.source for cell in notebook.cells]
     (at,) = [i for i, src in enumerate(sources) if f"def {name}(" in src]
-    return sources[:at + 1]
+    return sources[: at + 1]
 
 
-@pytest.mark.parametrize(("name", "answers"), [
-    ("jacobian_via_vjp", ("reshape((y.size", "reshape(y.shape + x.shape", "vmap(vjp_fn)(")),
-    ("jacobian_via_jvp", ("moveaxis", "reshape(y.shape + x.shape")),
-    ("batch_jacobian", ('"bibj->bij"', "np.eye(7")),
-    ("hvp", HVP_ANSWER),
-])
+@pytest.mark.parametrize(
+    ("name", "answers"),
+    [
+        ("jacobian_via_vjp", ("reshape((y.size", "reshape(y.shape + x.shape", "vmap(vjp_fn)(")),
+        ("jacobian_via_jvp", ("moveaxis", "reshape(y.shape + x.shape")),
+        ("batch_jacobian", ('"bibj->bij"', "np.eye(7")),
+        ("hvp", HVP_ANSWER),
+    ],
+)
 def test_no_answer_is_on_screen_before_its_exercise(name, answers):
     """What the learner reads up to the exercise (prose, code, its docstring) holds none of the
     answer's lines."""
@@ -221,8 +232,13 @@ def test_no_answer_is_on_screen_before_its_exercise(name, answers):
         assert not [text for text in _cells_before(name) if answer in text], answer
 
 
-HVP_RECIPE = (*HVP_ANSWER, "jvp` of `grad", "forward mode over reverse", "JVP of the grad",
-              "VJP of the grad")
+HVP_RECIPE = (
+    *HVP_ANSWER,
+    "jvp` of `grad",
+    "forward mode over reverse",
+    "JVP of the grad",
+    "VJP of the grad",
+)
 
 
 def test_no_cell_of_the_learner_copy_gives_the_hvp_composition():
@@ -236,8 +252,12 @@ def test_no_cell_of_the_learner_copy_gives_the_hvp_composition():
 def test_no_hvp_message_gives_the_composition():
     """A one-line answer in a message would be on screen after any first failure (a mistake
     hint for a specific wrong answer may name its fix elsewhere; here the fix is the answer)."""
-    said = [ch.HVP.references_text, *(m.hint for m in ch.HVP.mistakes),
-            *ch.HVP.hints_by_kind.values(), harness.HVP_METHOD]
+    said = [
+        ch.HVP.references_text,
+        *(m.hint for m in ch.HVP.mistakes),
+        *ch.HVP.hints_by_kind.values(),
+        harness.HVP_METHOD,
+    ]
     for answer in HVP_ANSWER:
         assert not [text for text in said if answer in text], answer
 
@@ -298,8 +318,7 @@ def test_tape_batch_jacobian_is_right_only_for_independent_rows(case):
     tape, y, xt = _tf_tape_jacobian(lambda t: ch._tf_batch_function(tf, name, t), x)
     batch = tape.batch_jacobian(y, xt).numpy()
     blocks, independent = ch.BATCH_JACOBIAN.tf_reference(tf, case)
-    summed_over_batch = next(m for m in ch.BATCH_JACOBIAN.mistakes
-                             if m.name == "summed_over_batch")
+    summed_over_batch = next(m for m in ch.BATCH_JACOBIAN.mistakes if m.name == "summed_over_batch")
     summed, _ = ch.BATCH_JACOBIAN.run_mistake(summed_over_batch, case)
     np.testing.assert_allclose(batch, summed, rtol=1e-4, atol=1e-5)
     if bool(independent):
@@ -324,15 +343,15 @@ def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
             tape.watch(xt)
             y = ch._tf_scalar_function(tf, name, xt)
         grad = tape.gradient(y, xt)
-    np.testing.assert_allclose(acc.jvp(grad).numpy(), ch.HVP.tf_reference(tf, case)[0],
-                               rtol=1e-5)
+    np.testing.assert_allclose(acc.jvp(grad).numpy(), ch.HVP.tf_reference(tf, case)[0], rtol=1e-5)
 
 
 def test_cases_are_float32_and_float64_with_multi_axis_inputs_and_outputs():
     cases = draw_cases(ch.JACOBIAN_VIA_VJP.strategy(NOTEBOOK), NOTEBOOK)
     assert {case.arg("x").dtype for case in cases} == set(ch.FLOAT_DTYPES)
     assert {case.arg("x").shape for case in cases if case.arg("x").dtype == ch.FLOAT64} <= set(
-        ch.FLOAT64_SHAPES["vector"])
+        ch.FLOAT64_SHAPES["vector"]
+    )
     assert {case.arg("name") for case in cases} == set(ch.VECTOR_NAMES)
     assert any(case.arg("x").ndim >= 2 for case in cases)
     assert any(case.arg("x").ndim == 0 for case in cases)
@@ -350,6 +369,9 @@ def test_invoke_calls_eagerly_when_jit_fails_and_is_resolved_once():
 
 def test_exercises_declare_jax_and_chapter():
     assert [e.name for e in ch.EXERCISES] == [
-        "jacobian_via_vjp", "jacobian_via_jvp", "batch_jacobian", "hvp"
+        "jacobian_via_vjp",
+        "jacobian_via_jvp",
+        "batch_jacobian",
+        "hvp",
     ]
     assert all(e.frameworks == ("jax",) and e.chapter == "07" for e in ch.EXERCISES)

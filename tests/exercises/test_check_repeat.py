@@ -152,6 +152,7 @@ def test_builtins_have_no_fingerprint():
 def test_a_namesake_with_other_cases_never_gets_the_counterexample():
     """Chapter 02's `grad` and the engine check's `grad` share a chapter and a name: a case
     of one handed to the other raised TypeError for a right engine."""
+
     def wrong(g, shape):
         return g
 

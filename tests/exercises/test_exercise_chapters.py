@@ -43,8 +43,11 @@ def _solution_parameters(name: str) -> str:
     for cell in nbformat.read(notebook, as_version=4).cells:
         if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source:
             tree = ast.parse(TransformerManager().transform_cell(cell.source))
-            found += [node.args for node in tree.body
-                      if isinstance(node, ast.FunctionDef) and node.name == name]
+            found += [
+                node.args
+                for node in tree.body
+                if isinstance(node, ast.FunctionDef) and node.name == name
+            ]
     (args,) = found
     for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if arg is not None:
@@ -62,7 +65,8 @@ def test_the_signature_has_the_solution_notebooks_parameters(name: str) -> None:
 def test_every_mistake_of_an_exercise_has_the_same_parameters(name: str) -> None:
     mistakes = EXERCISES[name].mistakes
     assert {parameters(mistake.answer) for mistake in mistakes} == {
-        parameters(mistakes[0].answer)}, [mistake.name for mistake in mistakes]
+        parameters(mistakes[0].answer)
+    }, [mistake.name for mistake in mistakes]
 
 
 def test_an_exercise_without_mistakes_is_checked_against_its_reference() -> None:
@@ -79,17 +83,20 @@ def test_every_declaration_is_complete() -> None:
 def _problems(**changes: object) -> str:
     """The problems of the course's exercises with one changed, as one text."""
     (name,) = {key.split("__")[0] for key in changes}
-    changed = dataclasses.replace(EXERCISES[name], **{
-        key.split("__")[1]: value for key, value in changes.items()})
-    return "\n".join(declaration_problems(
-        [changed if e.name == name else e for e in EXERCISES.values()]))
+    changed = dataclasses.replace(
+        EXERCISES[name], **{key.split("__")[1]: value for key, value in changes.items()}
+    )
+    return "\n".join(
+        declaration_problems([changed if e.name == name else e for e in EXERCISES.values()])
+    )
 
 
 def test_a_dependency_without_a_reference_implementation_names_what_to_add() -> None:
     text = _problems(unbroadcast__reference_implementation="")
     assert "Exercise unbroadcast: matmul_vjp depends on it" in text
-    assert ('add reference_implementation="ch03_unbroadcasting:unbroadcast" to '
-            "unbroadcast's Exercise") in text
+    assert (
+        'add reference_implementation="ch03_unbroadcasting:unbroadcast" to unbroadcast\'s Exercise'
+    ) in text
     # The course's exercises are refused on import, not when a learner's check needs them.
     broken = [dataclasses.replace(e, reference_implementation="") for e in EXERCISES.values()]
     with pytest.raises(ValueError, match="declares no reference_implementation"):
@@ -103,24 +110,33 @@ def test_a_dependency_that_is_no_exercise_is_named() -> None:
 
 def test_an_invoke_or_reference_naming_no_harness_function_is_named() -> None:
     text = _problems(vjp_rule__invoke="ch02_reverse_mode_tape:invoke_vjp_rules")
-    assert ("Exercise vjp_rule: invoke='ch02_reverse_mode_tape:invoke_vjp_rules' names no function "
-            "invoke_vjp_rules in autograder/harness/ch02_reverse_mode_tape.py") in text
+    assert (
+        "Exercise vjp_rule: invoke='ch02_reverse_mode_tape:invoke_vjp_rules' names no function "
+        "invoke_vjp_rules in autograder/harness/ch02_reverse_mode_tape.py"
+    ) in text
     text = _problems(unbroadcast__reference_implementation="ch09:unbroadcast")
-    assert ("Exercise unbroadcast: reference_implementation='ch09:unbroadcast' names "
-            "autograder/harness/ch09.py, which does not exist") in text
+    assert (
+        "Exercise unbroadcast: reference_implementation='ch09:unbroadcast' names "
+        "autograder/harness/ch09.py, which does not exist"
+    ) in text
 
 
 def test_an_invoke_reading_the_learners_namespace_must_declare_the_names() -> None:
     text = _problems(backward__namespace_reads=())
-    assert ("Exercise backward: its invoke 'ch02_reverse_mode_tape:invoke_backward' looks "
-            "names up in the learner's namespace (fn.__globals__): declare them with "
-            "namespace_reads") in text
+    assert (
+        "Exercise backward: its invoke 'ch02_reverse_mode_tape:invoke_backward' looks "
+        "names up in the learner's namespace (fn.__globals__): declare them with "
+        "namespace_reads"
+    ) in text
     assert "Exercise grad" not in text
 
 
 def test_a_malformed_declaration_is_refused_when_declared() -> None:
-    with pytest.raises(ValueError, match=r"Exercise unbroadcast: reference_implementation: "
-                                         r".*'<module>:<function>'"):
+    with pytest.raises(
+        ValueError,
+        match=r"Exercise unbroadcast: reference_implementation: "
+        r".*'<module>:<function>'",
+    ):
         dataclasses.replace(EXERCISES["unbroadcast"], reference_implementation="unbroadcast")
     with pytest.raises(ValueError, match="Exercise backward: namespace_reads is a tuple"):
         dataclasses.replace(EXERCISES["backward"], namespace_reads="Tensor")

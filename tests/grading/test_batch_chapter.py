@@ -18,8 +18,10 @@ from ..submissions import ROOT
 
 
 def _named(*chapters: str | None) -> list[Submission]:
-    return [Submission(Path(f"{i}.ipynb"), str(i), Notebook([], chapter))
-            for i, chapter in enumerate(chapters)]
+    return [
+        Submission(Path(f"{i}.ipynb"), str(i), Notebook([], chapter))
+        for i, chapter in enumerate(chapters)
+    ]
 
 
 def test_the_majority_chapter_is_taken_and_a_tie_is_refused():

@@ -29,9 +29,24 @@ def test_solution_scores_full_marks_and_learner_copy_scores_zero(notebook, tmp_p
     shutil.copy(ROOT / "course" / notebook, tmp_path / "learner.ipynb")
     out = tmp_path / "graded"
     run = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "solution.ipynb"),
-         str(tmp_path / "learner.ipynb"), "--out", str(out), "--seed", "11", "--jobs", "2"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(tmp_path / "solution.ipynb"),
+            str(tmp_path / "learner.ipynb"),
+            "--out",
+            str(out),
+            "--seed",
+            "11",
+            "--jobs",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     assert run.returncode == 0, run.stderr[-3000:]

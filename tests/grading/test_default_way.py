@@ -39,15 +39,18 @@ def notebooks(folder: Path, chapter: str, count: int) -> list[Path]:
     return paths
 
 
-@pytest.mark.parametrize(("chapters", "count", "jobs", "mode", "forks"), [
-    (("05",), 3, 2, "auto", True),  # a JAX batch larger than --jobs
-    (("01",), 2, 1, "fallback", True),
-    (("04",), 2, 2, "auto", False),  # no larger than --jobs: warm children start sooner
-    (("05",), 1, 1, "auto", False),  # a lone submission, as on Gradescope
-    (("03",), 4, 1, "auto", False),  # a numpy chapter: bubblewrap's fresh children
-    (("05", "03"), 4, 1, "auto", False),  # a mixed batch
-    (("07",), 4, 1, "bubblewrap", False),  # asked for bubblewrap
-])
+@pytest.mark.parametrize(
+    ("chapters", "count", "jobs", "mode", "forks"),
+    [
+        (("05",), 3, 2, "auto", True),  # a JAX batch larger than --jobs
+        (("01",), 2, 1, "fallback", True),
+        (("04",), 2, 2, "auto", False),  # no larger than --jobs: warm children start sooner
+        (("05",), 1, 1, "auto", False),  # a lone submission, as on Gradescope
+        (("03",), 4, 1, "auto", False),  # a numpy chapter: bubblewrap's fresh children
+        (("05", "03"), 4, 1, "auto", False),  # a mixed batch
+        (("07",), 4, 1, "bubblewrap", False),  # asked for bubblewrap
+    ],
+)
 def test_which_batches_fork_by_default(tmp_path, chapters, count, jobs, mode, forks):
     paths = [p for chapter in chapters for p in notebooks(tmp_path, chapter, count)]
     assert early.forks_by_default(read_submissions(paths), jobs, mode, None) is forks
@@ -60,10 +63,16 @@ def test_the_assignment_flag_decides_without_reading_the_notebooks(tmp_path):
 
 
 def start(tmp_path: Path, fork_server: bool | None, count: int = 3) -> early.Start:
-    return early.start(submissions=notebooks(tmp_path, "05", count), out=tmp_path / "out",
-                       jobs=1, sandbox_mode="auto", unsafe_no_sandbox=False,
-                       reference_cache=tmp_path / "cache", fork_server=fork_server,
-                       assignment=None)
+    return early.start(
+        submissions=notebooks(tmp_path, "05", count),
+        out=tmp_path / "out",
+        jobs=1,
+        sandbox_mode="auto",
+        unsafe_no_sandbox=False,
+        reference_cache=tmp_path / "cache",
+        fork_server=fork_server,
+        assignment=None,
+    )
 
 
 def test_a_framework_batch_forks_by_default_where_the_machine_allows_it(tmp_path):
@@ -85,8 +94,7 @@ def test_no_fork_server_keeps_fresh_children(tmp_path):
         started.sandbox.close()
 
 
-def test_where_forking_is_refused_the_default_grades_with_fresh_children(tmp_path,
-                                                                          monkeypatch):
+def test_where_forking_is_refused_the_default_grades_with_fresh_children(tmp_path, monkeypatch):
     """--fork-server asked for by name refuses; the default quietly keeps the sandbox."""
     monkeypatch.setattr(confine, "landlock_abi", lambda: 0)
     monkeypatch.setattr(sandbox, "bubblewrap", lambda: "/usr/bin/bwrap")
@@ -108,10 +116,25 @@ def test_trusted_solutions_are_the_course_s_own_notebooks():
 def plain_grade(paths: list[Path], out: Path, cache: Path) -> subprocess.CompletedProcess:
     """The instructor guide's command, with a reference cache of the test's own."""
     return subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-         "--seed", "21", "--reference-cache", str(cache)],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            *map(str, paths),
+            "--out",
+            str(out),
+            "--seed",
+            "21",
+            "--reference-cache",
+            str(cache),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
 
 
 def test_the_first_plain_grade_prepares_once_and_the_next_reads_it(tmp_path):

@@ -35,9 +35,26 @@ GRADING_ERROR = "GRADING ERROR"
 
 def build(folder: Path) -> Path:
     out = folder / "autograder.zip"
-    done = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--assignment", "03",
-                           "--out", str(out), "--timeout", "60", "--seed", str(SEED)],
-                          cwd=ROOT, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "gradescope",
+            "--assignment",
+            "03",
+            "--out",
+            str(out),
+            "--timeout",
+            "60",
+            "--seed",
+            str(SEED),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert f"seed {SEED}" in done.stdout and "Ubuntu 22.04" in done.stdout
     return out
 
@@ -52,12 +69,27 @@ def gradescope(tmp_path_factory) -> Path:
     shutil.copy(base / "source" / "run_autograder", base / "run_autograder")
     install = make_grader_venv(base / "venv", base / "source" / "requirements-grader.txt")
     install_wheel(base / "source", install)  # setup.sh: pip install --no-deps .
-    done = subprocess.run([str(install.python), "-m", "autograder", "prepare", "03", "--seed",
-                           str(SEED), "--reference-cache", str(base / "references")], cwd=base,
-                          env=clean_environment(HOME=str(base / "home")), capture_output=True,
-                          text=True, timeout=600)  # setup.sh's last step
-    assert done.returncode == 0 and "hidden cases and their references" in done.stdout, \
-        done.stderr[-3000:]
+    done = subprocess.run(
+        [
+            str(install.python),
+            "-m",
+            "autograder",
+            "prepare",
+            "03",
+            "--seed",
+            str(SEED),
+            "--reference-cache",
+            str(base / "references"),
+        ],
+        cwd=base,
+        env=clean_environment(HOME=str(base / "home")),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # setup.sh's last step
+    assert done.returncode == 0 and "hidden cases and their references" in done.stdout, done.stderr[
+        -3000:
+    ]
     return base
 
 
@@ -69,10 +101,14 @@ def run_autograder(base: Path, files: dict[str, str], tmp_path: Path, **env: str
         (base / folder).mkdir()
     for name, text in files.items():
         (base / "submission" / name).write_text(text)
-    done = subprocess.run(["bash", str(base / "run_autograder")], cwd=tmp_path,
-                          env=clean_environment(AUTOGRADER_ROOT=str(base),
-                                                HOME=str(base / "home"), **env),
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        ["bash", str(base / "run_autograder")],
+        cwd=tmp_path,
+        env=clean_environment(AUTOGRADER_ROOT=str(base), HOME=str(base / "home"), **env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     results = base / "results" / "results.json"
     assert results.is_file(), f"no results.json; stderr:\n{done.stderr[-3000:]}"
@@ -96,17 +132,22 @@ def statuses(payload: dict) -> list[str]:
 def test_the_zip_has_the_scripts_the_grader_and_the_seed(tmp_path):
     with zipfile.ZipFile(build(tmp_path)) as archive:
         names = set(archive.namelist())
-        assert {"setup.sh", "run_autograder", "requirements-grader.txt",
-                "autograder/sandbox/confined/child.py",
-                "autograder/exercises/ch03_unbroadcasting.py",
-                "autograder/locale/zh-CN/core.po", "autograder/locale/zh-CN/ch03.po"} <= names
+        assert {
+            "setup.sh",
+            "run_autograder",
+            "requirements-grader.txt",
+            "autograder/sandbox/confined/child.py",
+            "autograder/exercises/ch03_unbroadcasting.py",
+            "autograder/locale/zh-CN/core.po",
+            "autograder/locale/zh-CN/ch03.po",
+        } <= names
         assert archive.getinfo("run_autograder").external_attr >> 16 & 0o111
         script = archive.read("run_autograder").decode()
         setup = archive.read("setup.sh").decode()
     assert "--assignment 03" in script and f"--seed {SEED}" in script
     assert "requirements-grader.txt" in setup
     assert f"autograder prepare 03 --seed {SEED}" in setup
-    assert '--reference-cache "$base/references"' in setup and '--reference-cache' in script
+    assert '--reference-cache "$base/references"' in setup and "--reference-cache" in script
     assert "pip install --no-deps ." in setup and "-e ." not in setup
 
 
@@ -118,8 +159,9 @@ def test_the_grader_requirements_are_pinned_as_in_requirements_txt():
     assert not {"jupyterlab", "playwright", "ruff", "pytest", "nbval"} & set(grader)
 
 
-@pytest.mark.parametrize(("found", "accepted"), [("3.10", False), ("3.11", True),
-                                                 ("3.12", True), ("", False)])
+@pytest.mark.parametrize(
+    ("found", "accepted"), [("3.10", False), ("3.11", True), ("3.12", True), ("", False)]
+)
 def test_setup_sh_insists_on_python_3_11(tmp_path, found, accepted):
     """A fake Python answers the version question; anything else it is asked is logged and
     fails, so an accepted version shows as the venv being made with it."""
@@ -127,13 +169,21 @@ def test_setup_sh_insists_on_python_3_11(tmp_path, found, accepted):
         setup = archive.read("setup.sh").decode()
     calls, fake = tmp_path / "calls.txt", tmp_path / "python-fake"
     answer = f"echo {found}" if found else "exit 127"
-    fake.write_text(f'#!/bin/sh\ncase "$*" in *version_info*) {answer};; '
-                    f'*) echo "$*" >> {calls}; exit 1;; esac\n')
+    fake.write_text(
+        f'#!/bin/sh\ncase "$*" in *version_info*) {answer};; '
+        f'*) echo "$*" >> {calls}; exit 1;; esac\n'
+    )
     fake.chmod(0o755)
     (tmp_path / "autograder" / "source").mkdir(parents=True)
-    done = subprocess.run(["bash", "-c", setup], cwd=tmp_path, capture_output=True, text=True,
-                          env=clean_environment(AUTOGRADER_ROOT=str(tmp_path / "autograder"),
-                                                AUTOGRADER_SETUP_PYTHON=str(fake)))
+    done = subprocess.run(
+        ["bash", "-c", setup],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_environment(
+            AUTOGRADER_ROOT=str(tmp_path / "autograder"), AUTOGRADER_SETUP_PYTHON=str(fake)
+        ),
+    )
     assert done.returncode != 0  # the fake cannot make a venv either way
     refused = "needs Python 3.11 or newer" in done.stderr
     assert refused is not accepted, done.stderr
@@ -173,25 +223,31 @@ def test_a_blank_submission_scores_zero(gradescope, tmp_path):
     assert GRADING_ERROR not in json.dumps(payload)
 
 
-@pytest.mark.parametrize("files", [{"notes.txt": "my answers"},
-                                   {"a.ipynb": "{}", "b.ipynb": "{}"}], ids=["text", "two"])
+@pytest.mark.parametrize(
+    "files", [{"notes.txt": "my answers"}, {"a.ipynb": "{}", "b.ipynb": "{}"}], ids=["text", "two"]
+)
 def test_anything_but_one_notebook_is_refused_with_a_reason(gradescope, tmp_path, files):
     payload = run_autograder(gradescope, files, tmp_path)
     assert payload["score"] == 0 and "exactly one .ipynb" in payload["output"], payload
     assert f"found {sum(name.endswith('.ipynb') for name in files)}" in payload["output"]
 
 
-@pytest.mark.parametrize(("script", "reason"), [
-    ("echo 'Traceback: the grader broke' >&2; exit 1", "exited with status 1"),
-    ("exit 0", "wrote no results"),
-], ids=["crash", "no-results"])
+@pytest.mark.parametrize(
+    ("script", "reason"),
+    [
+        ("echo 'Traceback: the grader broke' >&2; exit 1", "exited with status 1"),
+        ("exit 0", "wrote no results"),
+    ],
+    ids=["crash", "no-results"],
+)
 def test_a_grader_failure_is_reported_as_a_grading_error(gradescope, tmp_path, script, reason):
     broken = tmp_path / "python-broken"
     broken.write_text(f"#!/bin/sh\n{script}\n")
     broken.chmod(0o755)
     solution = (ROOT / "solutions" / "03_unbroadcasting.ipynb").read_text()
-    payload = run_autograder(gradescope, {"mine.ipynb": solution}, tmp_path,
-                             AUTOGRADER_PYTHON=str(broken))
+    payload = run_autograder(
+        gradescope, {"mine.ipynb": solution}, tmp_path, AUTOGRADER_PYTHON=str(broken)
+    )
     assert payload["score"] == 0 and GRADING_ERROR in payload["output"], payload
     assert reason in payload["output"]
     assert "not your fault" in payload["output"] and "instructor" in payload["output"]

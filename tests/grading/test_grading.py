@@ -52,11 +52,31 @@ SEED = "5"
 
 
 def grade(paths: list[Path], out: Path, cache: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               "--jobs", "2", "--seed", SEED, "--timeout", "10", "--assignment", "03"]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3",
-                               cache_folders.ENV: str(cache)})
+    command = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        *map(str, paths),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        "--seed",
+        SEED,
+        "--timeout",
+        "10",
+        "--assignment",
+        "03",
+    ]
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", cache_folders.ENV: str(cache)},
+    )
 
 
 def package_digest() -> str:
@@ -70,14 +90,25 @@ def package_digest() -> str:
 def batch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("submissions")
     out = tmp_path_factory.mktemp("graded")
-    targets = [out / "001-good" / "results.json", out / "forged.json",
-               ROOT / "autograder" / "forged.py", folder / "good.ipynb.forged"]
+    targets = [
+        out / "001-good" / "results.json",
+        out / "forged.json",
+        ROOT / "autograder" / "forged.py",
+        folder / "good.ipynb.forged",
+    ]
     expected = write_all(folder, targets)
     cache = tmp_path_factory.mktemp("references")
     before = package_digest()
     run = grade(sorted(folder.glob("*.ipynb")), out, cache)
-    return {"folder": folder, "out": out, "expected": expected, "run": run,
-            "targets": targets, "package_before": before, "cache": cache}
+    return {
+        "folder": folder,
+        "out": out,
+        "expected": expected,
+        "run": run,
+        "targets": targets,
+        "package_before": before,
+        "cache": cache,
+    }
 
 
 def folder(out: Path, stem: str) -> Path:
@@ -100,35 +131,62 @@ def test_batch_is_graded_and_exits_zero(batch):
     assert "Graded" in batch["run"].stderr and "[1/" in batch["run"].stderr
 
 
-@pytest.mark.parametrize("stem", [
-    "good", "forgets_keepdims", "infinite_loop", "exit_at_import", "os_exit_in_function",
-    "keyboard_interrupt", "memory_grab", "print_flood", "patched_numpy", "syntax_error",
-    "renamed_function", "returns_none", "returns_nan", "uses_tensorflow", "forges_files",
-    "invalid_json", "deeply_nested", "many_values", "other_chapter", "zh_good",
-    "zh_forgets_keepdims", "zh_blank", "own_helper_named_unbroadcast",
-    "matmul_calls_a_wrong_unbroadcast",
-])
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "good",
+        "forgets_keepdims",
+        "infinite_loop",
+        "exit_at_import",
+        "os_exit_in_function",
+        "keyboard_interrupt",
+        "memory_grab",
+        "print_flood",
+        "patched_numpy",
+        "syntax_error",
+        "renamed_function",
+        "returns_none",
+        "returns_nan",
+        "uses_tensorflow",
+        "forges_files",
+        "invalid_json",
+        "deeply_nested",
+        "many_values",
+        "other_chapter",
+        "zh_good",
+        "zh_forgets_keepdims",
+        "zh_blank",
+        "own_helper_named_unbroadcast",
+        "matmul_calls_a_wrong_unbroadcast",
+    ],
+)
 def test_each_submission_costs_only_its_own_points(batch, stem):
     assert scores(batch, stem) == batch["expected"][stem], results(batch, stem)
 
 
-@pytest.mark.parametrize(("stem", "message"), [
-    ("forgets_keepdims", "keepdims=True"),
-    ("infinite_loop", "time limit"),
-    ("os_exit_in_function", "process ended while `unbroadcast` ran"),
-    ("keyboard_interrupt", "raised KeyboardInterrupt"),
-    ("memory_grab", "MemoryError"),
-    ("syntax_error", "No function named `unbroadcast`"),
-    ("renamed_function", "unbroadcast_v2"),
-    ("returns_none", "should be a numpy array, got builtins.NoneType"),
-    ("returns_nan", "contains NaN"),
-    ("uses_tensorflow", "calls TensorFlow or JAX"),
-    ("matmul_calls_a_wrong_unbroadcast", "checked with a correct unbroadcast in place of yours"),
-    ("invalid_json", "not a valid Jupyter notebook"),
-    ("deeply_nested", "nested too deeply to read"),
-    ("many_values", "more than 500,000 JSON values"),
-    ("other_chapter", "notebook of chapter 01"),
-])
+@pytest.mark.parametrize(
+    ("stem", "message"),
+    [
+        ("forgets_keepdims", "keepdims=True"),
+        ("infinite_loop", "time limit"),
+        ("os_exit_in_function", "process ended while `unbroadcast` ran"),
+        ("keyboard_interrupt", "raised KeyboardInterrupt"),
+        ("memory_grab", "MemoryError"),
+        ("syntax_error", "No function named `unbroadcast`"),
+        ("renamed_function", "unbroadcast_v2"),
+        ("returns_none", "should be a numpy array, got builtins.NoneType"),
+        ("returns_nan", "contains NaN"),
+        ("uses_tensorflow", "calls TensorFlow or JAX"),
+        (
+            "matmul_calls_a_wrong_unbroadcast",
+            "checked with a correct unbroadcast in place of yours",
+        ),
+        ("invalid_json", "not a valid Jupyter notebook"),
+        ("deeply_nested", "nested too deeply to read"),
+        ("many_values", "more than 500,000 JSON values"),
+        ("other_chapter", "notebook of chapter 01"),
+    ],
+)
 def test_each_problem_gets_a_clear_message(batch, stem, message):
     text = json.dumps(results(batch, stem))
     assert message in text, text[:3000]
@@ -186,7 +244,7 @@ def test_gradebook_has_a_row_per_submission_and_a_total(batch):
 def test_forged_files_land_nowhere_and_the_grader_is_untouched(batch):
     assert package_digest() == batch["package_before"]
     assert not (ROOT / "autograder" / "forged.py").exists()
-    assert "score\": 100" not in (folder(batch["out"], "good") / "results.json").read_text()
+    assert 'score": 100' not in (folder(batch["out"], "good") / "results.json").read_text()
     written_by_grader = batch["out"] / "001-good" / "results.json"
     forged = [t for t in batch["targets"] if t != written_by_grader and t.exists()]
     assert not forged, forged
@@ -200,8 +258,20 @@ def test_good_result_does_not_depend_on_the_rest_of_the_batch(batch, tmp_path):
 
 
 def test_nothing_to_grade_is_an_error_exit(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "x.txt"),
-                          "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(tmp_path / "x.txt"),
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode != 0 and "No submissions" in run.stderr
 
 
@@ -209,8 +279,9 @@ def test_rlimits_alone_still_contain_crashes(batch, tmp_path):
     """With only rlimits (--unsafe-no-sandbox), the child still dies alone."""
     assignment = prepare("03", seed=int(SEED))
     limits = children.Limits(per_exercise=3, per_submission=8)
-    run = GradingRun(int(SEED), limits, Sandbox(Capabilities(unsafe=True)),
-                             {"03": assignment}, "03")
+    run = GradingRun(
+        int(SEED), limits, Sandbox(Capabilities(unsafe=True)), {"03": assignment}, "03"
+    )
     for stem in ("os_exit_in_function", "memory_grab", "infinite_loop", "good"):
         result = grade_submission(run, read_submission(batch["folder"] / f"{stem}.ipynb", stem))
         got = tuple(e.score for e in result.exercises)
@@ -231,9 +302,15 @@ def test_a_sandbox_that_cannot_start_is_a_loud_grading_error(batch, tmp_path, mo
     """A launcher that fails (here: a Python that does not exist) is the grader's failure."""
     monkeypatch.setattr(sys, "executable", str(tmp_path / "no-such-python"))
     out = tmp_path / "out"
-    code = batch_module.grade(submissions=[batch["folder"] / "good.ipynb"], out=out, jobs=1,
-                              seed=int(SEED), timeout=10, assignment="03",
-                              sandbox_mode="fallback")
+    code = batch_module.grade(
+        submissions=[batch["folder"] / "good.ipynb"],
+        out=out,
+        jobs=1,
+        seed=int(SEED),
+        timeout=10,
+        assignment="03",
+        sandbox_mode="fallback",
+    )
     assert code == 1
     payload = json.loads((folder(out, "good") / "results.json").read_text())
     assert payload["score"] == 0 and "GRADING ERROR" in payload["output"]
@@ -244,9 +321,20 @@ def test_an_unknown_chapter_costs_only_its_notebook(batch, tmp_path):
     unknown = json.loads((batch["folder"] / "good.ipynb").read_text())
     unknown["metadata"]["course"]["chapter"] = "99"
     (tmp_path / "unknown.ipynb").write_text(json.dumps(unknown))
-    command = [sys.executable, "-m", "autograder", "grade", str(tmp_path / "unknown.ipynb"),
-               str(batch["folder"] / "good.ipynb"), "--out", str(tmp_path / "out"),
-               "--seed", SEED, "--timeout", "10"]
+    command = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(tmp_path / "unknown.ipynb"),
+        str(batch["folder"] / "good.ipynb"),
+        "--out",
+        str(tmp_path / "out"),
+        "--seed",
+        SEED,
+        "--timeout",
+        "10",
+    ]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     assert results({"out": tmp_path / "out"}, "good")["score"] == 2
@@ -259,9 +347,26 @@ def test_seeds_that_draw_onednn_crash_shapes_still_grade(tmp_path):
     solution = tmp_path / "solution.ipynb"
     solution.write_text((ROOT / "solutions" / "03_unbroadcasting.ipynb").read_text())
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(solution), "--out",
-                          str(tmp_path / "out"), "--seed", "1", "--jobs", "1"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(solution),
+            "--out",
+            str(tmp_path / "out"),
+            "--seed",
+            "1",
+            "--jobs",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert results({"out": tmp_path / "out"}, "solution")["score"] == 2
 
@@ -271,8 +376,13 @@ def test_seeds_that_draw_onednn_crash_shapes_still_grade(tmp_path):
 
 def same_cases(first: list, second: list) -> bool:
     def plain(case) -> list:
-        return [(name, type(v), v.dtype, v.tobytes()) if isinstance(v, np.ndarray)
-                else (name, type(v), v) for name, v in case.args] + [case.label]
+        return [
+            (name, type(v), v.dtype, v.tobytes())
+            if isinstance(v, np.ndarray)
+            else (name, type(v), v)
+            for name, v in case.args
+        ] + [case.label]
+
     return [plain(c) for c in first] == [plain(c) for c in second]
 
 
@@ -285,10 +395,25 @@ def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batc
     counts = {e.name: len(e.outputs) for e in exercises}
     cases, refs = refcache.load(entry, counts)
     prepared = subprocess.run(
-        [sys.executable, "-m", "autograder", "prepare", "03", "--seed", SEED,
-         "--reference-cache", str(tmp_path), "--warm-with",
-         str(ROOT / "solutions" / "03_unbroadcasting.ipynb")], cwd=ROOT, capture_output=True,
-        text=True, timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "prepare",
+            "03",
+            "--seed",
+            SEED,
+            "--reference-cache",
+            str(tmp_path),
+            "--warm-with",
+            str(ROOT / "solutions" / "03_unbroadcasting.ipynb"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     assert prepared.returncode == 0, prepared.stderr[-3000:]
     (fresh,) = tmp_path.glob(f"03-{SEED}-*.npz")
     assert fresh.name == entry.name  # same grader sources and library versions
@@ -299,25 +424,29 @@ def test_the_run_cached_cases_and_references_that_equal_a_fresh_computation(batc
     for exercise in exercises:
         assert same_cases(cases[exercise.name], fresh_cases[exercise.name])
         for got, want in zip(refs[exercise.name], fresh_refs[exercise.name], strict=True):
-            assert all(g.dtype == w.dtype and np.array_equal(g, w, equal_nan=True)
-                       for g, w in zip(got, want, strict=True))
+            assert all(
+                g.dtype == w.dtype and np.array_equal(g, w, equal_nan=True)
+                for g, w in zip(got, want, strict=True)
+            )
 
 
 def test_a_warm_cache_keeps_tensorflow_and_jax_out_of_the_grading_parent(batch):
     cache = str(batch["cache"])
-    program = ("import sys, pathlib\nfrom autograder.grading.assignment import prepare\n"
-               f"a = prepare('03', {SEED}, pathlib.Path({cache!r}))\n"
-               "print(sum(map(len, a.cases.values())), sorted(m for m in sys.modules\n"
-               "      if m.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
-    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
-                          text=True, check=True)
+    program = (
+        "import sys, pathlib\nfrom autograder.grading.assignment import prepare\n"
+        f"a = prepare('03', {SEED}, pathlib.Path({cache!r}))\n"
+        "print(sum(map(len, a.cases.values())), sorted(m for m in sys.modules\n"
+        "      if m.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     count, modules = done.stdout.split(" ", 1)
     assert int(count) > 100 and modules.strip() == "[]", done.stdout
 
 
 def fake_references(exercises, seed):
-    cases = {e.name: [Case((("x", np.arange(3.0) + seed), ("shape", (1, 3))))]
-             for e in exercises}
+    cases = {e.name: [Case((("x", np.arange(3.0) + seed), ("shape", (1, 3))))] for e in exercises}
     refs = {e.name: [tuple(np.ones(2) for _ in e.outputs)] for e in exercises}
     return cases, refs
 
@@ -331,14 +460,19 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
         refcache.save(entry, cases, refs)
         entry.write_bytes(entry.read_bytes()[:300])
     elif damage == "other exercises":
-        refcache.save(entry, {"unbroadcast": cases["unbroadcast"]},
-                      {"unbroadcast": refs["unbroadcast"]})
+        refcache.save(
+            entry, {"unbroadcast": cases["unbroadcast"]}, {"unbroadcast": refs["unbroadcast"]}
+        )
     else:
-        refcache.save(entry, cases, {e.name: [tuple(np.array(["a"]) for _ in e.outputs)]
-                                     for e in exercises})
+        refcache.save(
+            entry, cases, {e.name: [tuple(np.array(["a"]) for _ in e.outputs)] for e in exercises}
+        )
     calls = []
-    monkeypatch.setattr(assignment_module, "compute_references",
-                        lambda ex, seed: calls.append(seed) or fake_references(ex, seed))
+    monkeypatch.setattr(
+        assignment_module,
+        "compute_references",
+        lambda ex, seed: calls.append(seed) or fake_references(ex, seed),
+    )
     assignment = prepare("03", 9, tmp_path)
     assert calls == [9] and same_cases(assignment.cases["unbroadcast"], cases["unbroadcast"])
     assert assignment.cases["unbroadcast"][0].arg("shape") == (1, 3)  # a tuple again
@@ -377,8 +511,10 @@ def stored_mistakes_entry(cache: Path, seed: int) -> Assignment:
     mistakes give on those cases, stored the way `prepare` stores them."""
     exercises = for_chapter("04")
     cases = {e.name: e.edge_cases() for e in exercises}
-    refs = {e.name: [tuple(np.full(3, 7.0) for _ in e.outputs) for _ in cases[e.name]]
-            for e in exercises}
+    refs = {
+        e.name: [tuple(np.full(3, 7.0) for _ in e.outputs) for _ in cases[e.name]]
+        for e in exercises
+    }
     refcache.save(refcache.entry_path(cache, "04", seed), cases, refs)
     return Assignment("04", exercises, cases, refs)
 
@@ -397,7 +533,10 @@ def test_stored_mistakes_give_what_running_them_gives(tmp_path):
                 kept = known(mistake, case)
                 assert kept is not None, (exercise.name, mistake.name, case.label)
                 assert exercise._same(exercise.run_mistake(mistake, case), kept), (
-                    exercise.name, mistake.name, case.label)
+                    exercise.name,
+                    mistake.name,
+                    case.label,
+                )
 
 
 def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_path):
@@ -416,16 +555,19 @@ def test_a_wrong_framework_answer_is_hinted_without_importing_its_framework(tmp_
         "           for c, r in zip(a.cases[e.name], a.references[e.name])]\n"
         "shown = failure_to_show(e, failing, known=known)\n"
         "print(shown.hint == m.hint, sorted(x for x in sys.modules\n"
-        "      if x.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))")
-    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
-                          text=True, check=False)
+        "      if x.split('.')[0] in ('tensorflow', 'jax', 'jaxlib')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False
+    )
     assert done.stdout.strip() == "True []", done.stdout + done.stderr[-2000:]
 
 
 def test_exercises_split_into_balanced_parts_in_their_own_order():
     exercises = for_chapter("04")
-    cases = {e.name: [None] * n for e, n in zip(exercises, (120, 110, 90, 120, 40, 60),
-                                                           strict=True)}
+    cases = {
+        e.name: [None] * n for e, n in zip(exercises, (120, 110, 90, 120, 40, 60), strict=True)
+    }
     parts = split_exercises(exercises, cases, 2)
     assert len(parts) == 2
     assert sorted(e.name for part in parts for e in part) == sorted(e.name for e in exercises)
@@ -444,15 +586,22 @@ def test_a_part_pays_a_framework_start_up_only_where_it_must():
     cases = {e.name: [None] * 120 for e in exercises}
     parts = split_exercises(exercises, cases, 2)
     assert sorted(sorted(e.name for e in part) for part in parts) == [
-        ["jacobian_by_rows", "qa_gradients"], ["predict_tape_gradient"]]
+        ["jacobian_by_rows", "qa_gradients"],
+        ["predict_tape_gradient"],
+    ]
 
 
 def test_a_lone_submission_runs_its_exercises_in_parts_at_once(batch, monkeypatch):
     assignment = prepare("03", int(SEED), batch["cache"])
     spare = SpareSlots(1)
-    run = GradingRun(int(SEED), children.Limits(per_exercise=10, per_submission=30),
-                             Sandbox(Capabilities(unsafe=True)), {"03": assignment}, "03",
-                             spare=spare)
+    run = GradingRun(
+        int(SEED),
+        children.Limits(per_exercise=10, per_submission=30),
+        Sandbox(Capabilities(unsafe=True)),
+        {"03": assignment},
+        "03",
+        spare=spare,
+    )
     both_running = threading.Barrier(2, timeout=20)  # broken unless two parts overlap
     parts, original = [], grade_module.run_part
 
@@ -490,8 +639,12 @@ def test_every_slot_is_idle_again_when_the_batch_ends(monkeypatch, tmp_path):
 def test_submissions_with_more_answers_start_first_and_keep_their_places(monkeypatch, tmp_path):
     learner = ROOT / "course" / "03_unbroadcasting.ipynb"
     solution = ROOT / "solutions" / "03_unbroadcasting.ipynb"
-    paths = [tmp_path / "stubs.ipynb", tmp_path / "answered.ipynb", tmp_path / "fifo.ipynb",
-             tmp_path / "broken.ipynb"]
+    paths = [
+        tmp_path / "stubs.ipynb",
+        tmp_path / "answered.ipynb",
+        tmp_path / "fifo.ipynb",
+        tmp_path / "broken.ipynb",
+    ]
     paths[0].write_bytes(learner.read_bytes())
     paths[1].write_bytes(solution.read_bytes())
     os.mkfifo(paths[2])  # opened without blocking, then refused: reading it would block
@@ -514,13 +667,16 @@ def test_submissions_with_more_answers_start_first_and_keep_their_places(monkeyp
 
 def test_measured_costs_balance_the_parts_and_junk_costs_are_ignored(tmp_path):
     exercises = (*for_chapter("05"), *for_chapter("06"))
-    exercises = tuple(e for e in exercises if e.name in {"log1pexp", "clip_gradient",
-                                                          "fixed_point", "bessel_i0e"})
+    exercises = tuple(
+        e for e in exercises if e.name in {"log1pexp", "clip_gradient", "fixed_point", "bessel_i0e"}
+    )
     cases = {e.name: [None] * 120 for e in exercises}
     costs = {"log1pexp": 1.0, "clip_gradient": 1.2, "fixed_point": 1.1, "bessel_i0e": 3.5}
     parts = split_exercises(exercises, cases, 2, costs)
     assert [[e.name for e in part] for part in parts] == [
-        ["bessel_i0e"], ["log1pexp", "clip_gradient", "fixed_point"]]
+        ["bessel_i0e"],
+        ["log1pexp", "clip_gradient", "fixed_point"],
+    ]
     path = tmp_path / "x.costs.json"
     refcache.save_costs(path, {**costs, "other": 2.0, "fixed_point": -1, "clip_gradient": "x"})
     assert refcache.load_costs(path, set(costs)) == {"log1pexp": 1.0, "bessel_i0e": 3.5}
@@ -531,15 +687,19 @@ def test_measured_costs_balance_the_parts_and_junk_costs_are_ignored(tmp_path):
     assert validated_report({**report, "seconds": 2.5})["seconds"] == 2.5
 
 
-@pytest.mark.parametrize(("cpu_max", "memory_max", "expected"), [
-    ("max 100000", "max", 2),  # no quota: the two CPUs this test allows
-    ("150000 100000", "max", 2),  # 1.5 CPUs: rounded up
-    ("100000 100000", "max", 1),
-    ("max 100000", str(768 * 1024**2), 1),  # a 768 MiB container: one child at a time
-    ("400000 100000", str(3 * 1024**3), 2),
-])
+@pytest.mark.parametrize(
+    ("cpu_max", "memory_max", "expected"),
+    [
+        ("max 100000", "max", 2),  # no quota: the two CPUs this test allows
+        ("150000 100000", "max", 2),  # 1.5 CPUs: rounded up
+        ("100000 100000", "max", 1),
+        ("max 100000", str(768 * 1024**2), 1),  # a 768 MiB container: one child at a time
+        ("400000 100000", str(3 * 1024**3), 2),
+    ],
+)
 def test_default_jobs_follow_the_container_quota_and_memory(
-        tmp_path, monkeypatch, cpu_max, memory_max, expected):
+    tmp_path, monkeypatch, cpu_max, memory_max, expected
+):
     (tmp_path / "cpu.max").write_text(cpu_max)
     (tmp_path / "memory.max").write_text(memory_max)
     monkeypatch.setattr(capacity, "CGROUP_CPU_FILES", ((str(tmp_path / "cpu.max"), None),))
@@ -552,14 +712,17 @@ def test_the_seccomp_binding_loads_without_starting_a_process():
     """ctypes.util.find_library runs `ldconfig -p` for each library pyseccomp looks up: two
     processes in every child's start-up, inside its sandbox. The usual sonames load
     directly."""
-    script = ("import subprocess\n"
-              "def refuse(*args, **kwargs):\n"
-              "    raise AssertionError(f'started a process: {args}')\n"
-              "subprocess.Popen = refuse\n"
-              "from autograder.sandbox.confined import confine\n"
-              "print(confine.import_pyseccomp().SyscallFilter.__name__)\n")
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    script = (
+        "import subprocess\n"
+        "def refuse(*args, **kwargs):\n"
+        "    raise AssertionError(f'started a process: {args}')\n"
+        "subprocess.Popen = refuse\n"
+        "from autograder.sandbox.confined import confine\n"
+        "print(confine.import_pyseccomp().SyscallFilter.__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0 and done.stdout.strip() == "SyscallFilter", done.stderr
     assert confine.seccomp_available()
 
@@ -583,23 +746,40 @@ def test_nfd_and_nfc_names_give_the_same_folder():
     assert clean(nfd) == clean(nfc) == "José_Müller_hw3"
 
 
-@pytest.mark.parametrize("stem, expected", [
-    ("محمد علي - واجب", "محمد_علي_-_واجب"),  # Arabic
-    ("Иван Петров, ДЗ №3", "Иван_Петров_ДЗ_3"),  # Cyrillic
-    ("राम शर्मा गृहकार्य", "राम_शर्मा_गृहकार्य"),  # Devanagari, its vowel signs and viramas kept
-    ("1 tamper", "1_tamper"),
-    ("hw.v2", "hw.v2"),
-])
+@pytest.mark.parametrize(
+    "stem, expected",
+    [
+        ("محمد علي - واجب", "محمد_علي_-_واجب"),  # Arabic
+        ("Иван Петров, ДЗ №3", "Иван_Петров_ДЗ_3"),  # Cyrillic
+        ("राम शर्मा गृहकार्य", "राम_शर्मा_गृहकार्य"),  # Devanagari, its vowel signs and viramas kept
+        ("1 tamper", "1_tamper"),
+        ("hw.v2", "hw.v2"),
+    ],
+)
 def test_letters_marks_and_digits_of_every_script_are_kept(stem, expected):
     assert submissions_module.clean_name(stem) == expected
 
 
-@pytest.mark.parametrize("stem, expected", [
-    ("../x", "x"), ("a/b", "a_b"), ("a\\b", "a_b"), ("a\x00b", "a_b"),
-    ("\u202egpj.exe", "gpj.exe"), ("ab\u202ecd", "ab_cd"), ("..", "submission"),
-    (".", "submission"), ("....", "submission"), (".hidden", "hidden"), ("", "submission"),
-    ("!?*", "submission"), ('<a>:"b"|c?', "a_b_c"), ("a\udcffb", "a_b"), ("\u0301x", "x"),
-])
+@pytest.mark.parametrize(
+    "stem, expected",
+    [
+        ("../x", "x"),
+        ("a/b", "a_b"),
+        ("a\\b", "a_b"),
+        ("a\x00b", "a_b"),
+        ("\u202egpj.exe", "gpj.exe"),
+        ("ab\u202ecd", "ab_cd"),
+        ("..", "submission"),
+        (".", "submission"),
+        ("....", "submission"),
+        (".hidden", "hidden"),
+        ("", "submission"),
+        ("!?*", "submission"),
+        ('<a>:"b"|c?', "a_b_c"),
+        ("a\udcffb", "a_b"),
+        ("\u0301x", "x"),
+    ],
+)
 def test_hostile_names_give_a_plain_folder(stem, expected):
     assert submissions_module.clean_name(stem) == expected
 
@@ -636,10 +816,26 @@ def test_a_file_name_that_is_not_utf8_costs_nothing_but_its_escape(tmp_path):
     plain.write_bytes(solution.read_bytes())
     out = tmp_path / "graded"
     run = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(odd), str(plain), "--out", str(out),
-         "--seed", "3", "--jobs", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0"})
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(odd),
+            str(plain),
+            "--out",
+            str(out),
+            "--seed",
+            "3",
+            "--jobs",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "LC_ALL": "C", "PYTHONUTF8": "0"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     with (out / "grades.csv").open(encoding="utf-8") as file:
         rows = {row["submission"]: row for row in csv.DictReader(file)}

@@ -11,9 +11,13 @@ from autograder.grading.verdicts import ExerciseResult
 
 
 def _result(stem: str, seconds: float, review: list[str] | None = None) -> SubmissionResult:
-    result = SubmissionResult(Path(f"{stem}.ipynb"), stem, "03",
-                              [ExerciseResult("unbroadcast", 1.0, 1.0, True, "")],
-                              review=review or [])
+    result = SubmissionResult(
+        Path(f"{stem}.ipynb"),
+        stem,
+        "03",
+        [ExerciseResult("unbroadcast", 1.0, 1.0, True, "")],
+        review=review or [],
+    )
     result.seconds = seconds
     return result
 
@@ -23,8 +27,10 @@ def test_a_right_answer_that_sleeps_under_each_limit_is_flagged_and_keeps_its_sc
     submission's time with nothing to show for it: it keeps its points (right is right, and
     the limits bound its cost), and the gradebook names it."""
     results = [_result(f"honest{i}", 0.3 + 0.01 * i) for i in range(5)]
-    results += [_result("sleeper", 57.0),
-                _result("flagged", 0.4, ["flagged: cell 3, line 1: eval(...)"])]
+    results += [
+        _result("sleeper", 57.0),
+        _result("flagged", 0.4, ["flagged: cell 3, line 1: eval(...)"]),
+    ]
     assert set(slow_notes(results)) == {5}
     write_gradebook(tmp_path, results)
     with (tmp_path / "grades.csv").open(encoding="utf-8") as file:

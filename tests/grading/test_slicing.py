@@ -64,8 +64,10 @@ def test_the_sliced_cells_still_define_a_working_exercise():
     namespace: dict = {"__name__": "__main__"}
     cells = sliced()
     for index, cell in enumerate(cells[:4]):
-        exec(compile(cell.replace("import tensorflow as tf", ""), f"<cell {index}>", "exec"),
-             namespace)
+        exec(
+            compile(cell.replace("import tensorflow as tf", ""), f"<cell {index}>", "exec"),
+            namespace,
+        )
     import numpy as np
 
     assert namespace["unbroadcast"](np.ones((3, 2)), (2,)).tolist() == [6.0, 6.0]
@@ -80,17 +82,21 @@ def test_names_the_chapter_02_invokes_look_up_by_string_are_declared():
     for name in ("backward", "grad"):  # their invokes trace programs with the learner's ops
         assert wanted <= set(EXERCISES[name].namespace_reads), name
     declared = set(EXERCISES["backward"].namespace_reads)
-    kept = needed_cells(["def exp(x):\n    return x\n\nprint(exp(1))"], set(),
-                        ["backward", *declared])
+    kept = needed_cells(
+        ["def exp(x):\n    return x\n\nprint(exp(1))"], set(), ["backward", *declared]
+    )
     assert kept[0].startswith("def exp(x):") and "print" not in kept[0]
 
 
-@pytest.mark.parametrize("hostile", [
-    "x" + ".a" * 100_000 + " = 1",  # the parser's recursion limit
-    "y = " + "-" * 100_000 + "1",  # MemoryError while parsing
-    "def f():\n    return w" + ".a" * 50_000,
-    "z = w" + ".a" * 1500 + "\nq = z",  # parses, but too deep for the analysis
-])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "x" + ".a" * 100_000 + " = 1",  # the parser's recursion limit
+        "y = " + "-" * 100_000 + "1",  # MemoryError while parsing
+        "def f():\n    return w" + ".a" * 50_000,
+        "z = w" + ".a" * 1500 + "\nq = z",  # parses, but too deep for the analysis
+    ],
+)
 def test_a_cell_that_exhausts_the_parser_costs_time_never_a_grading_error(hostile):
     """Such a cell is the submission's problem: it is kept (the child meets the same error
     and reports it), and the exercise cell is still there."""

@@ -42,27 +42,40 @@ def test_each_way_into_the_interpreter_is_refused(source):
     assert found and found[0].refused and found[0].cell == 2, found
 
 
-@pytest.mark.parametrize("source", [
-    "y = eval('1 + 1')", "exec('x = 1')", "z = getattr(np, name)", "d = vars()",
-    "d = f.__dict__",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "y = eval('1 + 1')",
+        "exec('x = 1')",
+        "z = getattr(np, name)",
+        "d = vars()",
+        "d = f.__dict__",
+    ],
+)
 def test_code_a_reading_cannot_follow_is_flagged_not_refused(source):
     found = read_findings([source])
     assert found and not any(f.refused for f in found), found
 
 
-@pytest.mark.parametrize("source", [
-    'import sys\nif "google.colab" in sys.modules:\n    pass',
-    "import gc\ngc.collect()", "import numpy as np\nx = getattr(np, 'float32')",
-    "import inspect\nsig = inspect.signature(print)",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        'import sys\nif "google.colab" in sys.modules:\n    pass',
+        "import gc\ngc.collect()",
+        "import numpy as np\nx = getattr(np, 'float32')",
+        "import inspect\nsig = inspect.signature(print)",
+    ],
+)
 def test_what_the_course_and_its_learners_write_is_not_flagged(source):
     assert read_findings([source]) == []
 
 
 def test_no_notebook_of_the_course_is_flagged():
-    notebooks = [*ROOT.glob("solutions/*.ipynb"), *ROOT.glob("course/*.ipynb"),
-                 *ROOT.glob("course/zh-CN/*.ipynb")]
+    notebooks = [
+        *ROOT.glob("solutions/*.ipynb"),
+        *ROOT.glob("course/*.ipynb"),
+        *ROOT.glob("course/zh-CN/*.ipynb"),
+    ]
     assert len(notebooks) >= 27
     for path in notebooks:
         notebook, problem = read_notebook(path)
@@ -90,14 +103,18 @@ def _write(folder: Path, names: list[str]) -> list[Path]:
 def _scores(out: Path) -> dict[str, tuple[float, float, str]]:
     with (out / "grades.csv").open(encoding="utf-8") as file:
         rows = list(csv.DictReader(file))
-    return {row["submission"].split("-", 1)[1]: (float(row["unbroadcast"]),
-                                                 float(row["matmul_vjp"]), row["review"])
-            for row in rows}
+    return {
+        row["submission"].split("-", 1)[1]: (
+            float(row["unbroadcast"]),
+            float(row["matmul_vjp"]),
+            row["review"],
+        )
+        for row in rows
+    }
 
 
 def _grade(paths: list[Path], out: Path) -> int:
-    return command.grade(submissions=paths, out=out, jobs=2, seed=11, timeout=60,
-                         assignment="03")
+    return command.grade(submissions=paths, out=out, jobs=2, seed=11, timeout=60, assignment="03")
 
 
 def test_the_reading_refuses_them_before_any_child_runs(tmp_path):

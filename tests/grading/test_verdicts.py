@@ -19,10 +19,18 @@ BACKWARD = EXERCISES["backward"]  # calls toposort and vjp_rule (depends_on)
 
 def _stub_report(count: int) -> dict:
     """What the child writes for a function that still raises the notebook's stub error."""
-    error = {"kind": "error", "type": "NotImplementedError", "message": "",
-             "function": BACKWARD.name}
-    return {"missing": False, "defined": [BACKWARD.name], "timeout": False,
-            "cases": [error] * count}
+    error = {
+        "kind": "error",
+        "type": "NotImplementedError",
+        "message": "",
+        "function": BACKWARD.name,
+    }
+    return {
+        "missing": False,
+        "defined": [BACKWARD.name],
+        "timeout": False,
+        "cases": [error] * count,
+    }
 
 
 def test_a_stub_is_not_answered_and_gets_no_note_about_what_it_calls():

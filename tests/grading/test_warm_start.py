@@ -43,32 +43,36 @@ ENVIRONMENT_FIRST = "import os\nos.environ['JAX_ENABLE_X64'] = '1'\n"
 def test_the_warm_frameworks_are_those_the_exercises_declare():
     for chapter in (f"{n:02d}" for n in range(8)):
         groups = {tuple(sorted(e.frameworks)) for e in for_chapter(chapter)} - {()}
-        assert groups == ({warm_groups()[chapter]} if chapter in warm_groups()
-                          else set()), chapter
+        assert groups == ({warm_groups()[chapter]} if chapter in warm_groups() else set()), chapter
 
 
 def test_a_frameworks_declaration_start_cannot_read_names_the_exercise(tmp_path):
     """start.py reads `frameworks=` without importing the module: only literals will do."""
     (tmp_path / "ch09_new.py").write_text(
         "FRAMEWORKS = ('jax',)\nOK = Exercise(name='fine', frameworks=FRAMEWORKS)\n"
-        "NEW = Exercise(name='new_one', frameworks=tuple(make()))\n")
+        "NEW = Exercise(name='new_one', frameworks=tuple(make()))\n"
+    )
     with pytest.raises(ValueError, match="'new_one' declares `frameworks=`"):
         warm_groups(tmp_path)
-    (tmp_path / "ch09_new.py").write_text("A = Exercise(name='a', frameworks=('jax',))\n"
-                                          "B = Exercise(name='b', frameworks=())\n")
+    (tmp_path / "ch09_new.py").write_text(
+        "A = Exercise(name='a', frameworks=('jax',))\nB = Exercise(name='b', frameworks=())\n"
+    )
     assert warm_groups(tmp_path) == {"09": ("jax",)}
 
 
 def test_start_reads_submissions_before_numpy_and_the_exercises_are_imported(tmp_path):
     """What start.py does first must not wait for the grader's heavy imports."""
-    program = ("import sys\nfrom pathlib import Path\nfrom autograder.grading import start\n"
-               f"read = start.read_submissions([Path({str(SOLUTION_06)!r})])\n"
-               "assert read[0].chapter == '06' and start.warm_groups()['06'] == ('jax',)\n"
-               "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-               "('numpy', 'jax', 'tensorflow', 'hypothesis') or m.startswith("
-               "('autograder.judging', 'autograder.exercises'))))")
-    done = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60)
+    program = (
+        "import sys\nfrom pathlib import Path\nfrom autograder.grading import start\n"
+        f"read = start.read_submissions([Path({str(SOLUTION_06)!r})])\n"
+        "assert read[0].chapter == '06' and start.warm_groups()['06'] == ('jax',)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('numpy', 'jax', 'tensorflow', 'hypothesis') or m.startswith("
+        "('autograder.judging', 'autograder.exercises'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -87,8 +91,10 @@ class FakeWarmChild:
 def test_a_warm_child_is_taken_for_its_own_frameworks_only():
     slots: queue.Queue = queue.Queue()
     box = Sandbox(uid_slots=slots)
-    jax_child, tf_child = FakeWarmChild(("jax",), 1, slots), FakeWarmChild(("tensorflow",), 2,
-                                                                            slots)
+    jax_child, tf_child = (
+        FakeWarmChild(("jax",), 1, slots),
+        FakeWarmChild(("tensorflow",), 2, slots),
+    )
     box.warm_children = [jax_child, tf_child]
     assert box.take_warm(()) is None
     assert box.take_warm(("tensorflow",)) is tf_child
@@ -148,9 +154,16 @@ def _grade(path: Path, out: Path, monkeypatch) -> tuple[dict, dict[str, int], li
     monkeypatch.setattr(warm_children.WarmChild, "run", warm)
     monkeypatch.setattr(children, "run_child", fresh)
     monkeypatch.setattr(rounds, "round_workers", asked)
-    arguments = {"submissions": [path], "out": out, "jobs": 2, "sandbox_mode": "auto",
-                 "unsafe_no_sandbox": False, "reference_cache": path.parent / "cache",
-                 "fork_server": False, "assignment": None}
+    arguments = {
+        "submissions": [path],
+        "out": out,
+        "jobs": 2,
+        "sandbox_mode": "auto",
+        "unsafe_no_sandbox": False,
+        "reference_cache": path.parent / "cache",
+        "fork_server": False,
+        "assignment": None,
+    }
     started = early.start(**arguments)
     assert started.sandbox is not None, started.problem
     assert started.sandbox.warm_started == 1
@@ -164,8 +177,12 @@ def folder(tmp_path_factory):
     """With its own reference cache, prepared as the first `grade` of seed 11 prepares it
     (its runs of the solution are not the submission's children counted below)."""
     folder = tmp_path_factory.mktemp("warm-06")
-    assert preparation.prepare_cache(chapters=["06"], seed=11, reference_cache=folder / "cache",
-                               warm_with=[SOLUTION_06]) == 0
+    assert (
+        preparation.prepare_cache(
+            chapters=["06"], seed=11, reference_cache=folder / "cache", warm_with=[SOLUTION_06]
+        )
+        == 0
+    )
     return folder
 
 
@@ -178,32 +195,35 @@ def test_a_lone_jax_submission_runs_in_its_warm_child_and_its_workers(folder, mo
 
 
 def test_a_crash_in_one_worker_costs_its_own_exercise_only(folder, monkeypatch):
-    results, ran, _ = _grade(_copy(folder, "crash", appended=CRASH), folder / "crash",
-                             monkeypatch)
+    results, ran, _ = _grade(_copy(folder, "crash", appended=CRASH), folder / "crash", monkeypatch)
     assert results.pop("bessel_i0e")["status"] == "failed"
     assert all(t["status"] == "passed" for t in results.values()), results
     assert ran["warm"] == 1
 
 
-def test_code_that_sets_the_environment_gets_a_fresh_child_not_the_warm_one(folder,
-                                                                           monkeypatch):
-    results, ran, _ = _grade(_copy(folder, "environment", first=ENVIRONMENT_FIRST),
-                             folder / "environment", monkeypatch)
+def test_code_that_sets_the_environment_gets_a_fresh_child_not_the_warm_one(folder, monkeypatch):
+    results, ran, _ = _grade(
+        _copy(folder, "environment", first=ENVIRONMENT_FIRST), folder / "environment", monkeypatch
+    )
     assert all(t["status"] == "passed" for t in results.values()), results
     assert ran == {"warm": 0, "fresh": 1}
 
 
-
 def _assignment(chapter: str) -> SimpleNamespace:
     exercises = for_chapter(chapter)
-    return SimpleNamespace(exercises=exercises, cases={e.name: [None] * 100 for e in exercises},
-                           costs={e.name: 0.2 for e in exercises})
+    return SimpleNamespace(
+        exercises=exercises,
+        cases={e.name: [None] * 100 for e in exercises},
+        costs={e.name: 0.2 for e in exercises},
+    )
 
 
 def test_framework_exercises_of_one_framework_share_a_child_and_numpy_ones_get_their_own():
     parts, workers, used = parts_and_workers(_assignment("01"), 2)
     assert [[e.name for e in part] for part in parts] == [
-        ["qa_gradients", "jacobian_by_rows"], ["predict_tape_gradient"]]
+        ["qa_gradients", "jacobian_by_rows"],
+        ["predict_tape_gradient"],
+    ]
     assert sorted(map(sorted, workers)) == [["jacobian_by_rows"], ["qa_gradients"]]
     assert used == 2
     parts, workers, used = parts_and_workers(_assignment("04"), 3)

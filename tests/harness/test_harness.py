@@ -37,8 +37,13 @@ def _imports(path: Path) -> set[str]:
 
 def test_the_harness_imports_only_the_standard_library_numpy_and_the_frameworks():
     modules = sorted(HARNESS.glob("*.py"))
-    assert {m.stem for m in modules} >= {"__init__", "precision", "ch01_chain_rule",
-                                         "ch02_reverse_mode_tape", "ch05_custom_derivatives_jax"}
+    assert {m.stem for m in modules} >= {
+        "__init__",
+        "precision",
+        "ch01_chain_rule",
+        "ch02_reverse_mode_tape",
+        "ch05_custom_derivatives_jax",
+    }
     for module in modules:
         foreign = _imports(module) - ALLOWED_IMPORTS - set(sys.stdlib_module_names)
         assert not foreign, f"{module.name} imports {foreign}: the grader's child lacks them"
@@ -54,8 +59,12 @@ def test_every_exercise_names_an_invoke_that_resolves_to_a_harness_function():
 
 
 def test_a_misnamed_invoke_is_refused_when_the_exercise_is_declared():
-    for wrong in ("ch02.invoke_vjp_rule", "ch02_reverse_mode_tape:", ":invoke",
-                  "ch02_reverse_mode_tape:invoke vjp"):
+    for wrong in (
+        "ch02.invoke_vjp_rule",
+        "ch02_reverse_mode_tape:",
+        ":invoke",
+        "ch02_reverse_mode_tape:invoke vjp",
+    ):
         with pytest.raises(ValueError, match="<module>:<function>"):
             dataclasses.replace(VJP_RULE, invoke=wrong)
 
@@ -118,9 +127,15 @@ def test_the_child_imports_the_harness_the_grader_copied_and_nothing_of_the_grad
     folders = submission_folders.Folders(tmp_path, ctrl, tmp_path, tmp_path, None)
     submission_folders.install_child_files(folders)
     assert sorted(p.name for p in (ctrl / "harness").iterdir()) == sorted(
-        p.name for p in HARNESS.glob("*.py"))
-    done = subprocess.run([sys.executable, "-I", "-c", textwrap.dedent(CHILD_SCRIPT), str(ctrl)],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        p.name for p in HARNESS.glob("*.py")
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", textwrap.dedent(CHILD_SCRIPT), str(ctrl)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 

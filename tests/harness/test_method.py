@@ -31,8 +31,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def solution_source(notebook: str, name: str) -> str:
     """The exercise cell of the solution notebook that defines `name`."""
     cells = nbformat.read(ROOT / "solutions" / notebook, as_version=4).cells
-    (source,) = [c.source for c in cells
-                 if "exercise" in c.metadata.get("tags", []) and f"def {name}(" in c.source]
+    (source,) = [
+        c.source
+        for c in cells
+        if "exercise" in c.metadata.get("tags", []) and f"def {name}(" in c.source
+    ]
     return source
 
 
@@ -114,8 +117,10 @@ def hvp_by_jacfwd_of_flat_grad(f, x, v):  # no builder named "hessian", still n 
 
 
 def hvp_by_columns(f, x, v):  # the Hessian built column by column from HVPs: no builder
-    columns = [jax.jvp(jax.grad(f), (x,), (e.reshape(x.shape),))[1].ravel()
-               for e in jnp.eye(x.size, dtype=x.dtype)]
+    columns = [
+        jax.jvp(jax.grad(f), (x,), (e.reshape(x.shape),))[1].ravel()
+        for e in jnp.eye(x.size, dtype=x.dtype)
+    ]
     return (jnp.stack(columns, 1) @ v.ravel()).reshape(x.shape)
 
 
@@ -173,8 +178,9 @@ IGNORING = [
 ]
 
 
-@pytest.mark.parametrize(("exercise", "fn", "says"), IGNORING,
-                         ids=[fn.__name__ for _, fn, _ in IGNORING])
+@pytest.mark.parametrize(
+    ("exercise", "fn", "says"), IGNORING, ids=[fn.__name__ for _, fn, _ in IGNORING]
+)
 def test_right_values_by_another_method_fail_saying_what_to_use(exercise, fn, says):
     report = getattr(check, exercise)(fn)
     assert report.status == FAILED, str(report)
@@ -184,8 +190,12 @@ def test_right_values_by_another_method_fail_saying_what_to_use(exercise, fn, sa
     assert not any("case" in title for title in titles), titles  # no case: it is the method
 
 
-SOLUTIONS = [("01_chain_rule.ipynb", "jacobian_by_rows"), ("01_chain_rule.ipynb", "qa_gradients"),
-             ("07_jacobians.ipynb", "hvp"), ("04_custom_gradient_tf.ipynb", "tanh_layer")]
+SOLUTIONS = [
+    ("01_chain_rule.ipynb", "jacobian_by_rows"),
+    ("01_chain_rule.ipynb", "qa_gradients"),
+    ("07_jacobians.ipynb", "hvp"),
+    ("04_custom_gradient_tf.ipynb", "tanh_layer"),
+]
 
 
 @pytest.mark.parametrize(("notebook", "name"), SOLUTIONS, ids=[n for _, n in SOLUTIONS])
@@ -194,8 +204,9 @@ def test_the_solutions_follow_the_method(notebook, name):
     assert report.passed, str(report)
 
 
-@pytest.mark.parametrize("fn", [hvp_reverse_over_reverse,
-                                layer_with_a_module_level_custom_gradient])
+@pytest.mark.parametrize(
+    "fn", [hvp_reverse_over_reverse, layer_with_a_module_level_custom_gradient]
+)
 def test_other_ways_that_follow_the_method_pass(fn):
     exercise = "hvp" if fn is hvp_reverse_over_reverse else "tanh_layer"
     report = getattr(check, exercise)(fn)
@@ -214,22 +225,22 @@ def test_a_wrong_value_gets_its_hint_before_the_method():
 
 # ---------------------------------------------------------------- in the grader's child
 
-HESSIAN_HVP = '''
+HESSIAN_HVP = """
 def hvp(f, x, v):
     return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
-'''
-UNDEFINED_NAME = '''
+"""
+UNDEFINED_NAME = """
 def jacobian_via_jvp(f, x):
     return jacobian_by_columns(f, x)
-'''
-UNANSWERED_HELPER = '''
+"""
+UNANSWERED_HELPER = """
 def rows_of(f, x):
     raise NotImplementedError("rows_of")
 
 
 def batch_jacobian(f, x):
     return rows_of(f, x)
-'''
+"""
 
 
 def _replace_exercise(notebook: nbformat.NotebookNode, name: str, source: str) -> None:
@@ -245,9 +256,23 @@ def graded_tests(notebook: nbformat.NotebookNode, tmp_path: Path, seed: int) -> 
     nbformat.write(notebook, tmp_path / "submission.ipynb")
     out = tmp_path / "graded"
     run = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "submission.ipynb"),
-         "--out", str(out), "--seed", str(seed), "--jobs", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(tmp_path / "submission.ipynb"),
+            "--out",
+            str(out),
+            "--seed",
+            str(seed),
+            "--jobs",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )
     assert run.returncode == 0, run.stderr[-3000:]
@@ -261,13 +286,17 @@ def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp
     case; a NameError shows no case and only the learner's frames; an unanswered helper is
     named; the untouched exercise still passes."""
     notebook = nbformat.read(ROOT / "solutions" / "07_jacobians.ipynb", as_version=4)
-    for name, source in [("hvp", HESSIAN_HVP), ("jacobian_via_jvp", UNDEFINED_NAME),
-                         ("batch_jacobian", UNANSWERED_HELPER)]:
+    for name, source in [
+        ("hvp", HESSIAN_HVP),
+        ("jacobian_via_jvp", UNDEFINED_NAME),
+        ("batch_jacobian", UNANSWERED_HELPER),
+    ]:
         _replace_exercise(notebook, name, source)
     tests = graded_tests(notebook, tmp_path, seed=5)
     assert tests["jacobian_via_vjp"]["status"] == "passed", tests["jacobian_via_vjp"]["output"]
-    method, name_error, stub = (tests[n]["output"] for n in
-                                ("hvp", "jacobian_via_jvp", "batch_jacobian"))
+    method, name_error, stub = (
+        tests[n]["output"] for n in ("hvp", "jacobian_via_jvp", "batch_jacobian")
+    )
     assert "without the Hessian" in method and "it used jax.hessian" in method, method
     assert "NameError" in name_error and "jacobian_by_columns" in name_error, name_error
     for output in (method, name_error):
@@ -299,9 +328,16 @@ def test_matmul_vjp_is_checked_with_a_correct_unbroadcast_and_says_so():
 
 def test_no_note_when_the_dependency_is_right():
     namespace = {"np": np}
-    exec(compile(solution_source("03_unbroadcasting.ipynb", "unbroadcast")
-                 + "\n" + solution_source("03_unbroadcasting.ipynb", "matmul_vjp"),
-                 "<chapter 03>", "exec"), namespace)
+    exec(
+        compile(
+            solution_source("03_unbroadcasting.ipynb", "unbroadcast")
+            + "\n"
+            + solution_source("03_unbroadcasting.ipynb", "matmul_vjp"),
+            "<chapter 03>",
+            "exec",
+        ),
+        namespace,
+    )
     report = check.matmul_vjp(namespace["matmul_vjp"])
     assert report.passed and "Your other exercises" not in str(report), str(report)
 
@@ -366,8 +402,9 @@ def rows_by_vectorized_map(x, W, b):
         tape.watch(x)
         y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
     m = y.shape[0]
-    return tf.vectorized_map(lambda e: tape.gradient(y, x, output_gradients=e),
-                             tf.eye(m, dtype=y.dtype))
+    return tf.vectorized_map(
+        lambda e: tape.gradient(y, x, output_gradients=e), tf.eye(m, dtype=y.dtype)
+    )
 
 
 def rows_by_one_vmapped_sum(x, W, b):
@@ -394,17 +431,18 @@ def qa_in_a_tf_function(x, W, b, y0):
     return _qa_whole(tf.constant(x), tf.constant(W), tf.constant(b), tf.constant(y0))
 
 
-FOLLOWING = [("jacobian_by_rows", rows_by_vmap_of_the_pullback),
-             ("jacobian_by_rows", rows_by_a_loop_of_the_pullback),
-             ("jacobian_by_rows", rows_by_a_jitted_loop),
-             ("jacobian_by_rows", rows_by_vectorized_map),
-             ("qa_gradients", qa_with_a_traced_second_part),
-             ("qa_gradients", qa_in_a_tf_function)]
+FOLLOWING = [
+    ("jacobian_by_rows", rows_by_vmap_of_the_pullback),
+    ("jacobian_by_rows", rows_by_a_loop_of_the_pullback),
+    ("jacobian_by_rows", rows_by_a_jitted_loop),
+    ("jacobian_by_rows", rows_by_vectorized_map),
+    ("qa_gradients", qa_with_a_traced_second_part),
+    ("qa_gradients", qa_in_a_tf_function),
+]
 
 
 @pytest.mark.parametrize(("exercise", "fn"), FOLLOWING, ids=[fn.__name__ for _, fn in FOLLOWING])
-def test_an_answer_that_follows_the_method_passes_its_first_check_and_every_later_one(
-        exercise, fn):
+def test_an_answer_that_follows_the_method_passes_its_first_check_and_every_later_one(exercise, fn):
     reports = [getattr(check, exercise)(fn) for _ in range(3)]
     assert all(report.passed for report in reports), "\n".join(map(str, reports))
 
@@ -417,18 +455,26 @@ def test_a_function_the_learner_ran_before_the_check_still_passes():
     """The learner's own cell traced the jitted function on these shapes before the check."""
     rng = np.random.default_rng(0)
     for n, m in [(1, 1), (2, 3), (3, 2), (4, 4)]:
-        _rows_jitted(rng.normal(size=n).astype(np.float32),
-                     rng.normal(size=(n, m)).astype(np.float32),
-                     rng.normal(size=m).astype(np.float32))
+        _rows_jitted(
+            rng.normal(size=n).astype(np.float32),
+            rng.normal(size=(n, m)).astype(np.float32),
+            rng.normal(size=m).astype(np.float32),
+        )
     report = check.jacobian_by_rows(rows_by_the_jitted_loop_after_the_learner_ran_it)
     assert report.passed, str(report)
 
 
-@pytest.mark.parametrize(("exercise", "fn"), [("jacobian_by_rows", rows_by_one_vmapped_sum),
-                                              ("jacobian_by_rows", rows_by_hand),
-                                              ("qa_gradients", qa_in_one_tape_call)])
+@pytest.mark.parametrize(
+    ("exercise", "fn"),
+    [
+        ("jacobian_by_rows", rows_by_one_vmapped_sum),
+        ("jacobian_by_rows", rows_by_hand),
+        ("qa_gradients", qa_in_one_tape_call),
+    ],
+)
 def test_an_answer_that_does_not_follow_the_method_fails_its_first_check_and_every_later_one(
-        exercise, fn):
+    exercise, fn
+):
     reports = [getattr(check, exercise)(fn) for _ in range(3)]
     assert all(report.status == FAILED for report in reports), "\n".join(map(str, reports))
     assert len({report.headline() for report in reports}) == 1
@@ -463,11 +509,11 @@ def test_hvp_is_judged_on_what_its_helpers_do_now_not_on_an_earlier_check():
     assert report.passed, str(report)
 
 
-VMAP_ROWS = '''def jacobian_by_rows(x, W, b):
+VMAP_ROWS = """def jacobian_by_rows(x, W, b):
     y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
     (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
     return rows
-'''
+"""
 
 
 @pytest.mark.e2e  # grades a notebook through the sandbox

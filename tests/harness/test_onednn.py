@@ -22,8 +22,14 @@ CRASH_CASE = (
 
 def run(prelude: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
-    return subprocess.run([sys.executable, "-c", prelude + CRASH_CASE], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", prelude + CRASH_CASE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_importing_the_checks_first_keeps_the_crash_case_alive():

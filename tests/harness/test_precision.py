@@ -122,8 +122,9 @@ def test_references_run_at_full_precision_on_the_cpu_whatever_the_learner_set(
 
 
 def test_matmul_references_are_the_float64_math_under_a_bfloat16_setting(learner_settings):
-    cases = [c for c in draw_cases(MATMUL_VJP.strategy(TINY), TINY)
-             if c.arg("g").dtype == np.float32]
+    cases = [
+        c for c in draw_cases(MATMUL_VJP.strategy(TINY), TINY) if c.arg("g").dtype == np.float32
+    ]
     assert cases, "the matmul strategy draws float32 cases"
     for case, (grad_a, grad_b) in zip(cases, reference_outputs(MATMUL_VJP, cases), strict=True):
         g, a, b = (case.arg(k).astype(np.float64) for k in ("g", "a", "b"))

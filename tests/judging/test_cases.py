@@ -36,8 +36,9 @@ for exercise in (UNBROADCAST, MATMUL_VJP):
 
 def draw_in_fresh_process(folder: Path, extra: str) -> str:
     code = DRAW.format(folder=str(folder), extra=extra)
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def test_cases_do_not_depend_on_other_local_modules(tmp_path):
@@ -57,8 +58,11 @@ MAX_SIGNATURES = 20
 FLOAT32_ONLY = {"qa_gradients", "jacobian_by_rows"}  # the Q&A's float32 network
 
 
-@pytest.mark.parametrize("exercise", [e for e in EXERCISES.values()
-                                      if e.chapter in FRAMEWORK_CHAPTERS], ids=lambda e: e.name)
+@pytest.mark.parametrize(
+    "exercise",
+    [e for e in EXERCISES.values() if e.chapter in FRAMEWORK_CHAPTERS],
+    ids=lambda e: e.name,
+)
 def test_framework_exercises_draw_a_bounded_set_of_shapes(exercise):
     profile = grading_profile(1234)
     cases = draw_cases(exercise.strategy(profile), profile)
@@ -66,14 +70,20 @@ def test_framework_exercises_draw_a_bounded_set_of_shapes(exercise):
     assert len(cases) >= 80  # values still vary: far more cases than signatures
     assert len(signatures) <= MAX_SIGNATURES, sorted(signatures)
     assert {dtype for signature in signatures for _, _, dtype in signature} == {
-        "float32", "float64"} or exercise.name in FLOAT32_ONLY
+        "float32",
+        "float64",
+    } or exercise.name in FLOAT32_ONLY
 
 
 def test_dtype_and_shape_draws_every_shape_in_one_dtype_each_dtype_in_turn():
     notebook, grading = ((1,), (6,), (2, 3)), ((3, 1, 4), (16,))
     for profile, shapes in ((NOTEBOOK, notebook), (grading_profile(7), notebook + grading)):
-        drawn = draw_cases(dtype_and_shape(profile, notebook, grading).map(
-            lambda pair: Case((("x", np.zeros(pair[1], pair[0])),))), profile)
+        drawn = draw_cases(
+            dtype_and_shape(profile, notebook, grading).map(
+                lambda pair: Case((("x", np.zeros(pair[1], pair[0])),))
+            ),
+            profile,
+        )
         dtype_of: dict[tuple, set] = {}
         for case in drawn:
             x = case.values()[0]

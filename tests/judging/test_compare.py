@@ -42,8 +42,13 @@ def test_a_wrong_small_entry_next_to_a_large_one_fails(dtype, data):
 @given(data=st.data())
 @settings(max_examples=30, deadline=None)
 def test_rounding_within_rtol_passes_at_every_magnitude(dtype, data):
-    expected = data.draw(hnp.arrays(dtype, hnp.array_shapes(max_dims=3), elements=st.floats(
-        -1e3, 1e3, width=dtype.itemsize * 8, allow_subnormal=False)))
+    expected = data.draw(
+        hnp.arrays(
+            dtype,
+            hnp.array_shapes(max_dims=3),
+            elements=st.floats(-1e3, 1e3, width=dtype.itemsize * 8, allow_subnormal=False),
+        )
+    )
     got = (expected.astype(np.float64) * (1 + 0.4 * tolerance(dtype).rtol)).astype(dtype)
     assert compare_array("y", got, expected) is None
 
@@ -80,10 +85,20 @@ def test_excess_is_below_one_exactly_where_the_entry_passes():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from([np.float32, np.float64]).flatmap(
-    lambda dtype: st.tuples(
-        *[hnp.arrays(dtype, st.shared(hnp.array_shapes(max_dims=2, max_side=5), key="shape"),
-                     elements=st.floats(width=np.dtype(dtype).itemsize * 8))] * 2)))
+@given(
+    st.sampled_from([np.float32, np.float64]).flatmap(
+        lambda dtype: st.tuples(
+            *[
+                hnp.arrays(
+                    dtype,
+                    st.shared(hnp.array_shapes(max_dims=2, max_side=5), key="shape"),
+                    elements=st.floats(width=np.dtype(dtype).itemsize * 8),
+                )
+            ]
+            * 2
+        )
+    )
+)
 def test_close_is_numpys_isclose_with_atol_scaled_to_the_output(pair):
     """Tolerance.close is written out for speed; it must answer as numpy.isclose does, NaN
     and infinities included, entry by entry."""
@@ -91,6 +106,10 @@ def test_close_is_numpys_isclose_with_atol_scaled_to_the_output(pair):
     tol = tolerance(expected.dtype)
     scale = max(float(np.max(np.abs(expected), initial=0.0)), 1.0)
     with np.errstate(invalid="ignore", over="ignore"):
-        want = np.isclose(got.astype(np.float64), expected.astype(np.float64), rtol=tol.rtol,
-                          atol=tol.atol * scale)
+        want = np.isclose(
+            got.astype(np.float64),
+            expected.astype(np.float64),
+            rtol=tol.rtol,
+            atol=tol.atol * scale,
+        )
     np.testing.assert_array_equal(tol.close(got, expected), want)

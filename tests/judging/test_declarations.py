@@ -50,8 +50,9 @@ def _scalar_edges() -> list[Case]:
 
 def test_an_edge_case_with_a_numpy_scalar_names_the_exercise_and_the_field():
     broken = dataclasses.replace(UNBROADCAST, edges=_scalar_edges)
-    with pytest.raises(AmbiguousArgument,
-                       match=r"Exercise unbroadcast: case argument 'g' is a numpy scalar"):
+    with pytest.raises(
+        AmbiguousArgument, match=r"Exercise unbroadcast: case argument 'g' is a numpy scalar"
+    ):
         broken.edge_cases()
 
 
@@ -60,8 +61,9 @@ def test_a_drawn_case_with_a_numpy_scalar_names_the_exercise_and_the_field():
         return st.floats(-1, 1).map(lambda v: Case((("g", np.float64(v)), ("shape", ()))))
 
     broken = dataclasses.replace(UNBROADCAST, cases=cases)
-    with pytest.raises(AmbiguousArgument,
-                       match=r"Exercise unbroadcast: case argument 'g' is a numpy scalar"):
+    with pytest.raises(
+        AmbiguousArgument, match=r"Exercise unbroadcast: case argument 'g' is a numpy scalar"
+    ):
         draw_cases(broken.strategy(NOTEBOOK), NOTEBOOK)
 
 
@@ -70,11 +72,21 @@ def test_a_drawn_case_with_a_numpy_scalar_names_the_exercise_and_the_field():
 
 def test_the_signature_gives_name_parameters_and_returns():
     assert read_signature("grad(f, argnums=0) -> a function") == (
-        "grad", ("f", "argnums"), "a function")
+        "grad",
+        ("f", "argnums"),
+        "a function",
+    )
     assert read_signature("vjp_rule(op, g, *primals, **params) -> cotangents")[1] == (
-        "op", "g", "primals", "params")
+        "op",
+        "g",
+        "primals",
+        "params",
+    )
     assert (MATMUL_VJP.name, MATMUL_VJP.parameters, MATMUL_VJP.returns) == (
-        "matmul_vjp", ("g", "a", "b"), "(grad_a, grad_b)")
+        "matmul_vjp",
+        ("g", "a", "b"),
+        "(grad_a, grad_b)",
+    )
 
 
 @pytest.mark.parametrize("signature", ["unbroadcast(g, shape)", "unbroadcast g -> x", "(g) -> x"])
@@ -85,36 +97,54 @@ def test_a_malformed_signature_shows_the_form(signature):
 
 def test_a_mistake_with_other_parameters_is_refused_naming_exercise_and_mistake():
     wrong = Mistake("swapped", "hint", lambda shape, g: g)
-    with pytest.raises(ValueError, match=r"Exercise unbroadcast: the mistake 'swapped' takes "
-                                         r"\(shape, g\), but the signature"):
+    with pytest.raises(
+        ValueError,
+        match=r"Exercise unbroadcast: the mistake 'swapped' takes "
+        r"\(shape, g\), but the signature",
+    ):
         dataclasses.replace(UNBROADCAST, mistakes=(*UNBROADCAST.mistakes, wrong))
 
 
 def test_a_reference_implementation_with_other_parameters_is_refused():
-    with pytest.raises(ValueError, match=r"Exercise matmul_vjp: its reference_implementation "
-                                         r"'ch03_unbroadcasting:unbroadcast' takes \(g, shape\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Exercise matmul_vjp: its reference_implementation "
+        r"'ch03_unbroadcasting:unbroadcast' takes \(g, shape\)",
+    ):
         dataclasses.replace(MATMUL_VJP, reference_implementation="ch03_unbroadcasting:unbroadcast")
 
 
 def test_a_reference_reading_an_undeclared_argument_is_refused():
     with pytest.raises(ValueError, match=r"Exercise matmul_vjp: the reference reads \(c\)"):
-        dataclasses.replace(MATMUL_VJP, reference=vjp_reference(
-            lambda xp, a, c: xp.matmul(a, c), wrt=("a",)))
+        dataclasses.replace(
+            MATMUL_VJP, reference=vjp_reference(lambda xp, a, c: xp.matmul(a, c), wrt=("a",))
+        )
 
 
 # ---------------------------------------------------------------- hints keyed by checked kinds
 
 
-@pytest.mark.parametrize("key", ["shape", "value:result", "exception:TypeError",
-                                 "exception:InvalidArgumentError", "nonfinite:result"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "shape",
+        "value:result",
+        "exception:TypeError",
+        "exception:InvalidArgumentError",
+        "nonfinite:result",
+    ],
+)
 def test_hint_keys_a_check_reports_are_accepted(key):
     dataclasses.replace(UNBROADCAST, hints_by_kind={key: "a hint"})
 
 
 @pytest.mark.parametrize("key", ["vale", "value:grad_x", "Shape", "exception:not an error"])
 def test_an_unknown_hint_key_is_refused_naming_the_exercise(key):
-    with pytest.raises(ValueError, match=rf"Exercise unbroadcast: hints_by_kind has \({key}\), "
-                                         "which no check reports"):
+    with pytest.raises(
+        ValueError,
+        match=rf"Exercise unbroadcast: hints_by_kind has \({key}\), "
+        "which no check reports",
+    ):
         dataclasses.replace(UNBROADCAST, hints_by_kind={key: "a hint"})
 
 
@@ -134,8 +164,9 @@ def test_a_vjp_reference_gives_the_same_cotangents_in_both_frameworks():
     g = np.array([[1.0, 2.0], [-1.0, 0.5]])
     reference = vjp_reference(lambda xp, x, w: xp.tanh(x @ w), wrt=("x", "w"), value=True)
     assert reference.reads == ("x", "w") and reference.why_two == ""
-    y, grad_x, grad_w = _both(reference, ("y", "grad_x", "grad_w"),
-                              [Case((("x", x), ("w", w), ("g", g)))])[0]
+    y, grad_x, grad_w = _both(
+        reference, ("y", "grad_x", "grad_w"), [Case((("x", x), ("w", w), ("g", g)))]
+    )[0]
     np.testing.assert_allclose(y, np.tanh(x @ w))
     local = g * (1 - np.tanh(x @ w) ** 2)
     np.testing.assert_allclose(grad_x, local @ w.T)
@@ -143,8 +174,12 @@ def test_a_vjp_reference_gives_the_same_cotangents_in_both_frameworks():
 
 
 def test_a_vjp_reference_without_a_cotangent_uses_ones_and_inputs_build_a_primal():
-    reference = vjp_reference(lambda xp, x, n: xp.broadcast_to(x, (n, 2)), wrt=("x",),
-                              cotangent=None, inputs={"x": lambda xp, n: xp.zeros((2,))})
+    reference = vjp_reference(
+        lambda xp, x, n: xp.broadcast_to(x, (n, 2)),
+        wrt=("x",),
+        cotangent=None,
+        inputs={"x": lambda xp, n: xp.zeros((2,))},
+    )
     (grad,) = _both(reference, ("grad",), [Case((("n", 3),))])[0]
     np.testing.assert_array_equal(grad, [3.0, 3.0])
 

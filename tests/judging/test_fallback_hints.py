@@ -30,12 +30,15 @@ def test_every_exercise_has_a_fallback_for_exceptions_and_for_wrong_values(name)
     assert exercise.hints_by_kind.get("value"), name
 
 
-@pytest.mark.parametrize(("exercise", "type_name", "words"), [
-    (VJP_RULE, "ValueError", "do not broadcast or multiply"),
-    (HVP, "ValueError", "(x,) and (v,)"),
-    (JACOBIAN_BY_ROWS, "TypeError", "dot_general"),
-    (JACOBIAN_VIA_VJP, "TypeError", "jnp.reshape"),
-])
+@pytest.mark.parametrize(
+    ("exercise", "type_name", "words"),
+    [
+        (VJP_RULE, "ValueError", "do not broadcast or multiply"),
+        (HVP, "ValueError", "(x,) and (v,)"),
+        (JACOBIAN_BY_ROWS, "TypeError", "dot_general"),
+        (JACOBIAN_VIA_VJP, "TypeError", "jnp.reshape"),
+    ],
+)
 def test_a_learners_typical_exception_gets_a_hint_by_its_type(exercise, type_name, words):
     assert words in exception_hint(exercise, type_name)
 
@@ -59,10 +62,13 @@ def jacobian_cotangents_of_x_shape(f, x):
     return np.asarray(jnp.stack(rows).reshape(y.shape + x.shape))
 
 
-@pytest.mark.parametrize(("name", "fn"), [
-    ("hvp", hvp_tangent_of_wrong_shape),
-    ("jacobian_via_vjp", jacobian_cotangents_of_x_shape),
-])
+@pytest.mark.parametrize(
+    ("name", "fn"),
+    [
+        ("hvp", hvp_tangent_of_wrong_shape),
+        ("jacobian_via_vjp", jacobian_cotangents_of_x_shape),
+    ],
+)
 def test_an_exception_gets_a_hint(name, fn):
     report = getattr(check, name)(fn)
     assert report.status == "failed" and "raised" in report.failure.message, str(report)
@@ -83,8 +89,12 @@ def tanh_halved_weight_gradient(x, w):
 @jax.custom_jvp
 def bessel_small_x(x):
     shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
-    return jax.pure_callback(lambda v: (np.exp(-np.abs(v)) * np.i0(v)).astype(v.dtype), shape,
-                             x, vmap_method="expand_dims")
+    return jax.pure_callback(
+        lambda v: (np.exp(-np.abs(v)) * np.i0(v)).astype(v.dtype),
+        shape,
+        x,
+        vmap_method="expand_dims",
+    )
 
 
 @bessel_small_x.defjvp

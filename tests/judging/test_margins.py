@@ -77,8 +77,7 @@ def clip_symmetric(lo, hi, x):
     return x
 
 
-clip_symmetric.defvjp(lambda lo, hi, x: (x, None),
-                      lambda lo, hi, r, g: (jnp.clip(g, -hi, hi),))
+clip_symmetric.defvjp(lambda lo, hi, x: (x, None), lambda lo, hi, r, g: (jnp.clip(g, -hi, hi),))
 
 
 def test_a_symmetric_clip_fails_clearly():
@@ -108,7 +107,7 @@ def test_a_hard_coded_limit_fails_clearly():
 def batch_rows_alone(f, x):
     """Each row's Jacobian from f of that row as a batch of one: right only when rows are
     independent (batch normalisation of one row is all zeros)."""
-    rows = [jax.jacrev(f)(x[b:b + 1])[0, :, 0, :] for b in range(x.shape[0])]
+    rows = [jax.jacrev(f)(x[b : b + 1])[0, :, 0, :] for b in range(x.shape[0])]
     full = jax.jacrev(f)(x)
     off = full * (1 - jnp.eye(x.shape[0], dtype=x.dtype))[:, None, :, None]
     return jnp.stack(rows), bool(jnp.all(off == 0))

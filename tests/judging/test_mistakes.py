@@ -42,7 +42,8 @@ def test_a_declared_mistake_fails_with_its_hint(exercise: Exercise, mistake: Mis
     assert report.status == FAILED, f"{mistake.name} passed the check"
     assert report.failure is not None
     assert mistake.hint in report.failure.hint, (
-        f"{mistake.name} got another hint: {report.failure.hint!r}")
+        f"{mistake.name} got another hint: {report.failure.hint!r}"
+    )
 
 
 def _definitions_only(source: str) -> str:
@@ -101,8 +102,9 @@ def predict_first_axis_only(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> n
     return jacobian.sum(axis=0)
 
 
-def qa_batch_mean(x: np.ndarray, W: np.ndarray, b: np.ndarray,
-                  y0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def qa_batch_mean(
+    x: np.ndarray, W: np.ndarray, b: np.ndarray, y0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The loss divided by the batch size only, not by every entry of y."""
     y = np.tanh(x @ W + b)
     g_h = 2 * (y - y0) / x.shape[0] * (1 - y**2)
@@ -128,8 +130,9 @@ def clip_gradient_symmetric() -> Any:
     def clip_gradient(lo: float, hi: float, x: Any) -> Any:
         return x
 
-    clip_gradient.defvjp(lambda lo, hi, x: (x, None),
-                         lambda lo, hi, residuals, g: (jax.numpy.clip(g, -hi, hi),))
+    clip_gradient.defvjp(
+        lambda lo, hi, x: (x, None), lambda lo, hi, residuals, g: (jax.numpy.clip(g, -hi, hi),)
+    )
     return clip_gradient
 
 
@@ -140,8 +143,7 @@ def clip_gradient_symmetric_answer(lo: float, hi: float, x: Any) -> Any:
 def batch_jacobian_batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
     """Each example's Jacobian from f on that example alone (a batch of one)."""
     jax = jax_module()
-    blocks = jax.numpy.stack([jax.jacrev(lambda row: f(row[None])[0])(x[i])
-                              for i in range(len(x))])
+    blocks = jax.numpy.stack([jax.jacrev(lambda row: f(row[None])[0])(x[i]) for i in range(len(x))])
     full = jax.jacrev(f)(x)
     off_diagonal = full * (1 - jax.numpy.eye(len(x), dtype=x.dtype)[:, None, :, None])
     return blocks, jax.numpy.all(off_diagonal == 0)
@@ -159,10 +161,12 @@ MISNAMED = [  # exercise, the learner's wrong answer, the hint it got, the hint 
 ]
 
 
-@pytest.mark.parametrize(("name", "answer", "wrong", "right"), MISNAMED,
-                         ids=[row[0] for row in MISNAMED])
-def test_a_hint_names_the_mistake_made_not_a_look_alike(name: str, answer: Any, wrong: str,
-                                                        right: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "answer", "wrong", "right"), MISNAMED, ids=[row[0] for row in MISNAMED]
+)
+def test_a_hint_names_the_mistake_made_not_a_look_alike(
+    name: str, answer: Any, wrong: str, right: str
+) -> None:
     report = check_function(EXERCISES[name], answer)
     assert report.status == FAILED and report.failure is not None
     assert _hint(name, wrong) not in report.failure.hint
@@ -180,10 +184,12 @@ TOGETHER = [  # exercise, the learner's wrong answer, its mistake, the look-alik
 ]
 
 
-@pytest.mark.parametrize(("name", "answer", "right", "look_alike"), TOGETHER,
-                         ids=[row[0] for row in TOGETHER])
+@pytest.mark.parametrize(
+    ("name", "answer", "right", "look_alike"), TOGETHER, ids=[row[0] for row in TOGETHER]
+)
 def test_mistakes_no_failing_case_tells_apart_are_named_together(
-        name: str, answer: Any, right: str, look_alike: str) -> None:
+    name: str, answer: Any, right: str, look_alike: str
+) -> None:
     report = check_function(EXERCISES[name], answer)
     assert report.status == FAILED and report.failure is not None
     assert report.failure.hint.startswith(SEVERAL_MISTAKES)
@@ -197,9 +203,11 @@ def test_the_grader_names_a_mistake_by_all_its_failing_cases() -> None:
     exercise = EXERCISES["clip_gradient"]
     cases, outputs, _ = _notebook_table(exercise, NOTEBOOK)
     attempts = [call_learner(clip_gradient_symmetric_answer, case, exercise) for case in cases]
-    failing = [(case, attempt, expected)
-               for case, attempt, expected in zip(cases, attempts, outputs, strict=True)
-               if fails(exercise, attempt, expected)]
+    failing = [
+        (case, attempt, expected)
+        for case, attempt, expected in zip(cases, attempts, outputs, strict=True)
+        if fails(exercise, attempt, expected)
+    ]
     failure = failure_to_show(exercise, failing)
     assert failure is not None
     assert _hint("clip_gradient", "symmetric_clip") in failure.hint

@@ -42,4 +42,3 @@ def test_the_numpy_answer_passes_and_names_nothing():
     assert frameworks_used(unbroadcast) == []
     assert frameworks_used(calls_a_helper_that_uses_tensorflow) == ["tf"]
     assert check.unbroadcast(unbroadcast).passed
-

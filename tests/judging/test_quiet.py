@@ -49,8 +49,9 @@ def test_only_the_known_start_up_lines_are_dropped():
 def _python(code: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_tensorflow_loads_without_start_up_lines_and_other_output_still_arrives():
@@ -78,11 +79,22 @@ def test_the_grader_cli_prints_no_tensorflow_start_up_lines(tmp_path):
     learner = nbformat.read(LEARNER_COPY, as_version=4)
     nbformat.write(fill(learner, GOOD_UNBROADCAST, GOOD_MATMUL, []), submission)
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    command = [_grader_python(), "-m", "autograder", "grade", str(submission),
-               "--out", str(tmp_path / "out"), "--seed", "5", "--timeout", "60",
-               "--assignment", "03"]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600)
+    command = [
+        _grader_python(),
+        "-m",
+        "autograder",
+        "grade",
+        str(submission),
+        "--out",
+        str(tmp_path / "out"),
+        "--seed",
+        "5",
+        "--timeout",
+        "60",
+        "--assignment",
+        "03",
+    ]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "good.ipynb: 2/2" in done.stdout + done.stderr
     noise = [line for line in done.stderr.splitlines() if STARTUP_LINE.match(line)]

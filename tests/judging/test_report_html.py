@@ -36,11 +36,18 @@ class Elements(HTMLParser):
 
 
 def failed_report() -> Report:
-    case = Case((("g", np.arange(24.0).reshape(2, 3, 4)), ("shape", (3, 1))),
-                label="the sizes are 2 and 3")
-    failure = Failure(case=case, message="grad_x differs from the reference", hint=HINT,
-                      expected=(np.ones((3, 1)),), got=np.zeros((3, 1)),
-                      output_names=("grad_x",), shrunk=True)
+    case = Case(
+        (("g", np.arange(24.0).reshape(2, 3, 4)), ("shape", (3, 1))), label="the sizes are 2 and 3"
+    )
+    failure = Failure(
+        case=case,
+        message="grad_x differs from the reference",
+        hint=HINT,
+        expected=(np.ones((3, 1)),),
+        got=np.zeros((3, 1)),
+        output_names=("grad_x",),
+        shrunk=True,
+    )
     return Report("unbroadcast", "unbroadcast", FAILED, 12, "jax.vjp", failure)
 
 

@@ -19,14 +19,17 @@ ALL = [(file, text) for file, texts in messages().items() for text in texts]
 
 def test_every_message_has_its_chinese_with_the_same_fields():
     problems = missing_translations(ALL, read_catalogues())
-    assert not problems, (f"{len(problems)} messages lack their Chinese (run `python -m "
-                          "autograder messages`, then translate):\n" + "\n".join(problems))
+    assert not problems, (
+        f"{len(problems)} messages lack their Chinese (run `python -m "
+        "autograder messages`, then translate):\n" + "\n".join(problems)
+    )
 
 
 def test_the_check_names_a_message_without_chinese_and_a_field_lost():
     have = {"core": {"Hello {name}.": "你好。", "Bye.": ""}}
-    problems = missing_translations([("core", "Hello {name}."), ("core", "Bye."),
-                                     ("core", "New one.")], have)
+    problems = missing_translations(
+        [("core", "Hello {name}."), ("core", "Bye."), ("core", "New one.")], have
+    )
     assert len(problems) == 3
     assert "fields" in problems[0] and "Bye." in problems[1] and "New one." in problems[2]
     assert missing_translations([("core", " and ")], {"core": {" and ": "、"}}) == []
@@ -35,8 +38,11 @@ def test_the_check_names_a_message_without_chinese_and_a_field_lost():
 def test_the_po_files_hold_exactly_todays_messages():
     wanted = {file: set(texts) for file, texts in messages().items()}
     have = {file: set(entries) for file, entries in read_catalogues().items()}
-    stale = {file: sorted(have[file] - wanted.get(file, set()))[:3] for file in have
-             if have[file] - wanted.get(file, set())}
+    stale = {
+        file: sorted(have[file] - wanted.get(file, set()))[:3]
+        for file in have
+        if have[file] - wanted.get(file, set())
+    }
     assert not stale, f"messages no longer said (run `python -m autograder messages`): {stale}"
 
 
@@ -99,8 +105,10 @@ def test_text_made_in_the_child_is_translated_by_its_template():
 def test_a_framework_message_inside_a_template_is_left_as_the_framework_wrote_it():
     said = "got an unexpected keyword argument 'variables'"
     with speaking("zh-CN"):
-        text = localize(f"grad_fn must return one gradient per input of the custom-gradient "
-                        f"function, in order. (TensorFlow said: {said})")
+        text = localize(
+            f"grad_fn must return one gradient per input of the custom-gradient "
+            f"function, in order. (TensorFlow said: {said})"
+        )
     assert said in text and CJK_TEXT.search(text)
 
 
@@ -108,7 +116,12 @@ def test_an_unknown_language_is_refused_and_zh_variants_are_chinese():
     with pytest.raises(ValueError, match="Unknown language"):
         locale.set_language("fr")
     assert [locale.normalized(code) for code in ("zh", "zh_CN", "zh-cn", None, "en")] == [
-        CHINESE, CHINESE, CHINESE, "en", "en"]
+        CHINESE,
+        CHINESE,
+        CHINESE,
+        "en",
+        "en",
+    ]
 
 
 def test_framework_error_messages_stay_verbatim_in_english():

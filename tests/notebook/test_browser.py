@@ -51,8 +51,14 @@ STEPPER = "reference.step_through(lambda: trap(0.5), np.array(1.0))"
 STEP_0 = "step 0: only the root holds a cotangent"
 STEP_1 = "step 1: v6 (add) holds 1. -> v3 += 1., v5 += 1."
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 # No news or update checks: they would reach for the web (absent here) and cover the page.
 QUIET_NOTIFICATIONS = {"fetchNews": "false", "checkForUpdates": False}
@@ -68,8 +74,10 @@ def _wait_for_server(url: str, server: subprocess.Popen, timeout: float) -> None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            pytest.fail(f"JupyterLab exited with code {server.returncode} before it was ready; "
-                        f"see {ARTIFACTS / 'jupyterlab.log'}")
+            pytest.fail(
+                f"JupyterLab exited with code {server.returncode} before it was ready; "
+                f"see {ARTIFACTS / 'jupyterlab.log'}"
+            )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -103,8 +111,9 @@ def _write_learner_copy(folder: Path) -> None:
 
 
 def _cell_with(notebook: nbformat.NotebookNode, text: str) -> str:
-    return next(cell.source for cell in notebook.cells
-                if cell.cell_type == "code" and text in cell.source)
+    return next(
+        cell.source for cell in notebook.cells if cell.cell_type == "code" and text in cell.source
+    )
 
 
 def _write_chinese_copy(folder: Path) -> None:
@@ -123,14 +132,20 @@ def _write_views(folder: Path) -> None:
     """The stepper from chapter 02's own cells, and the progress view, in one small notebook;
     beside it chapters 01-07 as solved (saved outputs: all passed) for progress() to read."""
     chapter = nbformat.read(ROOT / "solutions" / TAPE_CHAPTER, as_version=4)
-    imports = ("import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
-               "import coursekit.tape as reference\nfrom autograder import check")
-    cells = [imports,
-             _cell_with(chapter, "def trap(x_value)"), _cell_with(chapter, STEPPER),
-             "check.progress()"]
+    imports = (
+        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
+        "import coursekit.tape as reference\nfrom autograder import check"
+    )
+    cells = [
+        imports,
+        _cell_with(chapter, "def trap(x_value)"),
+        _cell_with(chapter, STEPPER),
+        "check.progress()",
+    ]
     views = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    views.metadata = {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                     "language": "python"}}
+    views.metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+    }
     nbformat.write(views, folder / VIEWS)
     for solved in sorted((ROOT / "solutions").glob("0[1-7]_*.ipynb")):
         shutil.copy(solved, folder / solved.name)
@@ -144,8 +159,11 @@ def _write_quiet_settings(settings: Path) -> None:
 
 def _solution_source() -> str:
     """What the learner types: the solution's exercise cell without its solution markers."""
-    source = next(cell.source for cell in _solution_notebook().cells
-                  if cell.cell_type == "code" and cell.source.startswith(f"def {EXERCISE}("))
+    source = next(
+        cell.source
+        for cell in _solution_notebook().cells
+        if cell.cell_type == "code" and cell.source.startswith(f"def {EXERCISE}(")
+    )
     return "\n".join(line for line in source.splitlines() if line.strip() not in (BEGIN, END))
 
 
@@ -165,8 +183,14 @@ def lab(tmp_path):
     log_path = tmp_path / "jupyterlab.log"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={port}",
+        "--ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={served}",
         "--LabApp.expose_app_in_browser=True",
         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
         f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
@@ -174,8 +198,9 @@ def lab(tmp_path):
         *(["--allow-root"] if os.geteuid() == 0 else []),
     ]
     with open(log_path, "wb") as log:
-        server = subprocess.Popen(command, cwd=served, env=env, stdout=log,
-                                  stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            command, cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
         try:
             _wait_for_server(f"http://127.0.0.1:{port}/api/status?token={token}", server, 60)
             yield f"http://127.0.0.1:{port}", token
@@ -193,8 +218,10 @@ def _playwright():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("Playwright for Python is not installed: pip install -r requirements.txt "
-                    f"(it needs a Chromium too: {INSTALL_BROWSER})")
+        pytest.fail(
+            "Playwright for Python is not installed: pip install -r requirements.txt "
+            f"(it needs a Chromium too: {INSTALL_BROWSER})"
+        )
     return sync_playwright
 
 
@@ -219,8 +246,10 @@ def browser_binary():
     sync_playwright = _playwright()
     found = _find_browser(sync_playwright)
     if found is None:
-        message = (f"no Chromium for the browser test: install one with `{INSTALL_BROWSER}` "
-                   "(Debian/Ubuntu, as root), or set COURSE_CHROMIUM to a Chromium binary")
+        message = (
+            f"no Chromium for the browser test: install one with `{INSTALL_BROWSER}` "
+            "(Debian/Ubuntu, as root), or set COURSE_CHROMIUM to a Chromium binary"
+        )
         if REQUIRE_BROWSER:
             pytest.fail(f"{message}; COURSE_REQUIRE_BROWSER=1 forbids skipping it")
         pytest.skip(message)
@@ -289,9 +318,11 @@ def _failed_report_splits_no_word(page, shots: Path) -> None:
     page.wait_for_timeout(500)  # let the notebook re-lay out at the new width
     report.screenshot(path=str(shots / "03b-failed-report.png"))
     hint = report.locator(".autograder-prose").first
-    lines = hint.evaluate("e => { const r = document.createRange(); r.selectNodeContents(e);"
-                          " return new Set([...r.getClientRects()]"
-                          ".map(x => Math.round(x.top))).size; }")
+    lines = hint.evaluate(
+        "e => { const r = document.createRange(); r.selectNodeContents(e);"
+        " return new Set([...r.getClientRects()]"
+        ".map(x => Math.round(x.top))).size; }"
+    )
     assert lines >= 2, "the hint does not wrap at this width: the check would prove nothing"
     assert report.evaluate(SPLIT_WORDS_JS) == []
     page.set_viewport_size({"width": 1280, "height": 1000})
@@ -337,7 +368,9 @@ def _open_views(page, base: str, token: str) -> None:
     page.goto(f"{base}/lab/tree/{VIEWS}?token={token}", timeout=60_000)
     page.wait_for_function(  # the views notebook, not chapter 00, is the one in front
         "() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-        f" return w && w.context && w.context.path === '{VIEWS}'; }}", timeout=60_000)
+        f" return w && w.context && w.context.path === '{VIEWS}'; }}",
+        timeout=60_000,
+    )
     _wait_for_idle_kernel(page)
     page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BLOCK = textwrap.dedent('''
+BLOCK = textwrap.dedent("""
     import importlib.abc, signal, sys
 
     POSIX_ONLY = {"fcntl", "resource", "termios"}
@@ -39,9 +39,9 @@ BLOCK = textwrap.dedent('''
     sys.meta_path.insert(0, RefusePosixOnly())
     for name in POSIX_ONLY:
         sys.modules.pop(name, None)
-''')
+""")
 
-LEARNER = textwrap.dedent('''
+LEARNER = textwrap.dedent("""
     import numpy as np
     from autograder import check
     from autograder.notebook.waiting import message
@@ -65,12 +65,17 @@ LEARNER = textwrap.dedent('''
     assert "unbroadcast" in message("unbroadcast", 3)
     print(check.progress("course/zh-CN"))
     print("PORTABLE-OK")
-''')
+""")
 
 
 def test_checks_run_where_posix_only_modules_do_not_exist():
-    run = subprocess.run([sys.executable, "-c", BLOCK + LEARNER], cwd=ROOT, text=True,
-                         capture_output=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-c", BLOCK + LEARNER],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        timeout=600,
+    )
     assert run.returncode == 0 and "PORTABLE-OK" in run.stdout, run.stderr[-3000:]
 
 
@@ -79,6 +84,11 @@ def test_the_blocker_itself_refuses_the_course_a_posix_only_module(tmp_path):
     package = tmp_path / "coursekit"
     package.mkdir()
     (package / "__init__.py").write_text("import fcntl\n")
-    run = subprocess.run([sys.executable, "-c", BLOCK + "import coursekit\n"], cwd=tmp_path,
-                         text=True, capture_output=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-c", BLOCK + "import coursekit\n"],
+        cwd=tmp_path,
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert run.returncode != 0 and "does not exist on Windows" in run.stderr

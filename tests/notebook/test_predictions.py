@@ -10,7 +10,10 @@ from autograder.judging.prediction import Prediction
 from autograder.notebook import predictions
 
 CHOICE = Prediction(
-    name="test_choice", question="Which?", answer="b", why="Because b.",
+    name="test_choice",
+    question="Which?",
+    answer="b",
+    why="Because b.",
     choices={"a": "the first", "b": "the second"},
 )
 NUMBER = Prediction(name="test_number", question="How many ms?", answer=10.0, why="Measured.")

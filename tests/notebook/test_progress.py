@@ -17,8 +17,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def declared_exercises(folder: Path) -> list[str]:
     """Every exercise the chapter notebooks declare in their metadata, in chapter order."""
-    return [name for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))
-            for name in nbformat.read(path, as_version=4).metadata["course"]["exercises"]]
+    return [
+        name
+        for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+        for name in nbformat.read(path, as_version=4).metadata["course"]["exercises"]
+    ]
 
 
 def test_solutions_show_every_exercise_passed():
@@ -35,8 +38,9 @@ def test_a_fresh_course_shows_none_answered():
 
 def chapter(tmp_path: Path, check_outputs: dict[str, list]) -> Path:
     """A one-chapter course whose check cells carry the given saved outputs."""
-    notebook = nbformat.v4.new_notebook(metadata={"course": {
-        "chapter": "09", "exercises": [*check_outputs, "missing_check"]}})
+    notebook = nbformat.v4.new_notebook(
+        metadata={"course": {"chapter": "09", "exercises": [*check_outputs, "missing_check"]}}
+    )
     for name, outputs in check_outputs.items():
         notebook.cells.append(nbformat.v4.new_code_cell(f"def {name}(x):\n    return x"))
         cell = nbformat.v4.new_code_cell(f"check.{name}({name})")
@@ -51,19 +55,29 @@ def result(text: str):
 
 
 def test_each_saved_output_gives_its_status(tmp_path):
-    folder = chapter(tmp_path, {
-        "good": [result("PASSED good: matches jax.vjp on all 31 cases.")],
-        "bad": [result("FAILED bad: grad_x differs from the reference")],
-        "cannot": [result("CANNOT CHECK cannot: the function is not defined")],
-        "crashed": [nbformat.v4.new_output("error", ename="NameError", evalue="x",
-                                           traceback=[])],
-        "never_run": [],
-        "stub": [result("NOT ANSWERED YET stub: replace the line")],
-    })
+    folder = chapter(
+        tmp_path,
+        {
+            "good": [result("PASSED good: matches jax.vjp on all 31 cases.")],
+            "bad": [result("FAILED bad: grad_x differs from the reference")],
+            "cannot": [result("CANNOT CHECK cannot: the function is not defined")],
+            "crashed": [
+                nbformat.v4.new_output("error", ename="NameError", evalue="x", traceback=[])
+            ],
+            "never_run": [],
+            "stub": [result("NOT ANSWERED YET stub: replace the line")],
+        },
+    )
     statuses = {row.exercise: row.status for row in progress_module.progress(folder).rows}
-    assert statuses == {"good": PASSED, "bad": FAILED, "cannot": FAILED, "crashed": FAILED,
-                        "never_run": NOT_ANSWERED, "stub": NOT_ANSWERED,
-                        "missing_check": NOT_ANSWERED}
+    assert statuses == {
+        "good": PASSED,
+        "bad": FAILED,
+        "cannot": FAILED,
+        "crashed": FAILED,
+        "never_run": NOT_ANSWERED,
+        "stub": NOT_ANSWERED,
+        "missing_check": NOT_ANSWERED,
+    }
 
 
 def test_a_check_of_another_function_is_not_the_exercise_check(tmp_path):
@@ -89,8 +103,13 @@ def test_a_folder_without_chapters_says_which_folder(tmp_path):
 
 
 def test_cli_prints_the_table_and_exits_0():
-    done = subprocess.run([sys.executable, "-m", "autograder", "progress", "solutions"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "progress", "solutions"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     total = len(declared_exercises(ROOT / "solutions"))
     assert f"{total} of {total} exercises passed" in done.stdout

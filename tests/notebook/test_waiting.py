@@ -98,11 +98,18 @@ def test_a_real_kernel_gets_an_empty_output_updated_to_the_line_and_back():
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
-    outputs = [m for m in messages if m["msg_type"] in
-               ("display_data", "update_display_data", "execute_result")]
+    outputs = [
+        m
+        for m in messages
+        if m["msg_type"] in ("display_data", "update_display_data", "execute_result")
+    ]
     kinds = [m["msg_type"] for m in outputs]
-    assert kinds == ["display_data", "update_display_data", "update_display_data",
-                     "execute_result"], kinds
+    assert kinds == [
+        "display_data",
+        "update_display_data",
+        "update_display_data",
+        "execute_result",
+    ], kinds
     display_ids = {m["content"]["transient"]["display_id"] for m in outputs[:3]}
     assert len(display_ids) == 1
     count = notebook_case_count(EXERCISES["unbroadcast"])

@@ -35,38 +35,62 @@ def script(lines: list[str]) -> str:
     *install, last = lines
     if not last.startswith("jupyter lab "):
         raise SystemExit(f"the documented block should end by opening JupyterLab, not {last!r}")
-    return "\n".join([
-        "set -euo pipefail", *install,
-        "jupyter lab --version",
-        f"jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=900 "
-        f"--output executed.ipynb {CHAPTER}",
-    ])
+    return "\n".join(
+        [
+            "set -euo pipefail",
+            *install,
+            "jupyter lab --version",
+            f"jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=900 "
+            f"--output executed.ipynb {CHAPTER}",
+        ]
+    )
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="pip-path-") as folder:
         work = Path(folder)
         zipped = work / "autodiff-course.zip"
-        subprocess.run([sys.executable, "-m", "autograder", "bundle", "--out", str(zipped),
-                        "--root", str(ROOT)], cwd=ROOT, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autograder",
+                "bundle",
+                "--out",
+                str(zipped),
+                "--root",
+                str(ROOT),
+            ],
+            cwd=ROOT,
+            check=True,
+        )
         with zipfile.ZipFile(zipped) as archive:
             archive.extractall(work)
         course = work / "autodiff-course"
         lines = documented_block((course / "README.zh-CN.md").read_text(encoding="utf-8"))
         print("running, in a fresh folder:\n  " + "\n  ".join(lines), flush=True)
-        run = subprocess.run(["bash", "-c", script(lines)], cwd=course, text=True,
-                             env={"PATH": "/usr/local/bin:/usr/bin:/bin",
-                                  "HOME": str(Path.home()), "TF_CPP_MIN_LOG_LEVEL": "3"})
+        run = subprocess.run(
+            ["bash", "-c", script(lines)],
+            cwd=course,
+            text=True,
+            env={
+                "PATH": "/usr/local/bin:/usr/bin:/bin",
+                "HOME": str(Path.home()),
+                "TF_CPP_MIN_LOG_LEVEL": "3",
+            },
+        )
         if run.returncode:
             print(f"the documented pip path failed (exit {run.returncode})", file=sys.stderr)
             return 1
         executed = (course / "course" / "zh-CN" / "executed.ipynb").read_text(encoding="utf-8")
         if NOT_ANSWERED_ZH not in executed:
-            print(f"the executed chapter's checks did not answer in Chinese ({NOT_ANSWERED_ZH!r} "
-                  "missing)", file=sys.stderr)
+            print(
+                f"the executed chapter's checks did not answer in Chinese ({NOT_ANSWERED_ZH!r} "
+                "missing)",
+                file=sys.stderr,
+            )
             return 1
-        print(f"pip path: installed as documented and ran {CHAPTER}; its checks answer in "
-              "Chinese")
+        print(f"pip path: installed as documented and ran {CHAPTER}; its checks answer in Chinese")
         return 0
 
 

@@ -31,13 +31,15 @@ SOLUTION_MATMUL = '''def matmul_vjp(g, a, b):
 
 
 def template() -> nbformat.NotebookNode:
-    return new_notebook(cells=[
-        new_markdown_cell("# chapter"),
-        new_code_cell("import numpy as np"),
-        new_code_cell(STUB_UNBROADCAST, metadata={"tags": ["exercise"]}),
-        new_code_cell("check.unbroadcast(unbroadcast)"),
-        new_code_cell(SOLUTION_MATMUL, metadata={"tags": ["exercise"]}),
-    ])
+    return new_notebook(
+        cells=[
+            new_markdown_cell("# chapter"),
+            new_code_cell("import numpy as np"),
+            new_code_cell(STUB_UNBROADCAST, metadata={"tags": ["exercise"]}),
+            new_code_cell("check.unbroadcast(unbroadcast)"),
+            new_code_cell(SOLUTION_MATMUL, metadata={"tags": ["exercise"]}),
+        ]
+    )
 
 
 # ---------------------------------------------------------------- the latency answers
@@ -71,8 +73,7 @@ def test_chapter_03s_latency_answers_are_right_and_wrong():
     out = unbroadcast(np.ones((6, 4, 5)), (4, 1))
     assert out.shape == (4, 1)
     np.testing.assert_array_equal(out, 30.0)
-    assert latency.answer("unbroadcast", "leading_only")(np.ones((6, 4, 5)), (4, 1)).shape == (
-        4, 5)
+    assert latency.answer("unbroadcast", "leading_only")(np.ones((6, 4, 5)), (4, 1)).shape == (4, 5)
     rng = np.random.default_rng(0)
     a, b = rng.normal(size=(3, 2, 4)), rng.normal(size=(4, 5))
     g = rng.normal(size=(3, 2, 5))
@@ -112,11 +113,16 @@ def test_a_framework_import_is_timed_as_the_child_imports_it():
 
 def test_a_call_to_a_parameter_is_no_dependency_on_the_exercise_of_that_name():
     """Chapter 02's find_wrong_rule calls its argument `vjp_rule`, not the exercise."""
-    solution = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "def find_rule(vjp_rule, forward):\n"
-        "    check = lambda op: vjp_rule(op)\n"
-        "    return [op for op in forward if check(op)]\n"
-        "def uses_global():\n    return vjp_rule('add')\n")])
+    solution = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "def find_rule(vjp_rule, forward):\n"
+                "    check = lambda op: vjp_rule(op)\n"
+                "    return [op for op in forward if check(op)]\n"
+                "def uses_global():\n    return vjp_rule('add')\n"
+            )
+        ]
+    )
     reads = bench.reads_by_function(solution)
     assert reads["find_rule"] == set()
     assert reads["uses_global"] == {"vjp_rule"}
@@ -128,8 +134,11 @@ def test_a_batch_of_a_real_chapter_expects_what_its_cells_hold(tmp_path, chapter
     assert [p.name for p in paths] == [f"sub{i:02d}.ipynb" for i in range(1, 6)]
     assert set(expected["sub01"].values()) == {1.0} and set(expected["sub05"].values()) == {0.0}
     for path in paths:
-        cells = [c.source for c in nbformat.read(path, as_version=4).cells
-                 if "exercise" in c.metadata.get("tags", [])]
+        cells = [
+            c.source
+            for c in nbformat.read(path, as_version=4).cells
+            if "exercise" in c.metadata.get("tags", [])
+        ]
         stubs = sum("NotImplementedError" in c for c in cells)
         assert stubs == sum(1 for cell in cells if "BEGIN SOLUTION" not in cell)
         assert (stubs == 0) == all(expected[path.stem].values())
@@ -140,12 +149,16 @@ def test_a_batch_of_a_real_chapter_expects_what_its_cells_hold(tmp_path, chapter
 
 def gradebook(expected: dict) -> dict[str, dict[str, str]]:
     """What a correct grader writes."""
-    return {stem: {**{k: str(v) for k, v in scores.items()}, "grading_error": ""}
-            for stem, scores in expected.items()}
+    return {
+        stem: {**{k: str(v) for k, v in scores.items()}, "grading_error": ""}
+        for stem, scores in expected.items()
+    }
 
 
-EXPECTED = {"sub01": {"unbroadcast": 1.0, "matmul_vjp": 1.0},
-            "sub02": {"unbroadcast": 0.0, "matmul_vjp": 1.0}}
+EXPECTED = {
+    "sub01": {"unbroadcast": 1.0, "matmul_vjp": 1.0},
+    "sub02": {"unbroadcast": 0.0, "matmul_vjp": 1.0},
+}
 
 
 def test_a_right_gradebook_has_no_problems():
@@ -166,21 +179,28 @@ def test_grade_problems_catch_wrong_grading():
 
 def test_read_grades(tmp_path):
     path = tmp_path / "grades.csv"
-    path.write_text("submission,file,chapter,unbroadcast,matmul_vjp,total,max,problem\n"
-                    "001-sub01,/in/sub01.ipynb,03,1.0,1.0,2.0,2.0,\n")
+    path.write_text(
+        "submission,file,chapter,unbroadcast,matmul_vjp,total,max,problem\n"
+        "001-sub01,/in/sub01.ipynb,03,1.0,1.0,2.0,2.0,\n"
+    )
     assert bench.read_grades(path)["sub01"]["total"] == "2.0"
 
 
 def test_submission_seconds_are_read_from_the_graders_progress_lines():
-    stderr = ("seed 1; sandbox: bubblewrap\n[1/2] sub01.ipynb: 2/2 (3.6 s, 4 s elapsed)\n"
-              "[2/2] sub02.ipynb: 0/2 (1.25 s, 5 s elapsed)  GRADING ERROR\n")
+    stderr = (
+        "seed 1; sandbox: bubblewrap\n[1/2] sub01.ipynb: 2/2 (3.6 s, 4 s elapsed)\n"
+        "[2/2] sub02.ipynb: 0/2 (1.25 s, 5 s elapsed)  GRADING ERROR\n"
+    )
     assert bench.submission_seconds(stderr) == [3.6, 1.25]
 
 
 def test_a_typical_submission_is_the_median_not_the_first_that_waited_for_a_server(
-        monkeypatch, tmp_path):
-    stderr = "".join(f"[{i}/3] s{i}.ipynb: 1/1 ({seconds} s, 9 s elapsed)\n"
-                     for i, seconds in enumerate((2.8, 0.2, 0.3), 1))
+    monkeypatch, tmp_path
+):
+    stderr = "".join(
+        f"[{i}/3] s{i}.ipynb: 1/1 ({seconds} s, 9 s elapsed)\n"
+        for i, seconds in enumerate((2.8, 0.2, 0.3), 1)
+    )
     monkeypatch.setattr(bench, "run_grader", lambda *args: (3.3, stderr))
     assert bench.typical_submission([tmp_path / "s.ipynb"], tmp_path, tmp_path) == 0.3
 
@@ -198,8 +218,10 @@ def test_ratio_and_verdict():
 
 
 def first_calls(first_unbroadcast: float, first_matmul: float) -> dict:
-    return {"unbroadcast": {"first": first_unbroadcast, "median": 0.001},
-            "matmul_vjp": {"first": first_matmul, "median": 0.001}}
+    return {
+        "unbroadcast": {"first": first_unbroadcast, "median": 0.001},
+        "matmul_vjp": {"first": first_matmul, "median": 0.001},
+    }
 
 
 def test_latency_verdict_judges_every_first_call_after_warm_up():
@@ -216,11 +238,23 @@ def test_latency_verdict_judges_every_first_call_after_warm_up():
 
 
 def times(**changes) -> "bench.ChapterTimes":
-    base = {"chapter": "07", "nbconvert": 30.0, "first_run": 60.0, "one": 6.0,
-            "one_serial": 6.0, "one_serial_child": 4.0,
-            "serial": 10.0, "parallel": 7.0, "frameworks": ("jax",), "typical": 4.0,
-            "other_flag": "--no-fork-server", "other_one": 5.0,
-            "other_serial": 7.5, "other_parallel": 4.5, "other_typical": 3.0}
+    base = {
+        "chapter": "07",
+        "nbconvert": 30.0,
+        "first_run": 60.0,
+        "one": 6.0,
+        "one_serial": 6.0,
+        "one_serial_child": 4.0,
+        "serial": 10.0,
+        "parallel": 7.0,
+        "frameworks": ("jax",),
+        "typical": 4.0,
+        "other_flag": "--no-fork-server",
+        "other_one": 5.0,
+        "other_serial": 7.5,
+        "other_parallel": 4.5,
+        "other_typical": 3.0,
+    }
     return bench.ChapterTimes(**{**base, **changes})
 
 
@@ -233,14 +267,17 @@ def test_chapter_times_derive_marginal_startup_and_jobs_speedup():
     assert t.jobs_speedup == 8.0 / 5.0  # (10 - 2) / (7 - 2)
     assert times(typical=0.0).startup == 2.0  # no batch measured: the lone child's own
     row = bench.chapter_row(t)
-    assert row.startswith(f"| 07 | 30.0 s | 60 s | 6.0 s (--jobs 1: 6.0 s) | 0.20 PASS | "
-                          f"{marginal:.2f} s | {marginal / 30:.3f} PASS | x1.60")
+    assert row.startswith(
+        f"| 07 | 30.0 s | 60 s | 6.0 s (--jobs 1: 6.0 s) | 0.20 PASS | "
+        f"{marginal:.2f} s | {marginal / 30:.3f} PASS | x1.60"
+    )
     assert "(raw x1.43, 6 submissions) FAIL | forked children" in row
     assert t.other_marginal == (7.5 - 5.0) / (bench.BATCH - 1)
     assert t.other_startup == 2.0  # the other run's own: 5 - 3
     assert t.other_jobs_speedup == 5.5 / 2.5  # (7.5 - 2) / (4.5 - 2)
-    assert row.endswith(f"| --no-fork-server: {t.other_marginal:.2f} s, "
-                        f"{t.other_marginal / 30:.3f}, x2.20 (6) |")
+    assert row.endswith(
+        f"| --no-fork-server: {t.other_marginal:.2f} s, {t.other_marginal / 30:.3f}, x2.20 (6) |"
+    )
     bigger = times(other_batch=60, other_serial=11.0, other_typical=4.5)
     assert bigger.other_marginal == (11.0 - 5.0) / 59  # per submission of its own batch
     assert bigger.other_jobs_speedup == 10.5 / 4.0  # its own start-up, 0.5 s
@@ -285,10 +322,17 @@ def test_the_targets_are_judged_on_the_readme_command_alone():
 
 
 def test_fixes_ratios_are_against_reshape():
-    rows = [Measurement("tile", 8, 3.0, 500, 400), Measurement("reshape", 8, 2.0, 100, 0),
-            Measurement("unbroadcast", 8, 1.0, 300, 200), Measurement("tile", 1, 9.0, 9, 9)]
-    assert bench.fixes_ratios(rows, 8) == {"tile": (1.5, 5.0), "reshape": (1.0, 1.0),
-                                           "unbroadcast": (0.5, 3.0)}
+    rows = [
+        Measurement("tile", 8, 3.0, 500, 400),
+        Measurement("reshape", 8, 2.0, 100, 0),
+        Measurement("unbroadcast", 8, 1.0, 300, 200),
+        Measurement("tile", 1, 9.0, 9, 9),
+    ]
+    assert bench.fixes_ratios(rows, 8) == {
+        "tile": (1.5, 5.0),
+        "reshape": (1.0, 1.0),
+        "unbroadcast": (0.5, 3.0),
+    }
 
 
 # ---------------------------------------------------------------- the latency subprocess
@@ -303,7 +347,8 @@ def test_parse_marked_json_skips_library_noise():
 
 def test_jax_cache_dir_follows_xdg(tmp_path):
     assert bench.jax_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == (
-        tmp_path / "autodiff-course" / "jax")
+        tmp_path / "autodiff-course" / "jax"
+    )
     assert bench.cache_entries(tmp_path / "missing") == 0
 
 
@@ -361,8 +406,13 @@ def test_a_declared_dependency_that_is_unanswered_costs_nothing():
     """matmul_vjp is graded with a correct unbroadcast in place of the learner's stub."""
     solution = template()
     solution.cells[4].source = "def matmul_vjp(g, a, b):\n    return unbroadcast(g, a.shape)\n"
-    _, expected = bench.make_variant(solution, template(), {0}, {"unbroadcast", "matmul_vjp"},
-                                     replaced={"matmul_vjp": ("unbroadcast",)})
+    _, expected = bench.make_variant(
+        solution,
+        template(),
+        {0},
+        {"unbroadcast", "matmul_vjp"},
+        replaced={"matmul_vjp": ("unbroadcast",)},
+    )
     assert expected == {"unbroadcast": 0.0, "matmul_vjp": 1.0}
 
 

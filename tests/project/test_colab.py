@@ -38,7 +38,7 @@ def pip(line):
 
 get_ipython().register_magic_function(pip, "line", "pip")
 '''
-RUNNER = '''
+RUNNER = """
 import sys
 import nbformat
 from nbclient import NotebookClient
@@ -47,10 +47,12 @@ notebook = nbformat.read(sys.argv[1], as_version=4)
 NotebookClient(notebook, timeout=600, kernel_name="python3",
                resources={"metadata": {"path": sys.argv[2]}}).execute()
 nbformat.write(notebook, sys.argv[1])
-'''
-WHERE_FROM = ("import json, autograder, autograder.exercises, coursekit.runtime\n"
-              "print(json.dumps([m.__file__ for m in (autograder, autograder.exercises, "
-              "coursekit.runtime)]))")
+"""
+WHERE_FROM = (
+    "import json, autograder, autograder.exercises, coursekit.runtime\n"
+    "print(json.dumps([m.__file__ for m in (autograder, autograder.exercises, "
+    "coursekit.runtime)]))"
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,10 +86,15 @@ def run_on_fake_colab(install: Install, tmp_path: Path) -> tuple[nbformat.Notebo
     nbformat.write(notebook, folder / CHAPTER)
     fake_colab_profile(tmp_path / "ipython", record)
     (tmp_path / "runner.py").write_text(textwrap.dedent(RUNNER))
-    env = clean_environment(IPYTHONDIR=str(tmp_path / "ipython"),
-                            JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    run([str(install.python), str(tmp_path / "runner.py"), str(folder / CHAPTER), str(folder)],
-        cwd=folder, env=env, timeout=900)
+    env = clean_environment(
+        IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")
+    )
+    run(
+        [str(install.python), str(tmp_path / "runner.py"), str(folder / CHAPTER), str(folder)],
+        cwd=folder,
+        env=env,
+        timeout=900,
+    )
     return nbformat.read(folder / CHAPTER, as_version=4), record
 
 
@@ -101,10 +108,15 @@ def test_a_learner_copy_runs_on_colab_from_the_wheel(installed, tmp_path):
     assert "no restart needed" in outputs_text(code[0])
 
     helpers = ("hint", "progress", "predict")  # cells that show no report
-    reports = [outputs_text(cell) for cell in code if "check." in cell.source
-               and not any(f"check.{helper}(" in cell.source for helper in helpers)]
-    assert reports and all("NOT ANSWERED YET" in text or "FAILED" in text or "PASSED" in text
-                           for text in reports), reports
+    reports = [
+        outputs_text(cell)
+        for cell in code
+        if "check." in cell.source
+        and not any(f"check.{helper}(" in cell.source for helper in helpers)
+    ]
+    assert reports and all(
+        "NOT ANSWERED YET" in text or "FAILED" in text or "PASSED" in text for text in reports
+    ), reports
     assert any("NOT ANSWERED YET" in text for text in reports)
 
     files = json.loads(outputs_text(code[-1]))
@@ -114,7 +126,8 @@ def test_a_learner_copy_runs_on_colab_from_the_wheel(installed, tmp_path):
 
 def test_the_install_cell_follows_the_repository_and_branch_settings(tmp_path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.course]\nrepository = "https://github.com/someone/fork/"\nbranch = "spring-term"\n')
+        '[tool.course]\nrepository = "https://github.com/someone/fork/"\nbranch = "spring-term"\n'
+    )
     cell = coursemap.colab_cell(tmp_path)
     assert 'course = "autodiff-course @ git+https://github.com/someone/fork@spring-term"' in cell
     assert '%pip install --quiet "{course}"' in cell and "stop_if_restart_needed()" in cell

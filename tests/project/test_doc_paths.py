@@ -40,21 +40,40 @@ FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 EDGES = "`'\"()[],;:.!?*"  # stripped from a word's ends ('*' only after the glob test)
 DOCS = ("docs/*.md", "README*.md", "CHANGELOG.md")
 CODE_FOLDERS = ("autograder", "coursekit", "benchmarks")
-CONFIGURATION = ("requirements.txt", "requirements-grader.txt", "requirements-learner.txt",
-                 "pyproject.toml", "environment.yml", "Makefile", ".ci/run", "postBuild")
+CONFIGURATION = (
+    "requirements.txt",
+    "requirements-grader.txt",
+    "requirements-learner.txt",
+    "pyproject.toml",
+    "environment.yml",
+    "Makefile",
+    ".ci/run",
+    "postBuild",
+)
 
 
 def known_files(root: Path) -> set[str]:
     """What git knows in `root`: tracked files and new ones it does not ignore."""
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
-                             "--exclude-standard"], cwd=root, check=True,
-                            capture_output=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     return {path for path in listed if path and (root / path).is_file()}
 
 
 def folders_of(files: set[str]) -> set[str]:
-    return {str(parent) for path in files for parent in PurePosixPath(path).parents
-            if str(parent) != "."}
+    return {
+        str(parent)
+        for path in files
+        for parent in PurePosixPath(path).parents
+        if str(parent) != "."
+    }
 
 
 def markdown_words(text: str) -> list[str]:
@@ -67,8 +86,11 @@ def markdown_words(text: str) -> list[str]:
 
 def python_words(source: str) -> list[str]:
     """Words of a module's comments and docstrings."""
-    texts = [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
-             if token.type == tokenize.COMMENT]
+    texts = [
+        token.string
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             texts.append(ast.get_docstring(node) or "")
@@ -77,8 +99,9 @@ def python_words(source: str) -> list[str]:
 
 def comment_words(text: str) -> list[str]:
     """Words after a '#' on each line of a configuration file."""
-    return [word for line in text.splitlines() if "#" in line
-            for word in line.split("#", 1)[1].split()]
+    return [
+        word for line in text.splitlines() if "#" in line for word in line.split("#", 1)[1].split()
+    ]
 
 
 def words_of(name: str, text: str) -> list[str]:
@@ -95,8 +118,13 @@ def as_path(word: str, folder_names: set[str]) -> str | None:
     if word.endswith("*") and "/" not in word:
         return None
     word = word.rstrip(EDGES)
-    if (not word or "://" in word or word.startswith(("/", "~", "$", "-", "www."))
-            or PLACEHOLDER.search(word) or "=" in word):
+    if (
+        not word
+        or "://" in word
+        or word.startswith(("/", "~", "$", "-", "www."))
+        or PLACEHOLDER.search(word)
+        or "=" in word
+    ):
         return None
     parts = PurePosixPath(word)
     if "/" not in word:
@@ -132,10 +160,12 @@ def _normal(path: str) -> str:
 
 def named_files(files: set[str]) -> list[str]:
     """The files whose words are read (the module's "Where")."""
-    docs = [path for path in files
-            if any(fnmatch.fnmatch(path, doc) for doc in DOCS)]
-    code = [path for path in files if path.endswith(".py")
-            and PurePosixPath(path).parts[0] in CODE_FOLDERS]
+    docs = [path for path in files if any(fnmatch.fnmatch(path, doc) for doc in DOCS)]
+    code = [
+        path
+        for path in files
+        if path.endswith(".py") and PurePosixPath(path).parts[0] in CODE_FOLDERS
+    ]
     configuration = [path for path in CONFIGURATION if path in files]
     return sorted(docs + code + configuration)
 
@@ -188,7 +218,8 @@ def test_a_link_to_a_missing_section_is_found(tmp_path):
     (tmp_path / "docs" / "guide.md").write_text("# Guide\n\n## The `grade` command: flags\n")
     (tmp_path / "README.md").write_text(
         "[flags](docs/guide.md#the-grade-command-flags), [gone](docs/guide.md#gone),\n"
-        "[here](#readme), [web](https://example.org/x#y)\n\n# README\n")
+        "[here](#readme), [web](https://example.org/x#y)\n\n# README\n"
+    )
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     assert broken_anchors(tmp_path) == ["README.md: docs/guide.md#gone"]
 
@@ -206,13 +237,15 @@ def test_a_planted_bad_path_is_found_and_examples_are_not(tmp_path):
     (tmp_path / "autograder" / "grading" / "grade.py").write_text(
         '"""Reads `grading/grade.py`; see autograder/grading.py and tests/test_gone.py,\n\n'
         'not tests/grading/test_grade.py, alice/hw.ipynb or ctrl/child.py."""\n'
-        "# what grading/forkserver.py forked (tests/grading/)\n")
+        "# what grading/forkserver.py forked (tests/grading/)\n"
+    )
     (tmp_path / "requirements.txt").write_text("# tests/grading/test_gone.py checks it\nx==1\n")
     (tmp_path / "README.md").write_text(
         "See [the guide](docs/guide.md), `autograder/grading/grade.py`, `grade.py`,\n"
         "`https://example.org/x.py`, `/dev/shm`, `chNN_topic.py`, `graded/<name>/results.json`,\n"
         "`autograder/grading/*.py`, `python -m autograder grade`, and [gone](docs/gone.md).\n"
-        "```bash\npython -m autograder grade submissions/*.ipynb\n```\n")
+        "```bash\npython -m autograder grade submissions/*.ipynb\n```\n"
+    )
     (tmp_path / "docs" / "guide.md").write_text("Back to [README](../README.md); `grading.py`.\n")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     assert missing_paths(tmp_path) == [

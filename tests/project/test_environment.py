@@ -19,8 +19,11 @@ def pins(lines: list[str]) -> dict[str, str]:
 
 
 def requirements() -> dict[str, str]:
-    lines = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
-             if line.strip() and not line.startswith("#")]
+    lines = [
+        line
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     unpinned = [line for line in lines if not PIN.match(line.strip())]
     assert not unpinned, f"requirements.txt lines must be pinned with ==: {unpinned}"
     return pins(lines)
@@ -30,7 +33,7 @@ def environment_pip_section() -> dict[str, str]:
     lines = (ROOT / "environment.yml").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() == "- pip:")
     section = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip().startswith("- "):
             break
         section.append(line.strip()[2:])
@@ -42,8 +45,18 @@ def test_environment_yml_mirrors_requirements():
 
 
 def test_course_packages_are_all_pinned():
-    wanted = {"jupyterlab", "numpy", "tensorflow", "jax", "matplotlib", "ipywidgets", "nbval",
-              "hypothesis", "nbformat", "nbclient"}
+    wanted = {
+        "jupyterlab",
+        "numpy",
+        "tensorflow",
+        "jax",
+        "matplotlib",
+        "ipywidgets",
+        "nbval",
+        "hypothesis",
+        "nbformat",
+        "nbclient",
+    }
     assert wanted <= set(requirements())
 
 

@@ -70,8 +70,9 @@ def test_the_wheel_names_its_licence_and_carries_its_text(wheel):
     and carries LICENSE word for word; the prose licence goes with the prose, not here."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
-        info = next(name.rsplit("/", 1)[0] for name in names
-                    if name.endswith(".dist-info/METADATA"))
+        info = next(
+            name.rsplit("/", 1)[0] for name in names if name.endswith(".dist-info/METADATA")
+        )
         metadata = HeaderParser().parsestr(archive.read(f"{info}/METADATA").decode())
         assert metadata["License-Expression"] == "MIT"
         assert metadata.get_all("License-File") == ["LICENSE"]
@@ -81,21 +82,27 @@ def test_the_wheel_names_its_licence_and_carries_its_text(wheel):
 
 
 def test_the_course_imports_from_the_install_not_the_checkout(installed, outside):
-    found = python_json(installed, """
+    found = python_json(
+        installed,
+        """
         import json, sys
         import autograder, autograder.exercises, coursekit.broadcasting
         from autograder.sandbox.confined import child
         print(json.dumps({"files": [m.__file__ for m in (autograder, autograder.exercises,
                                                          child, coursekit)],
                           "path": sys.path}))
-    """, outside)
+    """,
+        outside,
+    )
     for file in found["files"]:
         assert Path(file).is_relative_to(installed.site), f"{file} is not from the wheel"
     assert str(ROOT) not in found["path"] and "" not in found["path"][1:]
 
 
 def test_a_check_runs_from_the_wheel(installed, outside):
-    verdicts = python_json(installed, f"""
+    verdicts = python_json(
+        installed,
+        f"""
         import json
         import numpy as np
         import autograder
@@ -109,7 +116,9 @@ def test_a_check_runs_from_the_wheel(installed, outside):
         print(json.dumps({{"right": right.passed, "wrong": wrong.passed,
                           "text": text, "file": autograder.__file__,
                           "chinese": chinese}}))
-    """, outside)
+    """,
+        outside,
+    )
     assert verdicts["chinese"].startswith("未通过 ")
     assert Path(verdicts["file"]).is_relative_to(installed.site)
     assert verdicts["right"] is True
@@ -119,8 +128,24 @@ def test_a_check_runs_from_the_wheel(installed, outside):
 def test_a_grade_runs_from_the_wheel(installed, outside):
     submission = outside / "solution.ipynb"
     submission.write_bytes(SOLUTION.read_bytes())
-    run([str(installed.python), "-m", "autograder", "grade", str(submission), "--out", "graded",
-         "--jobs", "1", "--seed", "7", "--timeout", "120"], cwd=outside)
+    run(
+        [
+            str(installed.python),
+            "-m",
+            "autograder",
+            "grade",
+            str(submission),
+            "--out",
+            "graded",
+            "--jobs",
+            "1",
+            "--seed",
+            "7",
+            "--timeout",
+            "120",
+        ],
+        cwd=outside,
+    )
     written = list((outside / "graded").glob("*/results.json"))  # one folder per submission
     assert len(written) == 1, written
     results = json.loads(written[0].read_text())

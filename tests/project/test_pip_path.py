@@ -33,13 +33,22 @@ def test_the_zip_holds_both_editions_and_what_installs_them(tmp_path):
     files = build_bundle(ROOT, out)
     names = set(zipfile.ZipFile(out).namelist())
     assert names == {f"{TOP}/{path}" for path in files}
-    for needed in ("course/03_unbroadcasting.ipynb", "course/zh-CN/03_unbroadcasting.ipynb",
-                   "solutions/zh-CN/03_unbroadcasting.ipynb", "course/zh-CN/glossary.md",
-                   "autograder/locale/zh-CN/core.po", "pyproject.toml",
-                   "requirements-learner.txt", "README.zh-CN.md", "LICENSE", "LICENSE-CONTENT"):
+    for needed in (
+        "course/03_unbroadcasting.ipynb",
+        "course/zh-CN/03_unbroadcasting.ipynb",
+        "solutions/zh-CN/03_unbroadcasting.ipynb",
+        "course/zh-CN/glossary.md",
+        "autograder/locale/zh-CN/core.po",
+        "pyproject.toml",
+        "requirements-learner.txt",
+        "README.zh-CN.md",
+        "LICENSE",
+        "LICENSE-CONTENT",
+    ):
         assert f"{TOP}/{needed}" in names, needed
-    assert not [n for n in names if ".ipynb_checkpoints" in n or "/.venv" in n
-                or "__pycache__" in n]
+    assert not [
+        n for n in names if ".ipynb_checkpoints" in n or "/.venv" in n or "__pycache__" in n
+    ]
 
 
 def test_the_zip_carries_both_licences_word_for_word(tmp_path):
@@ -64,8 +73,11 @@ def test_a_listed_file_that_git_does_not_track_stops_the_zip(tmp_path):
     (tmp_path / "LICENSE-CONTENT").write_text("present, but never added to git\n")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "add", "--", *tracked, "course"], cwd=tmp_path, check=True)
-    with pytest.raises(FileNotFoundError, match=r"LICENSE-CONTENT listed in INCLUDED but not "
-                                                r"tracked by git"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"LICENSE-CONTENT listed in INCLUDED but not "
+        r"tracked by git",
+    ):
         build_bundle(tmp_path, tmp_path / "out" / "course.zip")
     assert not (tmp_path / "out" / "course.zip").exists()
     subprocess.run(["git", "add", "--", "LICENSE-CONTENT"], cwd=tmp_path, check=True)
@@ -77,5 +89,5 @@ def test_ci_runs_the_documented_block_word_for_word():
     lines = pip_path.documented_block(readme)
     assert lines[0] == "python3 -m venv .venv" and lines[-1] == "jupyter lab course/zh-CN"
     script = pip_path.script(lines).splitlines()
-    assert script[1:len(lines)] == lines[:-1]
+    assert script[1 : len(lines)] == lines[:-1]
     assert "tests/project/pip_path.py" in (ROOT / ".ci" / "run").read_text()

@@ -30,21 +30,32 @@ def registered_markers() -> set[str]:
 
 def markers_used(path: Path) -> set[str]:
     """The `pytest.mark.<name>` a test file names (decorators and `pytestmark` alike)."""
-    return {node.attr for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "mark"}
+    return {
+        node.attr
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "mark"
+    }
 
 
 def defines_tests(path: Path) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-               and node.name.startswith("test_") for node in tree.body)
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+        for node in tree.body
+    )
 
 
 def make_commands(target: str) -> str:
     """What `make <target>` would run, without running it (`make -n`)."""
-    return subprocess.run(["make", "-n", "--no-print-directory", target], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["make", "-n", "--no-print-directory", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def test_the_markers_that_leave_the_fast_tier_are_registered_and_strict():
@@ -74,8 +85,10 @@ def test_every_file_that_defines_tests_is_one_pytest_collects_or_a_script_runs()
 
 
 def test_make_test_runs_every_tier_and_the_fast_tiers_leave_out_only_the_markers():
-    parts = {part: make_commands(part) for part in ("test-pytest", "test-notebooks",
-                                                      "test-fast", "test-chapter")}
+    parts = {
+        part: make_commands(part)
+        for part in ("test-pytest", "test-notebooks", "test-fast", "test-chapter")
+    }
     everything = re.search(r"-m pytest .* tests$", parts["test-pytest"], re.MULTILINE)
     assert everything and " -m " not in everything.group(0).replace("-m pytest", "")
     assert re.search(r"--nbval .* solutions course$", parts["test-notebooks"], re.MULTILINE)
@@ -87,8 +100,9 @@ def test_make_test_runs_every_tier_and_the_fast_tiers_leave_out_only_the_markers
 
 
 def test_the_chapter_tier_needs_a_chapter_and_refuses_an_unknown_one():
-    missing = subprocess.run(["make", "--no-print-directory", "test-chapter"], cwd=ROOT,
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        ["make", "--no-print-directory", "test-chapter"], cwd=ROOT, capture_output=True, text=True
+    )
     assert missing.returncode != 0 and "make test-chapter CH=03" in missing.stderr
     with pytest.raises(pytest.UsageError, match=r"--chapter '3'.*one of 00, 01"):
         tiers.chapter_or_error("3")
@@ -111,11 +125,26 @@ def fast_items() -> list[pytest.Item]:
     In a tier's run the test modules are already imported (each xdist worker collects them all),
     so this costs seconds; run alone, it imports them (a minute or two on 2 cores)."""
     collected = Collected()
-    notebooks = [str(ROOT / "solutions" / f"{stem}.ipynb")
-                 for stem in tiers.chapter_notebooks().values()]
-    code = pytest.main(["--collect-only", "-qq", "-p", "no:xdist", "--nbval", "-m", tiers.FAST,
-                        "--continue-on-collection-errors",
-                        "--rootdir", str(ROOT), str(TESTS), *notebooks], plugins=[collected])
+    notebooks = [
+        str(ROOT / "solutions" / f"{stem}.ipynb") for stem in tiers.chapter_notebooks().values()
+    ]
+    code = pytest.main(
+        [
+            "--collect-only",
+            "-qq",
+            "-p",
+            "no:xdist",
+            "--nbval",
+            "-m",
+            tiers.FAST,
+            "--continue-on-collection-errors",
+            "--rootdir",
+            str(ROOT),
+            str(TESTS),
+            *notebooks,
+        ],
+        plugins=[collected],
+    )
     # A module that fails to import is another test's failure (its own run reports it); the
     # chapters' assertions below still see every other module.
     assert code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), code
@@ -130,4 +159,3 @@ def test_each_chapter_tier_selects_its_checks_and_its_notebook(chapter, fast_ite
     assert f"{tiers.chapter_notebooks()[chapter]}.ipynb" in files
     others = set(tiers.chapter_notebooks()) - {chapter}
     assert not {f"test_check_ch{other}.py" for other in others} & files
-

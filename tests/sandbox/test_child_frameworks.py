@@ -38,9 +38,14 @@ print(json.dumps(outcome))
 
 
 def probe(allowed: list[str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(allowed=allowed)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300,
-                          env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(allowed=allowed)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"TF_CPP_MIN_LOG_LEVEL": "3", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -68,12 +73,20 @@ def test_a_tensorflow_child_sees_keras_only_when_allowed(allowed):
 def test_the_grading_process_imports_tensorflow_without_keras():
     """`grade` and `prepare` import TensorFlow themselves for references and for the hints
     of wrong answers; Keras (and matplotlib, which it imports) would add 1-2 s each time."""
-    script = ("import json, sys\nfrom autograder import cli\ncli.without_keras()\n"
-              "import tensorflow as tf\n"
-              "print(json.dumps([sys.modules.get('keras') is None, 'matplotlib' in sys.modules,"
-              " tf.reduce_sum(tf.ones(3)).numpy().item()]))")
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, check=True)
+    script = (
+        "import json, sys\nfrom autograder import cli\ncli.without_keras()\n"
+        "import tensorflow as tf\n"
+        "print(json.dumps([sys.modules.get('keras') is None, 'matplotlib' in sys.modules,"
+        " tf.reduce_sum(tf.ones(3)).numpy().item()]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     assert json.loads(done.stdout.splitlines()[-1]) == [True, False, 3.0]
 
 
@@ -97,17 +110,28 @@ def serve_cells(tmp_path, cells: list[str]) -> dict:
     out.mkdir()
     folders = submission_folders.Folders(tmp_path, ctrl, tmp_path, out, None)
     submission_folders.install_child_files(folders)
-    program = {"cells": [f"OUT = {str(out)!r}\n", *cells], "exercises": [], "out": str(out),
-               "allowed": ["jax"], "time_limit": 60,
-               "confine": {"limits": {"memory": 8 << 30, "cpu_seconds": 300,
-                                      "file_size": 1 << 30}},
-               "invoke": {}, "depends": {}}
+    program = {
+        "cells": [f"OUT = {str(out)!r}\n", *cells],
+        "exercises": [],
+        "out": str(out),
+        "allowed": ["jax"],
+        "time_limit": 60,
+        "confine": {"limits": {"memory": 8 << 30, "cpu_seconds": 300, "file_size": 1 << 30}},
+        "invoke": {},
+        "depends": {},
+    }
     (ctrl / "program.json").write_text(json.dumps(program))
     read, write = os.pipe()
     try:
-        done = subprocess.run([sys.executable, "-I", str(ctrl / "child.py"), str(write)],
-                              pass_fds=(write,), cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300, env={"PATH": "/usr/bin:/bin"})
+        done = subprocess.run(
+            [sys.executable, "-I", str(ctrl / "child.py"), str(write)],
+            pass_fds=(write,),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={"PATH": "/usr/bin:/bin"},
+        )
     finally:
         os.close(write)
         os.close(read)
@@ -115,8 +139,7 @@ def serve_cells(tmp_path, cells: list[str]) -> dict:
     return json.loads((out / "state.json").read_text())
 
 
-def test_a_fresh_child_imports_its_framework_before_the_cells_with_the_collector_paused(
-        tmp_path):
+def test_a_fresh_child_imports_its_framework_before_the_cells_with_the_collector_paused(tmp_path):
     """Paused, TensorFlow's import takes a fifth less; the objects it made are frozen, and
     the collector runs again for the learner's code. The course's own notebooks quiet
     TensorFlow's logging through the environment first, which changes nothing else."""

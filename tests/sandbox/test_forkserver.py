@@ -39,10 +39,25 @@ TAMPER = "\ntf.GradientTape.gradient = lambda self, *args, **kwargs: None\n"
 
 def grade(paths: list[Path], out: Path, *flags: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-         "--seed", "11", "--fork-server", *flags],
-        cwd=ROOT, capture_output=True, text=True, timeout=900,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"})
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            *map(str, paths),
+            "--out",
+            str(out),
+            "--seed",
+            "11",
+            "--fork-server",
+            *flags,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
 
 
 def results(out: Path, stem: str) -> dict[str, dict]:
@@ -52,15 +67,19 @@ def results(out: Path, stem: str) -> dict[str, dict]:
 
 # First in the notebook: a setting in the environment before TensorFlow is imported, and
 # whether something imported TensorFlow before this code ran (a fork server does).
-ENVIRONMENT_FIRST = ("import os, sys\n"
-                     "IMPORTED_BEFORE_ME = 'tensorflow' in sys.modules\n"
-                     "os.environ['TF_DETERMINISTIC_OPS'] = '1'\n")
+ENVIRONMENT_FIRST = (
+    "import os, sys\n"
+    "IMPORTED_BEFORE_ME = 'tensorflow' in sys.modules\n"
+    "os.environ['TF_DETERMINISTIC_OPS'] = '1'\n"
+)
 # Appended to the qa_gradients cell: right only where TensorFlow was imported after that.
-IMPORTED_AFTER_SETTINGS = ("\n_qa_gradients = qa_gradients\n"
-                           "def qa_gradients(*args, **kwargs):\n"
-                           "    if IMPORTED_BEFORE_ME:\n"
-                           "        raise RuntimeError('TensorFlow came before my settings')\n"
-                           "    return _qa_gradients(*args, **kwargs)\n")
+IMPORTED_AFTER_SETTINGS = (
+    "\n_qa_gradients = qa_gradients\n"
+    "def qa_gradients(*args, **kwargs):\n"
+    "    if IMPORTED_BEFORE_ME:\n"
+    "        raise RuntimeError('TensorFlow came before my settings')\n"
+    "    return _qa_gradients(*args, **kwargs)\n"
+)
 
 
 def environment_first_copy(solution: Path, folder: Path) -> Path:
@@ -88,8 +107,12 @@ def chapter_01(tmp_path_factory):
         pytest.skip("this kernel has no Landlock, which --fork-server needs")
     folder = tmp_path_factory.mktemp("fork-01")
     solution = ROOT / "solutions" / "01_chain_rule.ipynb"
-    paths = [tampering_copy(solution, folder), folder / "2_solution.ipynb",
-             folder / "3_learner.ipynb", environment_first_copy(solution, folder)]
+    paths = [
+        tampering_copy(solution, folder),
+        folder / "2_solution.ipynb",
+        folder / "3_learner.ipynb",
+        environment_first_copy(solution, folder),
+    ]
     shutil.copy(solution, paths[1])
     shutil.copy(ROOT / "course" / "01_chain_rule.ipynb", paths[2])
     out = folder / "graded"
@@ -181,8 +204,10 @@ def test_choosing_the_fork_server_makes_a_new_record_and_leaves_the_detected_one
 def test_a_started_childs_exit_signal_is_readable_once_it_exits_and_not_before():
     """The supervisor waits on this descriptor too, so a child whose pipes are already closed
     is seen to exit at once, not at the next 0.1 s timeout (once per round of a batch)."""
-    process = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.stdout.close(); "
-                                "time.sleep(30)"], stdout=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; sys.stdout.close(); time.sleep(30)"],
+        stdout=subprocess.PIPE,
+    )
     signal_fd = children._exit_signal(process)
     try:
         assert signal_fd is not None, "no pidfd on this kernel: the timeout is the fallback"

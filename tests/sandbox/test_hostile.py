@@ -53,8 +53,9 @@ def listing(folder: Path) -> list[tuple[str, int]]:
 def fake_bwrap(folder: Path) -> Path:
     folder.mkdir()
     script = folder / "bwrap"
-    script.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\n"
-                      "exit 1\n")
+    script.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+    )
     script.chmod(0o755)
     return folder
 
@@ -69,8 +70,7 @@ def ipc_objects() -> dict[str, set[str]]:
         found[kind] = {" ".join([*line.split()[:2], line.split()[owner]]) for line in lines}
     for folder in ("/dev/shm", "/dev/mqueue"):
         with contextlib.suppress(OSError):
-            found[folder] = {name for name in os.listdir(folder)
-                             if not name.startswith("sem.mp-")}
+            found[folder] = {name for name in os.listdir(folder) if not name.startswith("sem.mp-")}
     return found
 
 
@@ -108,8 +108,10 @@ def mode_command(mode: str, tmp: Path) -> tuple[list[str], dict[str, str]]:
             unavailable("this kernel has no Landlock, which --fork-server needs")
         return ["--fork-server"], env
     if not confine.landlock_abi():
-        unavailable("this kernel has no Landlock: without bubblewrap the grader refuses "
-                    "(tested in test_grader_refuses_without_any_isolation)")
+        unavailable(
+            "this kernel has no Landlock: without bubblewrap the grader refuses "
+            "(tested in test_grader_refuses_without_any_isolation)"
+        )
     env["PATH"] = f"{fake_bwrap(tmp / 'fake-bin')}:{env['PATH']}"
     return ["--sandbox", "auto"], env
 
@@ -123,9 +125,13 @@ def graded(request, tmp_path_factory):
     script.parent.mkdir()
     script.write_text("#!/bin/sh\necho the real grader\n")
     site = Path(sysconfig.get_paths()["purelib"])
-    targets = {"victim": folder / "honest.ipynb", "script": script,
-               "package": ROOT / "autograder" / "forged.py", "site": site / "forged_by_student.py",
-               "solution": SOLUTION}
+    targets = {
+        "victim": folder / "honest.ipynb",
+        "script": script,
+        "package": ROOT / "autograder" / "forged.py",
+        "site": site / "forged_by_student.py",
+        "solution": SOLUTION,
+    }
     expected = write_corpus(folder, targets)
     flags, env = mode_command(request.param, tmp)
     env["TMPDIR"] = str(tmp / "tmp")  # the grader's folders, so leftovers are ours alone
@@ -134,20 +140,45 @@ def graded(request, tmp_path_factory):
     before = digest(watched), listing(site)
     ipc_before = ipc_objects()
     paths = sorted(folder.rglob("*.ipynb"))
-    command = [sys.executable, "-m", "autograder", "grade", *map(str, paths), "--out", str(out),
-               "--jobs", "2", "--seed", "7", "--timeout", "30", "--assignment", "03", *flags]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200,
-                         env=env)
-    return {"run": run, "out": out, "folder": folder, "expected": expected,
-            "before": before, "after": (digest(watched), listing(site)), "targets": targets,
-            "leftovers": leftover_children(tmp / "tmp"), "mode": request.param,
-            "ipc": (ipc_before, ipc_objects())}
+    command = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        *map(str, paths),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+        "--seed",
+        "7",
+        "--timeout",
+        "30",
+        "--assignment",
+        "03",
+        *flags,
+    ]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1200, env=env)
+    return {
+        "run": run,
+        "out": out,
+        "folder": folder,
+        "expected": expected,
+        "before": before,
+        "after": (digest(watched), listing(site)),
+        "targets": targets,
+        "leftovers": leftover_children(tmp / "tmp"),
+        "mode": request.param,
+        "ipc": (ipc_before, ipc_objects()),
+    }
 
 
 def rows(graded) -> dict[str, dict]:
     with (graded["out"] / "grades.csv").open() as file:
-        return {Path(row["file"]).relative_to(graded["folder"]).as_posix(): row
-                for row in csv.DictReader(file)}
+        return {
+            Path(row["file"]).relative_to(graded["folder"]).as_posix(): row
+            for row in csv.DictReader(file)
+        }
 
 
 def test_batch_exits_zero_with_a_gradebook(graded):
@@ -160,8 +191,9 @@ def test_batch_exits_zero_with_a_gradebook(graded):
 
 def test_attacks_score_zero_and_honest_submissions_keep_their_scores(graded):
     table = rows(graded)
-    got = {name: (float(row["unbroadcast"]), float(row["matmul_vjp"]))
-           for name, row in table.items()}
+    got = {
+        name: (float(row["unbroadcast"]), float(row["matmul_vjp"])) for name, row in table.items()
+    }
     want = {f"{stem}.ipynb": score for stem, score in graded["expected"].items()}
     want |= {"alice/hw.ipynb": (1, 1), "bob/hw.ipynb": (0, 1), "unknown_chapter.ipynb": (0, 0)}
     assert got == want
@@ -172,8 +204,11 @@ def test_attacks_score_zero_and_honest_submissions_keep_their_scores(graded):
 
 def test_nothing_outside_the_childs_folders_changed(graded):
     (files_before, site_before), (files_after, site_after) = graded["before"], graded["after"]
-    changed = {p for p in files_before.keys() | files_after.keys()
-               if files_before.get(p) != files_after.get(p)}
+    changed = {
+        p
+        for p in files_before.keys() | files_after.keys()
+        if files_before.get(p) != files_after.get(p)
+    }
     assert not changed
     assert site_after == site_before
     assert not graded["targets"]["package"].exists()
@@ -194,9 +229,11 @@ def test_no_ipc_object_outlives_the_batch(graded):
     an IPC namespace, not in a process, and once outlived the batch until someone ran ipcrm)."""
     before, after = graded["ipc"]
     assert {kind: after[kind] - before.get(kind, set()) for kind in after} == {
-        kind: set() for kind in after}
-    assert not any(line.split()[0] == str(IPC_KEY) for kind in ("shm", "msg", "sem")
-                   for line in after[kind])
+        kind: set() for kind in after
+    }
+    assert not any(
+        line.split()[0] == str(IPC_KEY) for kind in ("shm", "msg", "sem") for line in after[kind]
+    )
     assert POSIX_SHM_NAME not in after.get("/dev/shm", set())
 
 
@@ -215,8 +252,10 @@ def test_unknown_chapter_costs_only_that_notebook(graded):
 def test_text_the_child_prints_is_not_taken_for_a_sandbox_failure(graded):
     row = rows(graded)["forged_sandbox_message.ipynb"]
     assert not row["grading_error"] and "grader problem" not in row["problem"]
-    assert "process ended while `unbroadcast` ran" in (
-        graded["out"] / row["submission"] / "feedback.txt").read_text()
+    assert (
+        "process ended while `unbroadcast` ran"
+        in (graded["out"] / row["submission"] / "feedback.txt").read_text()
+    )
 
 
 def test_results_state_the_layers_that_were_active(graded):
@@ -239,6 +278,9 @@ def test_a_submission_that_fills_its_folder_loses_what_that_cost_only(graded):
         row = table[f"{name}.ipynb"]
         assert not row["grading_error"], row
         text = (graded["out"] / row["submission"] / "feedback.txt").read_text()
-        said = (f"Your code wrote more than its folder holds ({limit}" if exercise
-                else f"Your notebook's cells wrote more than their folder holds ({limit}")
+        said = (
+            f"Your code wrote more than its folder holds ({limit}"
+            if exercise
+            else f"Your notebook's cells wrote more than their folder holds ({limit}"
+        )
         assert said in text and "GRADING ERROR" not in text, text

@@ -43,9 +43,17 @@ print(json.dumps(made))
 def run_confined(setup: str, probe: str, timeout: float = 60) -> str:
     """`setup` (confine's calls), then `probe`, in a fresh Python; its stdout."""
     done = subprocess.run(
-        [sys.executable, "-c", "from autograder.sandbox.confined import confine\n"
-         + setup + "\n" + probe],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+        [
+            sys.executable,
+            "-c",
+            "from autograder.sandbox.confined import confine\n" + setup + "\n" + probe,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip().splitlines()[-1]
 
@@ -95,11 +103,25 @@ def test_a_slot_uids_ipc_objects_are_removed_after_its_round():
     if python is None:
         pytest.skip("no Python here that the slot uid may run")
     made = subprocess.run(
-        [python, "-I", "-c", MAKE_IPC.replace(
-            'print(json.dumps(made))',
-            f'open({str(shm_name)!r}, "w").close()\nprint(json.dumps(made))')],
-        user=uid, group=uid, extra_groups=[], cwd="/", capture_output=True, text=True,
-        timeout=60, env={"PATH": "/usr/bin:/bin"}, check=False)
+        [
+            python,
+            "-I",
+            "-c",
+            MAKE_IPC.replace(
+                "print(json.dumps(made))",
+                f'open({str(shm_name)!r}, "w").close()\nprint(json.dumps(made))',
+            ),
+        ],
+        user=uid,
+        group=uid,
+        extra_groups=[],
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
+        check=False,
+    )
     assert made.returncode == 0, made.stderr[-3000:]
     try:
         assert sysv_objects() != before  # the probe did make them
@@ -116,9 +138,19 @@ def python_for(uid: int) -> str | None:
     grader's, or the system's where the grader's sits in a folder only root may enter."""
     for python in (sys.executable, "/usr/bin/python3"):
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            if subprocess.run([python, "-I", "-c", "pass"], user=uid, group=uid,
-                              extra_groups=[], cwd="/", capture_output=True, timeout=30,
-                              check=False).returncode == 0:
+            if (
+                subprocess.run(
+                    [python, "-I", "-c", "pass"],
+                    user=uid,
+                    group=uid,
+                    extra_groups=[],
+                    cwd="/",
+                    capture_output=True,
+                    timeout=30,
+                    check=False,
+                ).returncode
+                == 0
+            ):
                 return python
     return None
 
@@ -139,9 +171,11 @@ def test_a_child_without_its_own_uid_starts_threads_but_no_process():
         "        outcome[name] = 'started'\n"
         "    except OSError as error:\n"
         "        outcome[name] = error.errno\n"
-        "print(outcome)\n")
+        "print(outcome)\n"
+    )
     assert run_confined("confine.apply_seccomp(single_process=True)", probe) == (
-        "{'threads': 8, 'fork': 1, 'spawn': 1}")
+        "{'threads': 8, 'fork': 1, 'spawn': 1}"
+    )
     # A child with a uid of its own keeps its processes (its uid's RLIMIT_NPROC bounds them).
     assert "'fork': 'started'" in run_confined("confine.apply_seccomp()", probe)
 
@@ -167,10 +201,12 @@ def test_a_pinned_child_keeps_its_cpus_and_leaves_its_neighbours_alone():
         "thread = threading.Thread(target=lambda: seen.append(sorted(os.sched_getaffinity(0))))\n"
         "thread.start(); thread.join()\n"
         "os.nice(1)  # its own priority stays its own\n"
-        "print([sorted(os.sched_getaffinity(0)), seen[0], outcome])\n")
+        "print([sorted(os.sched_getaffinity(0)), seen[0], outcome])\n"
+    )
     own = cpus[-1]
     assert run_confined(f"confine.pin_cpus([{own}])\nconfine.apply_seccomp()", probe) == str(
-        [[own], [own], {"widen": 1, "renice parent": 1, "pin parent": 1}])
+        [[own], [own], {"widen": 1, "renice parent": 1, "pin parent": 1}]
+    )
     assert sorted(os.sched_getaffinity(0)) == cpus
 
 
@@ -196,16 +232,19 @@ def test_the_cpus_are_shared_out_one_group_per_job_slot():
 
 def test_the_supervisor_counts_every_thread_below_a_child():
     """What it stops a child without a uid of its own at (children.TASK_LIMIT)."""
-    script = ("import os, threading, time\n"
-              "for _ in range(20):\n"
-              "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-              "if os.fork() == 0:\n"
-              "    for _ in range(10):\n"
-              "        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
-              "print('ready', flush=True)\n"
-              "time.sleep(30)\n")
-    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                               start_new_session=True)
+    script = (
+        "import os, threading, time\n"
+        "for _ in range(20):\n"
+        "    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "if os.fork() == 0:\n"
+        "    for _ in range(10):\n"
+        "        threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True
+    )
     try:
         assert process.stdout.readline().strip() == b"ready"
         deadline = time.monotonic() + 10
@@ -216,4 +255,3 @@ def test_the_supervisor_counts_every_thread_below_a_child():
         os.killpg(process.pid, 9)
         process.wait()
         process.stdout.close()
-

@@ -33,17 +33,36 @@ pytestmark = pytest.mark.e2e  # grades busy submissions beside honest ones
 BUSY_SECONDS = 6.0
 
 
-def grade(folder: Path, mode: str, tmp: Path, *flags: str) -> tuple[subprocess.CompletedProcess,
-                                                                     dict[str, dict]]:
+def grade(
+    folder: Path, mode: str, tmp: Path, *flags: str
+) -> tuple[subprocess.CompletedProcess, dict[str, dict]]:
     """Grade every notebook in `folder` in this sandbox mode; the run and its rows by stem."""
     mode_flags, env = mode_command(mode, tmp)
     env["TMPDIR"] = str(tmp / "tmp")
     (tmp / "tmp").mkdir(exist_ok=True)
     out = tmp / "graded"
     run = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", *map(str, sorted(folder.glob("*.ipynb"))),
-         "--out", str(out), "--seed", "7", "--assignment", "03", *mode_flags, *flags],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            *map(str, sorted(folder.glob("*.ipynb"))),
+            "--out",
+            str(out),
+            "--seed",
+            "7",
+            "--assignment",
+            "03",
+            *mode_flags,
+            *flags,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     rows = {}
     if (out / "grades.csv").is_file():
         with (out / "grades.csv").open() as file:
@@ -70,8 +89,9 @@ def test_a_busy_submission_slows_itself_not_its_neighbours(mode, tmp_path):
         write(folder, f"honest{index}", GOOD_UNBROADCAST, [])
     run, rows = grade(folder, mode, tmp_path, "--jobs", "2", "--timeout", "60")
     assert run.returncode == 0, run.stderr[-3000:]
-    assert all(not row["grading_error"] and row["total"] == row["max"] for row in rows.values()
-               ), rows
+    assert all(not row["grading_error"] and row["total"] == row["max"] for row in rows.values()), (
+        rows
+    )
     assert float(rows["0_busy"]["seconds"]) >= BUSY_SECONDS
     honest = {stem: float(row["seconds"]) for stem, row in rows.items() if stem != "0_busy"}
     assert len(honest) == 4 and max(honest.values()) < BUSY_SECONDS / 2, honest
@@ -84,8 +104,9 @@ def test_a_submission_that_spends_its_own_time_is_timed_out_not_a_grading_error(
     grader's failure (which made the batch exit 1 and asked the instructor to grade again)."""
     folder = tmp_path / "submissions"
     folder.mkdir()
-    slow_exit = ("def unbroadcast(g, shape):\n    import os, time\n    time.sleep(1.9)\n"
-                 "    os._exit(3)\n")
+    slow_exit = (
+        "def unbroadcast(g, shape):\n    import os, time\n    time.sleep(1.9)\n    os._exit(3)\n"
+    )
     write(folder, "spends_its_time", slow_exit, ["import time\ntime.sleep(2.5)\n"])
     # --timeout 4: 2 s per exercise, 4 s for the whole submission.
     run, rows = grade(folder, "refused", tmp_path, "--jobs", "1", "--timeout", "4")

@@ -20,9 +20,13 @@ from autograder.sandbox.confined.wire import pack_arrays, unpack_arrays
 DTYPES = st.sampled_from(["<f4", "<f8", ">f8", "<i8", "|u1", "|b1", "<i2"])
 ARRAYS = st.dictionaries(
     st.text("abc_0123", min_size=1, max_size=6),
-    DTYPES.flatmap(lambda dtype: hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=3,
-                                                                     min_side=0, max_side=4))),
-    max_size=8)
+    DTYPES.flatmap(
+        lambda dtype: hnp.arrays(
+            dtype, hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=4)
+        )
+    ),
+    max_size=8,
+)
 
 
 @given(ARRAYS)
@@ -36,20 +40,25 @@ def test_packing_keeps_every_array_exactly(arrays):
 
 def forged(index, packs=None, buffer=None) -> dict:
     table = {"index": index, "packs": packs if packs is not None else {"<f8": "pack0"}}
-    return {"pack0": np.arange(4.0) if buffer is None else buffer,
-            "index": np.frombuffer(json.dumps(table).encode(), dtype=np.uint8)}
+    return {
+        "pack0": np.arange(4.0) if buffer is None else buffer,
+        "index": np.frombuffer(json.dumps(table).encode(), dtype=np.uint8),
+    }
 
 
-@pytest.mark.parametrize("index", [
-    {"a": ["<f8", [10**12], 0]},  # more elements than the buffer holds
-    {"a": ["<f8", [2], 3]},  # runs past its end
-    {"a": ["<f8", [-1], 0]},
-    {"a": ["<f8", [2.0], 0]},
-    {"a": ["<f8", [2], -1]},
-    {"a": ["<i8", [2], 0]},  # a dtype without a buffer
-    {"a": ["<f8", [2]]},
-    {"a": "pack0"},
-])
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"a": ["<f8", [10**12], 0]},  # more elements than the buffer holds
+        {"a": ["<f8", [2], 3]},  # runs past its end
+        {"a": ["<f8", [-1], 0]},
+        {"a": ["<f8", [2.0], 0]},
+        {"a": ["<f8", [2], -1]},
+        {"a": ["<i8", [2], 0]},  # a dtype without a buffer
+        {"a": ["<f8", [2]]},
+        {"a": "pack0"},
+    ],
+)
 def test_a_forged_index_is_refused(index):
     with pytest.raises(ValueError):
         unpack_arrays(forged(index))

@@ -50,8 +50,7 @@ def fill(folder: Path) -> None:
             (folder / f"f{index}").touch()
 
 
-def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(
-        tmp_path, monkeypatch):
+def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(tmp_path, monkeypatch):
     """Each round's folders are a tmpfs of their own (where the grader may mount one), the
     grader's files are not on it, and a new round first discards the last: a child that
     fills its folder is seen to (its verdict, not a grading error), and the grader's next
@@ -72,15 +71,17 @@ def test_a_round_that_fills_its_folder_leaves_the_grader_room_for_the_next(
         (folders.ctrl / "program.json").write_bytes(b"x" * 2**20)  # the grader's own room
         second = submission_folders.fresh_round(folders, 2)
         assert not first.work.parent.exists() and not list(second.work.iterdir())
-        full = (submission_folders.filled if box.offered.tmpfs
-                else submission_folders.over_disk_quota)
+        full = (
+            submission_folders.filled if box.offered.tmpfs else submission_folders.over_disk_quota
+        )
         assert not full(second)
         assert mounted(second.work.parent) if box.offered.tmpfs else True
     assert not folders.base.exists() and not mounted(second.work.parent)
 
 
 def test_a_round_the_grader_cannot_mount_is_the_graders_failure_not_the_students(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     """The other side of the line: where the grader's own mount of a round's tmpfs fails, the
     submission is a GRADING ERROR (exit 1, 'not your fault'), never a verdict on its code."""
     if not submission_folders.can_mount_tmpfs():
@@ -91,8 +92,17 @@ def test_a_round_the_grader_cannot_mount_is_the_graders_failure_not_the_students
     submission = tmp_path / "solution.ipynb"
     shutil.copy(ROOT / "solutions" / "03_unbroadcasting.ipynb", submission)
     out = tmp_path / "graded"
-    assert batch.grade(submissions=[submission], out=out, jobs=1, seed=3,
-                       fork_server=False, reference_cache=tmp_path / "cache") == 1
+    assert (
+        batch.grade(
+            submissions=[submission],
+            out=out,
+            jobs=1,
+            seed=3,
+            fork_server=False,
+            reference_cache=tmp_path / "cache",
+        )
+        == 1
+    )
     with (out / "grades.csv").open(encoding="utf-8") as file:
         (row,) = csv.DictReader(file)
     assert "could not mount the round's tmpfs" in row["grading_error"], row

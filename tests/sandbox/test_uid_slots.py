@@ -39,11 +39,16 @@ def test_released_uids_can_be_claimed_again(tmp_path: Path) -> None:
 def test_another_process_holding_a_uid_is_respected(tmp_path: Path) -> None:
     """The lock is seen across processes: a second grader skips the uid the first holds."""
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from autograder.sandbox import uid_slots; "
-         f"uid_slots.claim_uids(1, Path({str(tmp_path)!r})); print('held', flush=True); "
-         "sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from autograder.sandbox import uid_slots; "
+            f"uid_slots.claim_uids(1, Path({str(tmp_path)!r})); print('held', flush=True); "
+            "sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
     try:
@@ -62,7 +67,6 @@ def test_a_lock_folder_owned_by_someone_else_is_refused(tmp_path: Path) -> None:
     link.symlink_to(target)
     with pytest.raises(errors.SandboxFailure, match="not this grader's own folder"):
         uid_slots.claim_uids(1, link)
-
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to a slot uid needs root")

@@ -62,8 +62,12 @@ def _on_alarm(signum, frame):
     raise ExerciseTimeout()
 
 
-def _invoker(harness: types.ModuleType, name: str, allowed: tuple[str, ...],
-             depends: tuple[tuple[str, str], ...] = ()):
+def _invoker(
+    harness: types.ModuleType,
+    name: str,
+    allowed: tuple[str, ...],
+    depends: tuple[tuple[str, str], ...] = (),
+):
     """The exercise's way of calling the learner's function: its invoke, named by the grader,
     resolved as the notebook check resolves it. `allowed` is this child's frameworks, which are the
     exercise's own (the grader groups exercises by them), so a framework exercise runs at full
@@ -98,8 +102,10 @@ class Checks:
         self.invokes: dict[str, Callable] = {}
         for name in names:
             invoke = program.get("invoke", {}).get(name, "")
-            depends = tuple((str(dependency), str(reference)) for dependency, reference
-                            in program.get("depends", {}).get(name, []))
+            depends = tuple(
+                (str(dependency), str(reference))
+                for dependency, reference in program.get("depends", {}).get(name, [])
+            )
             self.invokes[name] = _invoker(harness, invoke, allowed, depends)
             if depends:  # judged with the learner's own helpers too (wire.OWN_HELPERS)
                 self.invokes[wire.own_helpers(name)] = _invoker(harness, invoke, allowed)
@@ -108,8 +114,11 @@ class Checks:
 def _hidden_harness(folder: Path) -> dict[str, types.ModuleType]:
     """Take the harness and the child's own modules out of sys.modules and their folder off
     sys.path (`import harness` in a cell finds nothing); returns them, for bind_checks."""
-    hidden = {key: module for key, module in list(sys.modules.items())
-              if key == "harness" or key.startswith(("harness.", "grader_"))}
+    hidden = {
+        key: module
+        for key, module in list(sys.modules.items())
+        if key == "harness" or key.startswith(("harness.", "grader_"))
+    }
     for key in hidden:
         del sys.modules[key]
     with contextlib.suppress(ValueError):
@@ -117,21 +126,28 @@ def _hidden_harness(folder: Path) -> dict[str, types.ModuleType]:
     return hidden
 
 
-def bind_checks(harness: types.ModuleType, hidden: dict[str, types.ModuleType],
-                program: dict, names: list[str]) -> Checks:
+def bind_checks(
+    harness: types.ModuleType, hidden: dict[str, types.ModuleType], program: dict, names: list[str]
+) -> Checks:
     """The checks, bound with the harness modules put back for the binding only (a chapter
     module may be imported now), then hidden again."""
     sys.modules.update(hidden)
     try:
         return Checks(harness, program, names)
     finally:
-        for key in [k for k in sys.modules if k == "harness" or k.startswith(
-                ("harness.", "grader_"))]:
+        for key in [
+            k for k in sys.modules if k == "harness" or k.startswith(("harness.", "grader_"))
+        ]:
             hidden[key] = sys.modules.pop(key)
 
 
 def run_exercise(
-    inputs: Path, out: Path, name: str, namespace: dict, program: dict, checks: Checks,
+    inputs: Path,
+    out: Path,
+    name: str,
+    namespace: dict,
+    program: dict,
+    checks: Checks,
     label: str = "",
 ) -> None:
     """Call the learner's function on every case; write out_<label>.npz and .json (`label`:
@@ -148,8 +164,9 @@ def run_exercise(
     arrays: dict = {}
     if not callable(fn):
         report["missing"] = True
-        report["defined"] = sorted(k for k, v in namespace.items()
-                                   if callable(v) and not k.startswith("_"))[:30]
+        report["defined"] = sorted(
+            k for k, v in namespace.items() if callable(v) and not k.startswith("_")
+        )[:30]
     else:
         arguments, params, arrays_in = wire.load_cases(inputs, name)
         writer = submitted.BoundedWriter()
@@ -169,13 +186,15 @@ def run_exercise(
                 except ExerciseTimeout:
                     raise
                 except BaseException as error:
-                    report["cases"].append({
-                        "kind": "error",
-                        "type": type(error).__name__,
-                        "message": str(error)[:1000],
-                        "traceback": checks.learner_traceback(error, 3000),
-                        "function": checks.raised_in(error),
-                    })
+                    report["cases"].append(
+                        {
+                            "kind": "error",
+                            "type": type(error).__name__,
+                            "message": str(error)[:1000],
+                            "traceback": checks.learner_traceback(error, 3000),
+                            "function": checks.raised_in(error),
+                        }
+                    )
                     if type(error).__name__ in wire.STOPPING_ERRORS:
                         break
         except ExerciseTimeout:
@@ -266,8 +285,10 @@ def wait_warm(inputs: Path, ready: int, go: int, allowed: list[str]) -> None:
         preload(allowed)
     threads = thread_count()
     if threads != 1:
-        sys.exit(f"warm child: the import left {threads} threads running, which Landlock "
-                 "would not confine; grade with fresh children (the grader's own fault).")
+        sys.exit(
+            f"warm child: the import left {threads} threads running, which Landlock "
+            "would not confine; grade with fresh children (the grader's own fault)."
+        )
     if os.read(go, 1) != b"1":
         os._exit(0)
     os.close(go)
@@ -342,8 +363,9 @@ def _leave(workers: list[int]) -> NoReturn:
     os._exit(0)
 
 
-def fork_workers(workers: list[list[str]], ready: int, confine: Callable[[], None]
-                 ) -> tuple[list[str], bool, list[int], int]:
+def fork_workers(
+    workers: list[list[str]], ready: int, confine: Callable[[], None]
+) -> tuple[list[str], bool, list[int], int]:
     """Fork one worker process per list of exercises: each confines itself, then runs the
     cells and its own exercises. The process that forked them confines itself, says so on
     `ready` and waits for them; it runs no submitted code, so a worker that crashes ends its

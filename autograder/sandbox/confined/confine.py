@@ -47,30 +47,97 @@ FS_ALL_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 5: (1 << 
 FS_FILE = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 14) | (1 << 15)
 NET_BIND_TCP, NET_CONNECT_TCP = 1, 2
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
-CLONE_NAMESPACE_FLAGS = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000,
-                         0x20000000, 0x40000000, 0x00000080)  # NEWNS ... NEWNET, NEWTIME
+CLONE_NAMESPACE_FLAGS = (
+    0x00020000,
+    0x02000000,
+    0x04000000,
+    0x08000000,
+    0x10000000,
+    0x20000000,
+    0x40000000,
+    0x00000080,
+)  # NEWNS ... NEWNET, NEWTIME
 DENIED_SYSCALLS = (
-    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
-    "chroot", "unshare", "setns", "setsid", "setpgid", "mknod", "mknodat", "setrlimit",
-    "kexec_load", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
-    "request_key", "open_by_handle_at", "fsopen", "fsmount", "move_mount", "open_tree",
-    "capset", "setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid",
-    "setgroups", "init_module", "finit_module", "delete_module", "swapon", "swapoff",
-    "reboot", "sethostname", "setdomainname", "iopl", "ioperm", "settimeofday",
-    "clock_settime", "adjtimex", "acct",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "unshare",
+    "setns",
+    "setsid",
+    "setpgid",
+    "mknod",
+    "mknodat",
+    "setrlimit",
+    "kexec_load",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "open_by_handle_at",
+    "fsopen",
+    "fsmount",
+    "move_mount",
+    "open_tree",
+    "capset",
+    "setuid",
+    "setgid",
+    "setreuid",
+    "setregid",
+    "setresuid",
+    "setresgid",
+    "setgroups",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "sethostname",
+    "setdomainname",
+    "iopl",
+    "ioperm",
+    "settimeofday",
+    "clock_settime",
+    "adjtimex",
+    "acct",
     # Objects of the IPC namespace outlive the process that made them: without its own
     # namespace, a child's shared memory would stay on the machine until someone ran ipcrm.
-    "shmget", "shmat", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop",
-    "semtimedop", "semctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
-    "mq_notify", "mq_getsetattr",
+    "shmget",
+    "shmat",
+    "shmctl",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semctl",
+    "mq_open",
+    "mq_unlink",
+    "mq_timedsend",
+    "mq_timedreceive",
+    "mq_notify",
+    "mq_getsetattr",
     # The child's CPUs are its job slot's (pin_cpus): it must not widen them again.
     "sched_setaffinity",
 )
 # Calls that act on another process when their pid argument (the first) is not 0: a child
 # running as the grader's uid (root, or a grader without uid slots) could otherwise lower
 # its neighbours' priority or pin them onto its own CPUs.
-OTHER_PROCESS_SYSCALLS = ("sched_setscheduler", "sched_setparam", "sched_setattr", "migrate_pages",
-                          "move_pages")
+OTHER_PROCESS_SYSCALLS = (
+    "sched_setscheduler",
+    "sched_setparam",
+    "sched_setattr",
+    "migrate_pages",
+    "move_pages",
+)
 # setpriority(which, who, prio) and ioprio_set(which, who, prio): the target is the second.
 OTHER_TARGET_SYSCALLS = ("setpriority", "ioprio_set")
 # Processes (not threads) a child without a uid of its own may not start: TensorFlow and JAX
@@ -90,8 +157,11 @@ LIBC.syscall.restype = ctypes.c_long
 
 
 class RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class PathBeneathAttr(ctypes.Structure):
@@ -105,8 +175,12 @@ class ConfinementError(RuntimeError):
 
 def landlock_abi() -> int:
     """Landlock's ABI version here, 0 where the kernel lacks it or it is switched off."""
-    version = LIBC.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0),
-                            ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION))
+    version = LIBC.syscall(
+        SYS_LANDLOCK_CREATE_RULESET,
+        None,
+        ctypes.c_size_t(0),
+        ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION),
+    )
     return max(int(version), 0)
 
 
@@ -175,10 +249,15 @@ def _add_path(ruleset: int, path: str, access: int) -> None:
         if not stat.S_ISDIR(os.fstat(fd).st_mode):
             access &= FS_FILE
         rule = PathBeneathAttr(access, fd)
-        if LIBC.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH,
-                         ctypes.byref(rule), 0) != 0:
-            raise ConfinementError(f"landlock_add_rule({path}) failed: "
-                                   f"{os.strerror(ctypes.get_errno())}")
+        if (
+            LIBC.syscall(
+                SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule), 0
+            )
+            != 0
+        ):
+            raise ConfinementError(
+                f"landlock_add_rule({path}) failed: {os.strerror(ctypes.get_errno())}"
+            )
     finally:
         os.close(fd)
 
@@ -189,22 +268,26 @@ def apply_landlock(read: list[str], write: list[str]) -> int:
     if abi < 1:
         raise ConfinementError("Landlock is not available")
     everything = _fs_rights(abi)
-    attr = RulesetAttr(everything, (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
-                       (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0)
+    attr = RulesetAttr(
+        everything,
+        (NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
+        (SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0,
+    )
     size = ctypes.sizeof(RulesetAttr) if abi >= 6 else (16 if abi >= 4 else 8)
-    ruleset = LIBC.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr),
-                            ctypes.c_size_t(size), ctypes.c_uint32(0))
+    ruleset = LIBC.syscall(
+        SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
+    )
     if ruleset < 0:
-        raise ConfinementError(f"landlock_create_ruleset failed: "
-                               f"{os.strerror(ctypes.get_errno())}")
+        raise ConfinementError(f"landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}")
     try:
         for path in read:
             _add_path(ruleset, path, FS_READ & everything)
         for path in write:
             _add_path(ruleset, path, everything)
         if LIBC.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
-            raise ConfinementError(f"landlock_restrict_self failed: "
-                                   f"{os.strerror(ctypes.get_errno())}")
+            raise ConfinementError(
+                f"landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
+            )
     finally:
         os.close(ruleset)
     return abi
@@ -239,8 +322,9 @@ def leave_namespaces() -> None:
     """Own IPC, network and host-name namespaces (needs CAP_SYS_ADMIN: a child that starts
     as root, before it drops its capabilities). What the child makes there dies with it."""
     if LIBC.unshare(OWN_NAMESPACES) != 0:
-        raise ConfinementError(f"unshare of the IPC and network namespaces failed: "
-                               f"{os.strerror(ctypes.get_errno())}")
+        raise ConfinementError(
+            f"unshare of the IPC and network namespaces failed: {os.strerror(ctypes.get_errno())}"
+        )
 
 
 def pin_cpus(cpus: list[int]) -> None:

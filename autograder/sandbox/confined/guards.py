@@ -14,17 +14,14 @@ import types
 FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras", "tf_keras", "torch", "autograd")
 
 
-
 # Imported with the framework. Keras is not: TensorFlow imports it (and matplotlib with it)
 # only when it is installed, 1-2 s of every TensorFlow child's start-up, so the grader
 # allows "keras" only to a submission whose code names it (grading.child_frameworks).
 COMPANIONS = {"jax": ("jaxlib",)}
 
 
-
 class FrameworkUsed(RuntimeError):
     """A numpy exercise reached for a framework: the rule must be the learner's own."""
-
 
 
 class _GuardModule(types.ModuleType):
@@ -35,7 +32,6 @@ class _GuardModule(types.ModuleType):
             f"{self.__name__}.{attribute} was used. In the classroom grader a numpy exercise "
             "must be your own rule: TensorFlow and JAX are not available to it."
         )
-
 
 
 class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -56,7 +52,6 @@ class _FrameworkGuard(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module) -> None:
         return None
-
 
 
 class _Absent(importlib.abc.MetaPathFinder):
@@ -86,7 +81,6 @@ class _Absent(importlib.abc.MetaPathFinder):
             getattr(finder, "invalidate_caches", lambda: None)()
 
 
-
 def install(allowed: list[str]) -> None:
     """Guard every framework this round's exercises may not use.
 
@@ -95,8 +89,9 @@ def install(allowed: list[str]) -> None:
     (ModuleNotFoundError): TensorFlow would otherwise import JAX too (seconds of start-up),
     and it imports fine without it.
     """
-    permitted = {name for name in FRAMEWORKS for a in allowed if name == a or name in
-                 COMPANIONS.get(a, ())}
+    permitted = {
+        name for name in FRAMEWORKS for a in allowed if name == a or name in COMPANIONS.get(a, ())
+    }
     guarded = tuple(name for name in FRAMEWORKS if name not in permitted)
     for name in list(sys.modules):
         if name.split(".")[0] in guarded:
@@ -112,7 +107,6 @@ def install(allowed: list[str]) -> None:
     package.check = check
     sys.modules["autograder"] = package
     sys.modules["autograder.check"] = check
-
 
 
 class _NoCheck(types.ModuleType):

@@ -51,11 +51,13 @@ def run_cells(cells: list[str], namespace: dict) -> list[dict]:
         try:
             exec(compile(_without_magics(source), f"<cell {index + 1}>", "exec"), namespace)
         except BaseException as error:  # SystemExit and KeyboardInterrupt included
-            problems.append({
-                "cell": index + 1,
-                "type": type(error).__name__,
-                "message": str(error)[:500],
-            })
+            problems.append(
+                {
+                    "cell": index + 1,
+                    "type": type(error).__name__,
+                    "message": str(error)[:500],
+                }
+            )
         finally:
             sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     return problems

@@ -28,9 +28,18 @@ CELL_ERRORS = "cells.json"
 # the stub's NotImplementedError means "not answered", and the others (the grader's
 # engine.INPUT_INDEPENDENT) fail every case the same way. Up to a hundred more calls into
 # TensorFlow or JAX, each raising and formatting its traceback, would change nothing.
-STOPPING_ERRORS = frozenset({"NotImplementedError", "NameError", "ImportError",
-                             "ModuleNotFoundError", "SyntaxError", "IndentationError",
-                             "TabError", "FrameworkUsed"})
+STOPPING_ERRORS = frozenset(
+    {
+        "NotImplementedError",
+        "NameError",
+        "ImportError",
+        "ModuleNotFoundError",
+        "SyntaxError",
+        "IndentationError",
+        "TabError",
+        "FrameworkUsed",
+    }
+)
 
 
 MAX_OUTPUT_BYTES = 50_000_000
@@ -76,8 +85,9 @@ def pack_arrays(arrays: dict) -> dict:
         parts.setdefault(kind, []).append(array.reshape(-1))
         sizes[kind] = sizes.get(kind, 0) + array.size
     packs = {kind: f"pack{i}" for i, kind in enumerate(sorted(parts))}
-    members = {packs[kind]: np.concatenate(parts[kind]).astype(kind, copy=False)
-               for kind in packs}  # concatenate makes a big-endian buffer native
+    members = {
+        packs[kind]: np.concatenate(parts[kind]).astype(kind, copy=False) for kind in packs
+    }  # concatenate makes a big-endian buffer native
     table = json.dumps({"index": index, "packs": packs}).encode()
     members["index"] = np.frombuffer(table, dtype=np.uint8)
     return members
@@ -104,15 +114,13 @@ def _unpacked(key: str, place, packs: dict, members: dict):
     if not isinstance(place, list) or len(place) != 3:
         raise ValueError(f"malformed entry for {key}")
     kind, shape, start = place
-    if not isinstance(shape, list) or not all(
-            type(n) is int and n >= 0 for n in [*shape, start]):
+    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in [*shape, start]):
         raise ValueError(f"{key}: a negative or non-integer size")
     buffer = members.get(packs.get(kind)) if isinstance(kind, str) else None
     size = math.prod(shape)
-    if buffer is None or buffer.ndim != 1 or buffer.dtype.str != kind \
-            or start + size > buffer.size:
+    if buffer is None or buffer.ndim != 1 or buffer.dtype.str != kind or start + size > buffer.size:
         raise ValueError(f"{key} lies outside its buffer")
-    return buffer[start:start + size].reshape(shape)
+    return buffer[start : start + size].reshape(shape)
 
 
 OWN_HELPERS = "~own"  # an exercise's run with the learner's own helpers: "matmul_vjp~own"
@@ -151,7 +159,8 @@ def load_cases(inputs: Path, name: str) -> tuple[list[str], list[dict], dict]:
 
 def case_args(index: int, arguments: list[str], params: dict, arrays: dict) -> list:
     return [
-        np.array(arrays[f"c{index}_{arg}"]) if f"c{index}_{arg}" in arrays
+        np.array(arrays[f"c{index}_{arg}"])
+        if f"c{index}_{arg}" in arrays
         else _as_static(params[arg])
         for arg in arguments
     ]
@@ -178,8 +187,13 @@ def validated_report(value: Any) -> dict:
     seconds = value.get("seconds")
     if not isinstance(seconds, (int, float)) or not 0 <= seconds < 1e6:
         seconds = 0.0
-    return {"cases": cases, "defined": defined[:30], "missing": value.get("missing") is True,
-            "timeout": value.get("timeout") is True, "seconds": float(seconds)}
+    return {
+        "cases": cases,
+        "defined": defined[:30],
+        "missing": value.get("missing") is True,
+        "timeout": value.get("timeout") is True,
+        "seconds": float(seconds),
+    }
 
 
 def valid_record(record: Any) -> bool:
@@ -187,12 +201,16 @@ def valid_record(record: Any) -> bool:
         return False
     if record["kind"] == "sequence":
         items = record.get("items")
-        return (isinstance(items, list) and len(items) <= 64
-                and isinstance(record.get("method", ""), str)
-                and all(valid_record(i) and i["kind"] in ("array", "other") for i in items))
+        return (
+            isinstance(items, list)
+            and len(items) <= 64
+            and isinstance(record.get("method", ""), str)
+            and all(valid_record(i) and i["kind"] in ("array", "other") for i in items)
+        )
     strings = ("key", "type", "module", "message", "traceback", "function", "method")
     return all(isinstance(record.get(k, ""), str) for k in strings) and isinstance(
-        record.get("generic", False), bool)
+        record.get("generic", False), bool
+    )
 
 
 def serialized_inputs(cases: list[Any]) -> tuple[bytes, str]:
@@ -200,14 +218,19 @@ def serialized_inputs(cases: list[Any]) -> tuple[bytes, str]:
     "c<case>_<argument>"; the .json of the arguments' order and each case's static
     parameters). Judging's `Case`s are read through `arrays()`, `params()` and `args`, so this
     file needs nothing of the grader."""
-    arrays = {f"c{index}_{argument}": value for index, case in enumerate(cases)
-              for argument, value in case.arrays().items()}
+    arrays = {
+        f"c{index}_{argument}": value
+        for index, case in enumerate(cases)
+        for argument, value in case.arrays().items()
+    }
     buffer = io.BytesIO()
     np.savez(buffer, **pack_arrays(arrays))
-    meta = json.dumps({
-        "arguments": [argument for argument, _ in cases[0].args],
-        "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
-    })
+    meta = json.dumps(
+        {
+            "arguments": [argument for argument, _ in cases[0].args],
+            "params": [{k: _jsonable(v) for k, v in case.params().items()} for case in cases],
+        }
+    )
     return buffer.getvalue(), meta
 
 
