@@ -8,11 +8,12 @@ answers (learner functions with one piece broken); verdicts always come from Ten
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from hypothesis import strategies as st
-from hypothesis.extra import numpy as hnp
 
-from autograder.exercises.common import rng_array
+from autograder.exercises.common import broadcast_cases, broadcastable_shapes, rng_array
 from autograder.judging.cases import Case, Profile, dtypes, float_arrays
 from autograder.judging.derived import vjp_reference
 from autograder.judging.exercise import Exercise, Mistake
@@ -30,6 +31,13 @@ def _swap(x: np.ndarray) -> np.ndarray:
     return np.swapaxes(x, -1, -2)
 
 
+def _matmul_rule(
+    g: np.ndarray, a: np.ndarray, b: np.ndarray, t: Callable[[np.ndarray], np.ndarray] = _swap
+) -> tuple[np.ndarray, ...]:
+    """(g @ t(b), t(a) @ g), each summed to its operand's shape: right with `t` = _swap."""
+    return _sum_to(g @ t(b), a.shape), _sum_to(t(a) @ g, b.shape)
+
+
 def _size_one_axes(shape: tuple[int, ...], offset: int = 0) -> tuple[int, ...]:
     return tuple(offset + i for i, n in enumerate(shape) if n == 1)
 
@@ -39,8 +47,7 @@ def _size_one_axes(shape: tuple[int, ...], offset: int = 0) -> tuple[int, ...]:
 
 @st.composite
 def _unbroadcast_case(draw: st.DrawFn, profile: Profile) -> Case:
-    shapes = draw(hnp.mutually_broadcastable_shapes(
-        num_shapes=2, min_dims=0, max_dims=profile.max_dims, max_side=profile.max_side))
+    shapes = draw(broadcastable_shapes(profile))
     g = draw(float_arrays(draw(dtypes()), shapes.result_shape))
     return Case((("g", g), ("shape", shapes.input_shapes[0])))
 
@@ -54,8 +61,10 @@ def _unbroadcast_edges() -> list[Case]:
         ((2, 3), (1, 1), np.float32, "only size-1 axes"),
         ((3,), (3,), np.float32, "nothing was broadcast"),
     ]
-    return [Case((("g", rng_array(rng, g_shape, dtype)), ("shape", shape)), label=label)
-            for g_shape, shape, dtype, label in pairs]
+    return [
+        Case((("g", rng_array(rng, g_shape, dtype)), ("shape", shape)), label=label)
+        for g_shape, shape, dtype, label in pairs
+    ]
 
 
 def _mean_instead_of_sum(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -80,41 +89,63 @@ UNBROADCAST = Exercise(
     outputs=("result",),
     cases=_unbroadcast_case,
     edges=_unbroadcast_edges,
-    reference=vjp_reference(lambda xp, x, g: xp.broadcast_to(x, g.shape), wrt=("x",),
-                            inputs={"x": lambda xp, g, shape: xp.zeros(shape, g.dtype)}),
+    reference=vjp_reference(
+        lambda xp, x, g: xp.broadcast_to(x, g.shape),
+        wrt=("x",),
+        inputs={"x": lambda xp, g, shape: xp.zeros(shape, g.dtype)},
+    ),
     references_text="jax.vjp and tf.GradientTape of broadcast_to(x, g.shape)",
     invoke="course_helpers:invoke_own_code",  # refuses coursekit's broadcast_plan
     mistakes=(
-        Mistake("leading_only", "You summed away the missing leading axes but not the size-1 axes."
-                " Where `shape` has 1 and g has n > 1, that input was stretched too: sum over "
-                "that axis with keepdims=True.",
-                lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape))))),
-        Mistake("no_keepdims", "You summed over the right axes but dropped the size-1 ones. Sum "
-                "those with keepdims=True so the result has exactly `shape`.", _no_keepdims),
-        Mistake("ignores_cotangent", "Your result does not depend on the values in g (it equals "
-                "unbroadcasting a cotangent of ones). Sum the incoming cotangent itself.",
-                lambda g, shape: _sum_to(np.ones_like(g), shape)),
-        Mistake("mean", "You averaged instead of summing. Each copy made by broadcasting "
-                "contributes its own cotangent, and the VJP adds them up.", _mean_instead_of_sum),
-        Mistake("left_aligned", "You lined the shapes up from the left. Broadcasting aligns "
-                "shapes from the right: the axes g has in addition are its leading ones.",
-                _left_aligned),
+        Mistake(
+            "leading_only",
+            "You summed away the missing leading axes but not the size-1 axes. Where `shape` has 1 "
+            "and g has n > 1, that input was stretched too: sum over that axis with keepdims=True.",
+            lambda g, shape: g.sum(axis=tuple(range(g.ndim - len(shape)))),
+        ),
+        Mistake(
+            "no_keepdims",
+            "You summed over the right axes but dropped the size-1 ones. Sum those with "
+            "keepdims=True so the result has exactly `shape`.",
+            _no_keepdims,
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your result does not depend on the values in g (it equals unbroadcasting a cotangent "
+            "of ones). Sum the incoming cotangent itself.",
+            lambda g, shape: _sum_to(np.ones_like(g), shape),
+        ),
+        Mistake(
+            "mean",
+            "You averaged instead of summing. Each copy made by broadcasting contributes its own "
+            "cotangent, and the VJP adds them up.",
+            _mean_instead_of_sum,
+        ),
+        Mistake(
+            "left_aligned",
+            "You lined the shapes up from the left. Broadcasting aligns shapes from the right: the "
+            "axes g has in addition are its leading ones.",
+            _left_aligned,
+        ),
         # Section 2's line for (6, 4, 5) -> (4, 1), copied: the axes of one pair of shapes.
-        Mistake("copied_hand_computation", "You summed fixed axes (0, then 1 with keepdims=True): "
-                "that is section 2's computation for broadcasting (4, 1) to (6, 4, 5) only. Work "
-                "the axes out from g.ndim and `shape`: how many leading axes `shape` lacks, and "
-                "where it has 1.", lambda g, shape: g.sum(axis=0).sum(axis=1, keepdims=True)),
+        Mistake(
+            "copied_hand_computation",
+            "You summed fixed axes (0, then 1 with keepdims=True): that is section 2's computation "
+            "for broadcasting (4, 1) to (6, 4, 5) only. Work the axes out from g.ndim and `shape`: "
+            "how many leading axes `shape` lacks, and where it has 1.",
+            lambda g, shape: g.sum(axis=0).sum(axis=1, keepdims=True),
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. Sum g over its extra "
-                 "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and "
-                 "return an array of exactly `shape`.",
+        "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and return an "
+        "array of exactly `shape`.",
         "exception": "g cannot simply be reshaped or indexed to `shape`: its extra axes hold "
-                     "contributions that must be added up (summed).",
-        "shape": "The result must have exactly `shape`: sum away g's extra leading axes, then "
-                 "sum with keepdims=True every axis where `shape` has 1 and g does not.",
+        "contributions that must be added up (summed).",
+        "shape": "The result must have exactly `shape`: sum away g's extra leading axes, then sum "
+        "with keepdims=True every axis where `shape` has 1 and g does not.",
         "value": "The shape is right but the values are not: sum (do not average, do not pick) "
-                 "over exactly the broadcast axes.",
+        "over exactly the broadcast axes.",
     },
     reference_implementation="ch03_unbroadcasting:unbroadcast",  # matmul_vjp is checked with it
 )
@@ -123,25 +154,16 @@ UNBROADCAST = Exercise(
 # ---------------------------------------------------------------- matmul_vjp
 
 
-@st.composite
-def _matmul_case(draw: st.DrawFn, profile: Profile) -> Case:
-    shapes = draw(hnp.mutually_broadcastable_shapes(
-        signature="(m,n),(n,p)->(m,p)", min_dims=0, max_dims=profile.max_dims - 2,
-        max_side=profile.max_side))
-    dtype = draw(dtypes())
-    a_shape, b_shape = shapes.input_shapes
-    g = draw(float_arrays(dtype, shapes.result_shape))
-    a = draw(float_arrays(dtype, a_shape))
-    b = draw(float_arrays(dtype, b_shape))
-    return Case((("g", g), ("a", a), ("b", b)))
-
-
 def _matmul_edges() -> list[Case]:
     rng = np.random.default_rng(4)
     qa_x = np.array([[[1, 1], [2, 3]], [[4, 5], [6, 7]]], dtype=np.float32)
     qa_y = np.array([[3, -7], [-1, 5]], dtype=np.float32)
-    cases = [Case((("g", rng_array(rng, (2, 2, 2), np.float32)), ("a", qa_x), ("b", qa_y)),
-                  label="the Q&A case, (2,2,2) @ (2,2)")]
+    cases = [
+        Case(
+            (("g", rng_array(rng, (2, 2, 2), np.float32)), ("a", qa_x), ("b", qa_y)),
+            label="the Q&A case, (2,2,2) @ (2,2)",
+        )
+    ]
     shapes = [
         ((4, 4, 8), (8, 8), np.float32, "a batch times a shared weight"),
         ((6, 6, 5, 4), (4, 3), np.float32, "two batch axes"),
@@ -166,47 +188,58 @@ def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.nd
 MATMUL_VJP = Exercise(
     signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
     outputs=("grad_a", "grad_b"),
-    cases=_matmul_case,
+    cases=broadcast_cases("g", "a", "b", signature="(m,n),(n,p)->(m,p)"),
     edges=_matmul_edges,
     reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
     references_text="jax.vjp(jnp.matmul) and tf.GradientTape(tf.linalg.matmul)",
     mistakes=(
-        Mistake("batch_not_summed", "The cotangent of an operand whose batch axes were broadcast "
-                "still has the batch axes: TensorFlow.js would stop here with \"Error in gradient"
-                " for op BatchMatMul. The gradient of input 'b' has shape …, which does not match"
-                " the shape of the input …\". Reduce each cotangent to its operand's shape with "
-                "your unbroadcast.", lambda g, a, b: (g @ _swap(b), _swap(a) @ g)),
-        Mistake("all_axes_transposed", "np.transpose(x) and x.T reverse ALL axes; a batch of "
-                "matrices must transpose only the last two. Use np.swapaxes(x, -1, -2) (or "
-                "x.mT).", lambda g, a, b: (_sum_to(g @ np.transpose(b), a.shape),
-                                           _sum_to(np.transpose(a) @ g, b.shape))),
-        Mistake("ignores_cotangent", "Your cotangents do not depend on the values in g (they "
-                "equal what a cotangent of ones gives). Multiply by the incoming cotangent g.",
-                lambda g, a, b: (_sum_to(np.ones_like(g) @ _swap(b), a.shape),
-                                 _sum_to(_swap(a) @ np.ones_like(g), b.shape))),
-        Mistake("swapped_outputs", "You returned (grad_b, grad_a). Return the cotangent of a "
-                "first.", lambda g, a, b: (_sum_to(_swap(a) @ g, b.shape),
-                                           _sum_to(g @ _swap(b), a.shape))),
-        Mistake("first_axis_loop", "You looped over the first axis, as the per-matrix demo of "
-                "section 3 does: that is right only for a 3-D a times a 2-D b. Batch axes may be "
-                "several, on either operand, and size-1 ones broadcast: transpose every matrix of"
-                " the batch at once (the last two axes), multiply, then unbroadcast each "
-                "cotangent.", _first_axis_loop),
+        Mistake(
+            "batch_not_summed",
+            "The cotangent of an operand whose batch axes were broadcast still has the batch axes: "
+            'TensorFlow.js would stop here with "Error in gradient for op BatchMatMul. The '
+            "gradient of input 'b' has shape …, which does not match the shape of the input …\". "
+            "Reduce each cotangent to its operand's shape with your unbroadcast.",
+            lambda g, a, b: (g @ _swap(b), _swap(a) @ g),
+        ),
+        Mistake(
+            "all_axes_transposed",
+            "np.transpose(x) and x.T reverse ALL axes; a batch of matrices must transpose only the "
+            "last two. Use np.swapaxes(x, -1, -2) (or x.mT).",
+            lambda g, a, b: _matmul_rule(g, a, b, np.transpose),
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "Your cotangents do not depend on the values in g (they equal what a cotangent of ones "
+            "gives). Multiply by the incoming cotangent g.",
+            lambda g, a, b: _matmul_rule(np.ones_like(g), a, b),
+        ),
+        Mistake(
+            "swapped_outputs",
+            "You returned (grad_b, grad_a). Return the cotangent of a first.",
+            lambda g, a, b: _matmul_rule(g, a, b)[::-1],
+        ),
+        Mistake(
+            "first_axis_loop",
+            "You looped over the first axis, as the per-matrix demo of section 3 does: that is "
+            "right only for a 3-D a times a 2-D b. Batch axes may be several, on either operand, "
+            "and size-1 ones broadcast: transpose every matrix of the batch at once (the last two "
+            "axes), multiply, then unbroadcast each cotangent.",
+            _first_axis_loop,
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. grad_a = g @ "
-                 "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two "
-                 "axes only), each then unbroadcast to its input's shape; print the shapes of the "
-                 "product that failed.",
+        "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two axes only), "
+        "each then unbroadcast to its input's shape; print the shapes of the product that failed.",
         "exception": "A matmul shape error inside the rule usually means one of two things: "
-                     "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must "
-                     "swap only the last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the"
-                     " wrong order (grad_a = g @ b^T, grad_b = a^T @ g).",
-        "shape": "grad_a must have a's shape and grad_b b's shape. For y = a @ b: grad_a = g @ b^T"
-                 " and grad_b = a^T @ g with ^T swapping the last two axes, then each reduced to "
-                 "its operand's shape (unbroadcast) over broadcast batch axes.",
-        "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ "
-                 "g) and that ^T swaps only the last two axes.",
+        "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must swap only the "
+        "last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the wrong order (grad_a = g @ "
+        "b^T, grad_b = a^T @ g).",
+        "shape": "grad_a must have a's shape and grad_b b's shape. For y = a @ b: grad_a = g @ b^T "
+        "and grad_b = a^T @ g with ^T swapping the last two axes, then each reduced to its "
+        "operand's shape (unbroadcast) over broadcast batch axes.",
+        "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ g) "
+        "and that ^T swaps only the last two axes.",
     },
     depends_on=("unbroadcast",),  # checked with the reference unbroadcast in its place
 )
@@ -219,21 +252,21 @@ PREDICTIONS = (
     Prediction(
         name="unbroadcasting_per_matrix_shape",
         question=(
-            "x has shape (4, 4, 8) and W (8, 8). The 2-D rule is applied to each product "
-            "x[i] @ W and the results are stacked. What shape does W's cotangent come back "
-            "with? (a shape, e.g. (8, 8))"
+            "x has shape (4, 4, 8) and W (8, 8). The 2-D rule is applied to each product x[i] @ W "
+            "and the results are stacked. What shape does W's cotangent come back with? (a shape, "
+            "e.g. (8, 8))"
         ),
         answer=(4, 8, 8),
         why=(
-            "One (8, 8) cotangent per copy of W that broadcasting made: W is one variable, so "
-            "its cotangent is their sum, and nothing in a per-matrix rule adds them up."
+            "One (8, 8) cotangent per copy of W that broadcasting made: W is one variable, so its "
+            "cotangent is their sum, and nothing in a per-matrix rule adds them up."
         ),
     ),
     Prediction(
         name="unbroadcasting_tape_with_dot_T",
         question=(
-            "Our tape's matmul rule is the 2-D rule written with `.T`. On x:(2, 2, 2), "
-            "y:(2, 2), z:(2, 2, 2), its gradient for y will:"
+            "Our tape's matmul rule is the 2-D rule written with `.T`. On x:(2, 2, 2), y:(2, 2), "
+            "z:(2, 2, 2), its gradient for y will:"
         ),
         choices={
             "a": "equal TensorFlow's and JAX's",
@@ -242,20 +275,20 @@ PREDICTIONS = (
         },
         answer="c",
         why=(
-            "With square matrices every product still has matching shapes, so nothing raises; "
-            "the numbers are wrong all the same. The next cells show why."
+            "With square matrices every product still has matching shapes, so nothing raises; the "
+            "numbers are wrong all the same. The next cells show why."
         ),
     ),
     Prediction(
         name="unbroadcasting_dot_T_shape",
         question=(
-            "t has shape (5, 4, 3): a batch of five 4x3 matrices. What shape does t.T have? "
-            "(a shape, e.g. (5, 3, 4))"
+            "t has shape (5, 4, 3): a batch of five 4x3 matrices. What shape does t.T have? (a "
+            "shape, e.g. (5, 3, 4))"
         ),
         answer=(3, 4, 5),
         why=(
-            "`.T` (like np.transpose with no axes) reverses all the axes, batch axes included; "
-            "it is the matrix transpose only for a 2-D array."
+            "`.T` (like np.transpose with no axes) reverses all the axes, batch axes included; it "
+            "is the matrix transpose only for a 2-D array."
         ),
     ),
 )

@@ -8,6 +8,7 @@ Edge cases are built from a seeded numpy generator (`rng_array`), drawn cases fr
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -84,3 +85,48 @@ def built_learner(name: str, parameters: str, build: Callable[[], Callable[..., 
 def primal_hints(outputs: tuple[str, ...], hint: str) -> dict[str, str]:
     """The hint for a wrong or non-finite primal from the rule, on each of these outputs."""
     return {f"{kind}:{output}": hint for kind in ("value", "nonfinite") for output in outputs}
+
+
+def seeded_arrays(
+    draw: st.DrawFn, shapes: list[Shape], dtype: Any, bound: float = 3.0, decimals: int = 1
+) -> list[np.ndarray]:
+    """Arrays of generic values (`rng_array`'s, one per shape) from a drawn seed: Hypothesis
+    draws (and shrinks) the shapes and the seed, never the values themselves.
+
+    Shrinking values would end at zeros and ones, where many different mistakes give the same
+    output (tanh(0) = 0, a transpose of a constant matrix...), so the hint could not tell them
+    apart. Values from a seed stay generic on the smallest failing case too.
+    """
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return [rng_array(rng, shape, dtype, bound, decimals) for shape in shapes]
+
+
+def broadcastable_shapes(profile: Profile, signature: str | None = None) -> st.SearchStrategy:
+    """Two mutually broadcastable shapes (`.input_shapes`, `.result_shape`; 0-d included)
+    within the profile's bounds; or, for a gufunc `signature` (matmul's "(m,n),(n,p)->(m,p)"),
+    one per input, whose batch axes leave room within max_dims for their core axes."""
+    bounds = {"min_dims": 0, "max_side": profile.max_side}
+    if signature is None:
+        return hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=profile.max_dims, **bounds)
+    inputs = re.findall(r"\(([^()]*)\)", signature.split("->")[0])
+    core = max(len(axes.split(",")) for axes in inputs)
+    return hnp.mutually_broadcastable_shapes(
+        signature=signature, max_dims=profile.max_dims - core, **bounds
+    )
+
+
+def broadcast_cases(
+    result: str, *inputs: str, signature: str | None = None
+) -> Callable[[Profile], st.SearchStrategy[Case]]:
+    """The cases of a broadcasting operation's VJP: the cotangent `result` ("g"), shaped like
+    the broadcast result, then one array per input name, shaped like that input
+    (`broadcastable_shapes`), all of one drawn dtype."""
+
+    @st.composite
+    def cases(draw: st.DrawFn, profile: Profile) -> Case:
+        shapes = draw(broadcastable_shapes(profile, signature))
+        dtype = draw(dtypes())
+        named = zip((result, *inputs), (shapes.result_shape, *shapes.input_shapes), strict=True)
+        return Case(tuple((name, draw(float_arrays(dtype, shape))) for name, shape in named))
+
+    return cases
