@@ -3,30 +3,37 @@
 * `fixed_point(a)`: the root of x = a / (1 + x), differentiated implicitly (`jax.custom_vjp`);
 * `bessel_i0e(x)`: exp(-|x|) * I0(x), a numpy routine called through `jax.pure_callback`, made
   differentiable by a `jax.custom_jvp` rule whose derivative the learner derives (product rule;
-  the notebook shows I0' = I1 only).
+  the notebook shows I0' = I1 only);
+* `remat_net(w, x)`: the notebook's net with `jax.checkpoint`, within a memory budget.
 
 Each exercise's invoke (autograder/harness/ch06_implicit_callbacks_checkpointing.py) runs the
 learner's function under `jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` and returns
-numpy arrays; the helpers (the learner-function builder, shapes, hints) are chapter 05's.
+numpy arrays; the case builders, learner-function builders, hints and elementwise references
+are shared with chapter 05 (autograder/exercises/common.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.exercises.ch05_custom_derivatives_jax import EXCEPTION_HINT, FWD_PRIMAL_HINT
 from autograder.exercises.common import (
+    FWD_PRIMAL_HINT,
     between,
     built_learner,
-    elementwise,
-    elementwise_dtype_and_shape,
+    custom_jvp_learner,
+    edges_at,
+    elementwise_cases,
+    elementwise_references,
+    jax_elementwise,
+    jax_hints,
     lazy_jax,
     primal_hints,
-    rng_array,
+    tf_elementwise,
 )
 from autograder.judging.cases import Case, Profile, dtype_and_shape, float_arrays
 from autograder.judging.derived import two_references
@@ -34,16 +41,6 @@ from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
 FRAMEWORKS = ("jax",)
-
-FIXED_POINT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_fixed_point"
-BESSEL_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_bessel_i0e"
-REMAT_INVOKE = "ch06_implicit_callbacks_checkpointing:invoke_remat_net"
-
-BESSEL_RULE_PRIMAL_HINT = (
-    "The primal output of your JVP rule (the first value it returns) is not bessel_i0e(x): "
-    "jax.jvp and jax.grad take the primal from the rule, not from the function. Return "
-    "bessel_i0e(x) itself from the rule."
-)
 
 
 # ---------------------------------------------------------------- fixed_point (custom_vjp)
@@ -60,53 +57,6 @@ FIXED_POINT_LARGEST_A = 100.0
 # unrolled solver is 6 times the tolerance off there, the implicit formula at 0.01 of it, and
 # u = g + (df/dx) u iterated 300 times at 0.14 of it.
 FIXED_POINT_UNROLLED_APART = 175.0
-
-
-@st.composite
-def _fixed_point_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(elementwise_dtype_and_shape(profile))
-    a = draw(between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A))
-    g = draw(float_arrays(dtype, shape))
-    return Case((("a", a), ("g", g)))
-
-
-def _fixed_point_edges() -> list[Case]:
-    rng = np.random.default_rng(7)
-    points = [
-        ([2.0, 6.0, 12.0, 0.75, 3.75, 20.0], np.float32, "a = x(1 + x) for x = 1, 2, 3, ..."),
-        ([0.05, 0.5, 1.0, 5.0, 10.0, 20.0], np.float64, "small and large a, float64"),
-        ([0.5], np.float32, "a single element"),
-        ([30.0, 60.0, 90.0, 100.0, 140.0, FIXED_POINT_UNROLLED_APART], np.float64,
-         "large a, where the map contracts slowly"),
-        ([25.0, 40.0, 55.0, 70.0, 85.0, 100.0], np.float32, "large a, float32"),
-    ]
-    return [
-        Case((("a", np.asarray(a, dtype)), ("g", rng_array(rng, (len(a),), dtype, decimals=2))),
-             label=label)
-        for a, dtype, label in points
-    ]
-
-
-def _fixed_point_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    a, g = (tf.constant(v) for v in case.values())
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(a)
-        x = 2 * a / (1 + tf.sqrt(1 + 4 * a))
-    vjp = tape.gradient(x, a, output_gradients=g)
-    return x.numpy(), x.numpy(), vjp.numpy(), tape.gradient(x, a).numpy()
-
-
-def _fixed_point_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp = jax.numpy
-
-    def closed_form(a: Any) -> Any:  # the root of x**2 + x - a = 0, without cancellation
-        return 2 * a / (1 + jnp.sqrt(1 + 4 * a))
-
-    a, g = arrays["a"], arrays["g"]
-    x, vjp_fn = jax.vjp(closed_form, a)
-    return x, x, vjp_fn(g)[0], elementwise(jax, jax.grad(closed_form), a)
-
-
 FIXED_POINT_ITERATIONS = 300
 
 
@@ -123,70 +73,98 @@ def _unrolled(a: Any, x: Any, g: Any) -> Any:
     return lazy_jax().vjp(_solve, a)[1](g)[0]
 
 
-def _fixed_point_learner(backward: Any) -> Any:
-    """A learner's fixed_point: the given solver, residuals (a, x), and `backward`."""
-    jax = lazy_jax()
-    solve = _solve
+def _fixed_point(backward: Callable[[Any, Any, Any], Any]) -> Callable[..., Any]:
+    """A learner's fixed_point: the given solver, residuals (a, x), and `backward(a, x, g)`."""
 
-    @jax.custom_vjp
-    def fixed_point(a: Any) -> Any:
-        return solve(a)
+    def build() -> Callable[..., Any]:
+        fixed_point = lazy_jax().custom_vjp(_solve)
 
-    def fwd(a: Any) -> Any:
-        x = solve(a)
-        return x, (a, x)
+        def fwd(a: Any) -> Any:
+            x = _solve(a)
+            return x, (a, x)
 
-    def bwd(residuals: Any, g: Any) -> Any:
-        a, x = residuals
-        return (backward(a, x, g),)
+        fixed_point.defvjp(fwd, lambda residuals, g: (backward(*residuals, g),))
+        return fixed_point
 
-    fixed_point.defvjp(fwd, bwd)
-    return fixed_point
+    return built_learner("fixed_point", "a", build)
 
 
-def _fixed_point_mistake(backward: Any) -> Any:
-    return built_learner("fixed_point", "a", lambda: _fixed_point_learner(backward))
-
+FIXED_POINT_OUTPUTS = ("value", "vjp_primal", "vjp", "grad")
 
 FIXED_POINT = Exercise(
     signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
-    outputs=("value", "vjp_primal", "vjp", "grad"),
-    cases=_fixed_point_case,
-    edges=_fixed_point_edges,
-    reference=two_references(
-        tf=_fixed_point_tf, jax=_fixed_point_jax,
-        why=("more than one VJP: the value twice, the VJP with g and the per-element gradient "
-             "(a second tape.gradient; jax.grad through jax.vmap) of the closed form")),
+    outputs=FIXED_POINT_OUTPUTS,
+    cases=elementwise_cases(
+        a=lambda dtype, shape: between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A), g=10.0
+    ),
+    edges=lambda: edges_at(
+        7,
+        "a",
+        [
+            ([2.0, 6.0, 12.0, 0.75, 3.75, 20.0], np.float32, "a = x(1 + x) for x = 1, 2, 3, ..."),
+            ([0.05, 0.5, 1.0, 5.0, 10.0, 20.0], np.float64, "small and large a, float64"),
+            ([0.5], np.float32, "a single element"),
+            (
+                [30.0, 60.0, 90.0, 100.0, 140.0, FIXED_POINT_UNROLLED_APART],
+                np.float64,
+                "large a, where the map contracts slowly",
+            ),
+            ([25.0, 40.0, 55.0, 70.0, 85.0, 100.0], np.float32, "large a, float32"),
+        ],
+        "g",
+    ),
+    # The root of x**2 + x - a = 0, without cancellation.
+    reference=elementwise_references(
+        tf=lambda tf: lambda a: 2 * a / (1 + tf.sqrt(1 + 4 * a)),
+        jax=lambda jax: lambda a: 2 * a / (1 + jax.numpy.sqrt(1 + 4 * a)),
+        outputs=FIXED_POINT_OUTPUTS,
+        wrt="a",
+        why=(
+            "more than one VJP: the value twice, the VJP with g and the per-element gradient "
+            "(a second tape.gradient; jax.grad through jax.vmap) of the closed form"
+        ),
+    ),
     references_text=(
         "JAX's and TensorFlow's derivatives of the closed form x = 2a / (1 + sqrt(1 + 4a))"
     ),
-    invoke=FIXED_POINT_INVOKE,
+    invoke="ch06_implicit_callbacks_checkpointing:invoke_fixed_point",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("missing_factor", "You returned g * df/da only. x itself depends on a, so the "
-                "implicit function theorem divides by (1 - df/dx): the cotangent of a is g * "
-                "(df/da) / (1 - df/dx), both partial derivatives of f(a, x) = a / (1 + x) taken "
-                "at the solution.", _fixed_point_mistake(lambda a, x, g: g / (1 + x))),
-        Mistake("sign_of_dfdx", "Check the sign of df/dx: for f(a, x) = a / (1 + x), df/dx = -a / "
-                "(1 + x)**2, so 1 - df/dx = 1 + a / (1 + x)**2.",
-                _fixed_point_mistake(lambda a, x, g: g / (1 + x) / (1 - a / (1 + x) ** 2))),
-        Mistake("ignores_cotangent", "bwd must multiply the incoming cotangent g; your result does"
-                " not depend on it.",
-                _fixed_point_mistake(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2))),
-        Mistake("unrolled_loop", "Your derivative is that of the solver's loop (reverse mode "
-                "through solve's 300 iterations), not that of the solution x*: the two differ "
-                "where the loop converges slowly (large a), and the loop's derivative keeps every"
-                " iteration's residuals. Differentiate the equation x = f(a, x) at the solution "
-                "instead: bwd needs only the residuals a and x, and the partial derivatives of "
-                "f(a, x) = a / (1 + x) there.", _fixed_point_mistake(_unrolled)),
+        Mistake(
+            "missing_factor",
+            "You returned g * df/da only. x itself depends on a, so the "
+            "implicit function theorem divides by (1 - df/dx): the cotangent of a is g * "
+            "(df/da) / (1 - df/dx), both partial derivatives of f(a, x) = a / (1 + x) taken "
+            "at the solution.",
+            _fixed_point(lambda a, x, g: g / (1 + x)),
+        ),
+        Mistake(
+            "sign_of_dfdx",
+            "Check the sign of df/dx: for f(a, x) = a / (1 + x), df/dx = -a / "
+            "(1 + x)**2, so 1 - df/dx = 1 + a / (1 + x)**2.",
+            _fixed_point(lambda a, x, g: g / (1 + x) / (1 - a / (1 + x) ** 2)),
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "bwd must multiply the incoming cotangent g; your result does not depend on it.",
+            _fixed_point(lambda a, x, g: 0 * g + 1 / (1 + x) / (1 + a / (1 + x) ** 2)),
+        ),
+        Mistake(
+            "unrolled_loop",
+            "Your derivative is that of the solver's loop (reverse mode "
+            "through solve's 300 iterations), not that of the solution x*: the two differ "
+            "where the loop converges slowly (large a), and the loop's derivative keeps every"
+            " iteration's residuals. Differentiate the equation x = f(a, x) at the solution "
+            "instead: bwd needs only the residuals a and x, and the partial derivatives of "
+            "f(a, x) = a / (1 + x) there.",
+            _fixed_point(_unrolled),
+        ),
     ),
-    hints_by_kind={
-        "exception": EXCEPTION_HINT,
-        "error": EXCEPTION_HINT,
-        **primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
-        "value": "From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
+    hints_by_kind=jax_hints(
+        primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
+        value="From x = f(a, x): dx = df/da da + df/dx dx, so dx/da = (df/da) / (1 - df/dx); "
         "the VJP multiplies the cotangent g by that.",
-    },
+    ),
 )
 
 
@@ -194,52 +172,24 @@ FIXED_POINT = Exercise(
 
 
 @st.composite
-def _bessel_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(elementwise_dtype_and_shape(profile))
+def _signed(draw: st.DrawFn, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """x with 0.25 <= |x| <= 8, each element's sign drawn (|x| is not differentiable at 0)."""
     magnitude = draw(between(dtype, shape, 0.25, 8.0))
     signs = draw(hnp.arrays(dtype, shape, elements=st.sampled_from([-1.0, 1.0])))
-    x = (magnitude * signs).astype(dtype)
-    t = draw(float_arrays(dtype, shape))
-    return Case((("x", x), ("t", t)))
+    return (magnitude * signs).astype(dtype)
 
 
-def _bessel_edges() -> list[Case]:
-    rng = np.random.default_rng(8)
-    points = [
-        ([-8.0, -1.0, 0.25, 0.5, 3.0, 8.0], np.float32, "from -8 to 8, float32"),
-        ([-5.0, -0.25, 0.25, 1.0, 2.0, 6.0], np.float64, "float64"),
-    ]
-    return [
-        Case((("x", np.asarray(x, dtype)), ("t", rng_array(rng, (len(x),), dtype, decimals=2))),
-             label=label)
-        for x, dtype, label in points
-    ]
+BESSEL_OUTPUTS = ("value", "jvp_primal", "jvp", "grad", "second_derivative")
 
 
 def _bessel_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, t = (tf.constant(v) for v in case.values())
-    i0e = tf.math.special.bessel_i0e
     logger = tf.get_logger()
     level = logger.level
     logger.setLevel("ERROR")  # bessel_i1e's gradient warns that it uses a deprecated `div`
     try:
-        return _bessel_tf_outputs(tf, i0e, x, t)
+        return tf_elementwise(tf, tf.math.special.bessel_i0e, BESSEL_OUTPUTS, case)
     finally:
         logger.setLevel(level)
-
-
-def _bessel_tf_outputs(tf: Any, i0e: Any, x: Any, t: Any) -> tuple[np.ndarray, ...]:
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = i0e(x)
-        grad = inner.gradient(y, x)
-    second = outer.gradient(grad, x)
-    with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
-        y_forward = i0e(x)
-    return (y.numpy(), y_forward.numpy(), accumulator.jvp(y_forward).numpy(), grad.numpy(),
-            second.numpy())
 
 
 # i0e(x) = exp(-|x|) I0(x) = (1 / 2pi) * integral over [0, 2pi) of exp(x cos(theta) - |x|):
@@ -258,10 +208,7 @@ def _bessel_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tup
         wide = v.astype(jnp.float64)[..., None]
         return jnp.mean(jnp.exp(wide * cosines - jnp.abs(wide)), axis=-1).astype(v.dtype)
 
-    x, t = arrays["x"], arrays["t"]
-    y, jvp = jax.jvp(i0e, (x,), (t,))
-    return (y, y, jvp, elementwise(jax, jax.grad(i0e), x),
-            elementwise(jax, jax.grad(jax.grad(i0e)), x))
+    return jax_elementwise(jax, i0e, BESSEL_OUTPUTS, arrays)
 
 
 def external_i0e(v: np.ndarray) -> np.ndarray:
@@ -269,32 +216,17 @@ def external_i0e(v: np.ndarray) -> np.ndarray:
     return (np.exp(-np.abs(v)) * np.i0(v)).astype(v.dtype)
 
 
-def _bessel_learner(tangent: Any) -> Any:
-    jax = lazy_jax()
-
-    @jax.custom_jvp
-    def bessel_i0e(x: Any) -> Any:
-        shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
-        return jax.pure_callback(external_i0e, shape, x, vmap_method="expand_dims")
-
-    @bessel_i0e.defjvp
-    def bessel_i0e_jvp(primals: Any, tangents: Any) -> Any:
-        (x,), (t,) = primals, tangents
-        return bessel_i0e(x), tangent(bessel_i0e, x, t)
-
-    return bessel_i0e
+def _callback(jax: Any, x: Any) -> Any:
+    shape = jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.pure_callback(external_i0e, shape, x, vmap_method="expand_dims")
 
 
-def _bessel_mistake(tangent: Any) -> Any:
-    return built_learner("bessel_i0e", "x", lambda: _bessel_learner(tangent))
-
-
-def _special() -> Any:
-    return lazy_jax().scipy.special
-
-
-def _sign(x: Any) -> Any:
-    return lazy_jax().numpy.sign(x)
+def _bessel(tangent: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's bessel_i0e: the callback, and `tangent(special, f, x, t)` in its JVP rule
+    (special: jax.scipy.special)."""
+    return custom_jvp_learner(
+        "bessel_i0e", _callback, lambda jax, f, x, t: tangent(jax.scipy.special, f, x, t)
+    )
 
 
 PRODUCT_RULE_HINT = (
@@ -302,52 +234,71 @@ PRODUCT_RULE_HINT = (
     "exp(-|x|) * I1(x), which is i1e(x); the factor exp(-|x|) has the derivative "
     "-sign(x) * exp(-|x|), which gives a second term in i0e(x) itself."
 )
+BESSEL_RULE_PRIMAL_HINT = (
+    "The primal output of your JVP rule (the first value it returns) is not bessel_i0e(x): "
+    "jax.jvp and jax.grad take the primal from the rule, not from the function. Return "
+    "bessel_i0e(x) itself from the rule."
+)
 
 BESSEL_I0E = Exercise(
     signature=(
         "bessel_i0e(x) -> exp(-|x|) * I0(x) through jax.pure_callback, with a jax.custom_jvp rule"
     ),
-    outputs=("value", "jvp_primal", "jvp", "grad", "second_derivative"),
-    cases=_bessel_case,
-    edges=_bessel_edges,
+    outputs=BESSEL_OUTPUTS,
+    cases=elementwise_cases(x=_signed, t=10.0),
+    edges=lambda: edges_at(
+        8,
+        "x",
+        [
+            ([-8.0, -1.0, 0.25, 0.5, 3.0, 8.0], np.float32, "from -8 to 8, float32"),
+            ([-5.0, -0.25, 0.25, 1.0, 2.0, 6.0], np.float64, "float64"),
+        ],
+        "t",
+    ),
     reference=two_references(
-        tf=_bessel_tf, jax=_bessel_jax,
-        why=("TensorFlow has I0 (tf.math.special.bessel_i0e), jax.numpy has not: JAX's reference "
-             "integrates exp(x cos t) in float64, and the two check each other")),
+        tf=_bessel_tf,
+        jax=_bessel_jax,
+        why=(
+            "TensorFlow has I0 (tf.math.special.bessel_i0e), jax.numpy has not: JAX's reference "
+            "integrates exp(x cos t) in float64, and the two check each other"
+        ),
+    ),
     references_text=(
         "JAX's derivatives of i0e's integral (mean of exp(x cos t - |x|)) and TensorFlow's of "
         "tf.math.special.bessel_i0e (value, JVP, vmap of grad, second derivative)"
     ),
-    invoke=BESSEL_INVOKE,
+    invoke="ch06_implicit_callbacks_checkpointing:invoke_bessel_i0e",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("ignores_tangent", "The tangent output must be the derivative TIMES the input "
-                "tangent t, not the derivative alone.",
-                _bessel_mistake(lambda f, x, t: _special().i1e(x) - _sign(x) * f(x) + 0 * t)),
+        Mistake(
+            "ignores_tangent",
+            "The tangent output must be the derivative TIMES the input "
+            "tangent t, not the derivative alone.",
+            _bessel(lambda s, f, x, t: s.i1e(x) - lazy_jax().numpy.sign(x) * f(x) + 0 * t),
+        ),
         Mistake(
             "derivative_of_i0",
-            "jax.scipy.special.i1 is the derivative of I0, the unscaled function. This one is "
-            "exp(-|x|) * I0(x): " + PRODUCT_RULE_HINT.split(": ", 1)[1],
-            _bessel_mistake(lambda f, x, t: _special().i1(x) * t),
+            "jax.scipy.special.i1 is the derivative of I0, the unscaled "
+            "function. This one is exp(-|x|) * I0(x): " + PRODUCT_RULE_HINT.split(": ", 1)[1],
+            _bessel(lambda s, f, x, t: s.i1(x) * t),
         ),
         Mistake(
-            "scale_not_differentiated",
-            PRODUCT_RULE_HINT,
-            _bessel_mistake(lambda f, x, t: _special().i1e(x) * t),
+            "scale_not_differentiated", PRODUCT_RULE_HINT, _bessel(lambda s, f, x, t: s.i1e(x) * t)
         ),
-        Mistake("derivative_of_abs_is_one", "The derivative of |x| is sign(x): -1 for negative x, "
-                "not 1. Your rule is right for x > 0 only.",
-                _bessel_mistake(lambda f, x, t: (_special().i1e(x) - f(x)) * t)),
+        Mistake(
+            "derivative_of_abs_is_one",
+            "The derivative of |x| is sign(x): -1 for negative x, "
+            "not 1. Your rule is right for x > 0 only.",
+            _bessel(lambda s, f, x, t: (s.i1e(x) - f(x)) * t),
+        ),
     ),
-    hints_by_kind={
-        "exception": EXCEPTION_HINT,
-        "error": EXCEPTION_HINT,
-        **primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
-        "value": "Right shape, wrong numbers: the value is external_i0e(x), and the tangent "
+    hints_by_kind=jax_hints(
+        primal_hints(("jvp_primal",), BESSEL_RULE_PRIMAL_HINT),
+        value="Right shape, wrong numbers: the value is external_i0e(x), and the tangent "
         "output is i0e's derivative times t. " + PRODUCT_RULE_HINT,
-        "dtype": "np.i0 may return another dtype than x: cast inside the callback "
+        dtype="np.i0 may return another dtype than x: cast inside the callback "
         "(external_i0e(v).astype(v.dtype)) and declare jax.ShapeDtypeStruct(x.shape, x.dtype).",
-    },
+    ),
 )
 
 
@@ -376,12 +327,19 @@ def _remat_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 def _remat_edges() -> list[Case]:
     rng = np.random.default_rng(10)
-    shapes = [((4, 2), np.float64, "four rows of two, float64"),
-              ((1, 3), np.float32, "one row, float32")]
+    shapes = [
+        ((4, 2), np.float64, "four rows of two, float64"),
+        ((1, 3), np.float32, "one row, float32"),
+    ]
     return [
-        Case((("w", rng.uniform(-1, 1, (width, width)).round(2).astype(dtype)),
-              ("x", rng.uniform(-2, 2, (rows, width)).round(2).astype(dtype)),
-              ("g", round(float(rng.uniform(-3, 3)), 2))), label=label)
+        Case(
+            (
+                ("w", rng.uniform(-1, 1, (width, width)).round(2).astype(dtype)),
+                ("x", rng.uniform(-2, 2, (rows, width)).round(2).astype(dtype)),
+                ("g", round(float(rng.uniform(-3, 3)), 2)),
+            ),
+            label=label,
+        )
         for (rows, width), dtype, label in shapes
     ]
 
@@ -420,45 +378,30 @@ def _remat_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tupl
     return (y, y, *pullback(g))
 
 
-def _remat_mistake(build: Any) -> Any:
-    def make() -> Any:
+def _remat(sizes: tuple[int, ...], squared: bool = True) -> Callable[..., Any]:
+    """A learner's remat_net: the layers in checkpointed pieces of these sizes, one after the
+    other, and the loss sum(h ** 2) (sum(h) if not `squared`)."""
+
+    def build() -> Callable[..., Any]:
         jax = lazy_jax()
         jnp = jax.numpy
 
-        def layer(w: Any, h: Any) -> Any:
-            return jnp.tanh(h @ w)
+        def piece_of(size: int) -> Callable[..., Any]:
+            def piece(w: Any, h: Any) -> Any:
+                for _ in range(size):
+                    h = jnp.tanh(h @ w)
+                return h
 
-        return build(jax, jnp, layer)
+            return jax.checkpoint(piece)
 
-    return built_learner("remat_net", "w, x", make)
+        def remat_net(w: Any, h: Any) -> Any:
+            for size in sizes:
+                h = piece_of(size)(w, h)
+            return jnp.sum(h**2) if squared else jnp.sum(h)
 
+        return remat_net
 
-def _pieces(jax: Any, layer: Any, sizes: tuple[int, ...]) -> Any:
-    """The layers in checkpointed pieces of the given sizes, one after the other."""
-    def piece_of(size: int) -> Any:
-        def piece(w: Any, h: Any) -> Any:
-            for _ in range(size):
-                h = layer(w, h)
-            return h
-
-        return jax.checkpoint(piece)
-
-    def layers(w: Any, h: Any) -> Any:
-        for size in sizes:
-            h = piece_of(size)(w, h)
-        return h
-
-    return layers
-
-
-def _not_squared(jax: Any, jnp: Any, layer: Any) -> Any:
-    layers = _pieces(jax, layer, (REMAT_HALF, REMAT_HALF))
-    return lambda w, x: jnp.sum(layers(w, x))
-
-
-def _one_layer_short(jax: Any, jnp: Any, layer: Any) -> Any:
-    layers = _pieces(jax, layer, (REMAT_HALF, REMAT_HALF - 1))
-    return lambda w, x: jnp.sum(layers(w, x) ** 2)
+    return built_learner("remat_net", "w, x", build)
 
 
 REMAT_NET = Exercise(
@@ -470,24 +413,30 @@ REMAT_NET = Exercise(
     cases=_remat_case,
     edges=_remat_edges,
     reference=two_references(
-        tf=_remat_tf, jax=_remat_jax,
-        why="checkpointing is each framework's own (tf.recompute_grad, jax.checkpoint)"),
+        tf=_remat_tf,
+        jax=_remat_jax,
+        why="checkpointing is each framework's own (tf.recompute_grad, jax.checkpoint)",
+    ),
     references_text="the same net checkpointed within the budget, with TensorFlow's "
     "tf.recompute_grad and with JAX's jax.checkpoint",
-    invoke=REMAT_INVOKE,
+    invoke="ch06_implicit_callbacks_checkpointing:invoke_remat_net",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("one_layer_short", "The value is off: the net applies its layer 6 times "
-                "(range(6)), as net does.", _remat_mistake(_one_layer_short)),
-        Mistake("loss_not_squared", "The loss is sum(h ** 2), the squares of the last layer's "
-                "outputs, as in net.", _remat_mistake(_not_squared)),
+        Mistake(
+            "one_layer_short",
+            "The value is off: the net applies its layer 6 times (range(6)), as net does.",
+            _remat((REMAT_HALF, REMAT_HALF - 1)),
+        ),
+        Mistake(
+            "loss_not_squared",
+            "The loss is sum(h ** 2), the squares of the last layer's outputs, as in net.",
+            _remat((REMAT_HALF, REMAT_HALF), squared=False),
+        ),
     ),
-    hints_by_kind={
-        "exception": EXCEPTION_HINT,
-        "error": EXCEPTION_HINT,
-        "value": "Right shape, wrong numbers: remat_net must compute exactly what net computes "
+    hints_by_kind=jax_hints(
+        value="Right shape, wrong numbers: remat_net must compute exactly what net computes "
         "(jax.checkpoint changes what is saved, never the value or the derivative).",
-    },
+    ),
 )
 
 
