@@ -8,7 +8,7 @@
   its row mean), whose surrogate the learner derives (chapter 04's STE is for `round` with
   `tf.stop_gradient`; the notebook's demo is for `floor` with the identity as surrogate).
 
-The learner-function builder, the elementwise shapes and the primal hints are shared with
+The case builders, learner-function builders, hints and elementwise references are shared with
 chapter 06 (autograder/exercises/common.py).
 
 Each exercise's invoke (autograder/harness/ch05_custom_derivatives_jax.py) runs the learner's
@@ -27,153 +27,53 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
 
 from autograder.exercises.common import (
+    FWD_PRIMAL_HINT,
     built_learner,
-    elementwise,
-    elementwise_dtype_and_shape,
+    custom_jvp_learner,
+    edges_at,
+    elementwise_cases,
+    elementwise_references,
+    jax_hints,
     lazy_jax,
+    menu_cases,
     primal_hints,
     rng_array,
 )
-from autograder.judging.cases import Case, Profile, Shape, dtype_and_shape, float_arrays
+from autograder.judging.cases import Case, Shape
 from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
 FRAMEWORKS = ("jax",)
-
-# Each exercise's invoke, in autograder/harness/ch05_custom_derivatives_jax.py (the learner's kernel
-# and the grader's child both run it).
-LOG1PEXP_INVOKE = "ch05_custom_derivatives_jax:invoke_log1pexp"
-CLIP_INVOKE = "ch05_custom_derivatives_jax:invoke_clip_gradient"
-ARGMAX_STE_INVOKE = "ch05_custom_derivatives_jax:invoke_argmax_ste"
-
-EXCEPTION_HINT = (
-    "JAX refused one of the transformations the check applies (jit, jvp, vjp, vmap, grad); "
-    "the message above names it and the likely mistake."
-)
+Fn = Callable[..., Any]
 
 
 # ---------------------------------------------------------------- log1pexp (custom_jvp)
 
 
-@st.composite
-def _log1pexp_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(elementwise_dtype_and_shape(profile))
-    x = draw(float_arrays(dtype, shape, bound=40.0))
-    t = draw(float_arrays(dtype, shape))
-    g = draw(float_arrays(dtype, shape))
-    return Case((("x", x), ("t", t), ("g", g)))
+def _naive(jax: Any, x: Any) -> Any:  # log(1 + exp(x)) as on paper: exp(x) overflows
+    return jax.numpy.log(1 + jax.numpy.exp(x))
 
 
-def _log1pexp_edges() -> list[Case]:
-    rng = np.random.default_rng(5)
-    points = [
-        ([-1000.0, -100.0, -0.5, 0.0, 100.0, 1000.0], np.float32, "x = +-100, +-1000, float32"),
-        ([-1000.0, -100.0, -0.5, 0.0, 100.0, 1000.0], np.float64, "x = +-100, +-1000, float64"),
-        ([-88.0, -30.0, -1.0, 1.0, 30.0, 89.0], np.float32, "around float32's exp overflow"),
-    ]
-    return [
-        Case(
-            (
-                ("x", np.asarray(x, dtype)),
-                ("t", rng_array(rng, (len(x),), dtype, decimals=2)),
-                ("g", rng_array(rng, (len(x),), dtype, decimals=2)),
-            ),
-            label=label,
-        )
-        for x, dtype, label in points
-    ]
+def _stable(jax: Any, x: Any) -> Any:
+    return jax.numpy.logaddexp(x, 0.0)
 
 
-def _log1pexp_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    x, t, g = (tf.constant(v) for v in case.values())
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape(persistent=True) as inner:
-            inner.watch(x)
-            y = tf.math.softplus(x)
-        grad = inner.gradient(y, x)
-    vjp = inner.gradient(y, x, output_gradients=g)
-    second = outer.gradient(grad, x)
-    with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
-        y_forward = tf.math.softplus(x)
-    jvp = accumulator.jvp(y_forward)
-    return tuple(v.numpy() for v in (y, y_forward, jvp, y, vjp, grad, second))
+def _naive_slope(jax: Any, x: Any, t: Any) -> Any:
+    return jax.numpy.exp(x) / (1 + jax.numpy.exp(x)) * t
 
 
-def _log1pexp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp = jax.numpy
-
-    def softplus(v: Any) -> Any:
-        return jnp.logaddexp(v, jnp.zeros_like(v))
-
-    x, t, g = arrays["x"], arrays["t"], arrays["g"]
-    y, jvp = jax.jvp(softplus, (x,), (t,))
-    (vjp,) = jax.vjp(softplus, x)[1](g)
-    scalar = lambda v: softplus(v)  # noqa: E731 - an elementwise function of one element
-    grad = elementwise(jax, jax.grad(scalar), x)
-    second = elementwise(jax, jax.grad(jax.grad(scalar)), x)
-    return y, y, jvp, y, vjp, grad, second
+def _sigmoid_slope(jax: Any, x: Any, t: Any) -> Any:
+    return jax.nn.sigmoid(x) * t
 
 
-def _custom_jvp_softplus(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    """A learner's log1pexp: `value(x)` going forward, `tangent(x, t)` as the JVP rule,
-    whose primal output is `rule_primal(x)` (log1pexp(x) itself when None)."""
-    jax = lazy_jax()
-
-    @jax.custom_jvp
-    def log1pexp(x: Any) -> Any:
-        return value(x)
-
-    @log1pexp.defjvp
-    def log1pexp_jvp(primals: Any, tangents: Any) -> Any:
-        (x,), (t,) = primals, tangents
-        return (rule_primal or log1pexp)(x), tangent(x, t)
-
-    return log1pexp
-
-
-def _log1pexp_mistake(value: Any, tangent: Any, rule_primal: Any = None) -> Any:
-    return built_learner("log1pexp", "x", lambda: _custom_jvp_softplus(
-        value(), tangent(), rule_primal() if rule_primal else None))
-
-
-def _naive_value() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda x: jnp.log(1 + jnp.exp(x))
-
-
-def _stable_value() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda x: jnp.logaddexp(x, 0.0)
-
-
-def _naive_tangent() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda x, t: jnp.exp(x) / (1 + jnp.exp(x)) * t
-
-
-def _sigmoid_tangent() -> Any:
-    jax = lazy_jax()
-    return lambda x, t: jax.nn.sigmoid(x) * t
-
-
-def _ignores_tangent() -> Any:
-    jax = lazy_jax()
-    return lambda x, t: jax.nn.sigmoid(x) + 0 * t
-
-
-def _affine_tangent() -> Any:
-    jax = lazy_jax()
-    return lambda x, t: jax.nn.sigmoid(x) * t + 1
-
-
-def _wrong_derivative() -> Any:
-    jax = lazy_jax()
-    return lambda x, t: jax.nn.sigmoid(-x) * t
+def _log1pexp(tangent: Fn, value: Fn = _stable, rule_primal: Fn | None = None) -> Fn:
+    """A learner's log1pexp: `value` going forward, `tangent(jax, x, t)` in its JVP rule."""
+    return custom_jvp_learner(
+        "log1pexp", value, lambda jax, f, x, t: tangent(jax, x, t), rule_primal
+    )
 
 
 RULE_PRIMAL_HINT = (
@@ -182,13 +82,6 @@ RULE_PRIMAL_HINT = (
     "so a rule that returns log(1 + exp(x)) overflows to inf for large x even when "
     "log1pexp itself is stable. Return log1pexp(x) from the rule."
 )
-FWD_PRIMAL_HINT = (
-    "The primal output of fwd (the first value it returns) is not the function's value: "
-    "jax.vjp and jax.grad take the primal from fwd, not from the function. fwd must return "
-    "(the same value the function returns, residuals)."
-)
-
-
 NAN_AT_EDGES_HINT = (
     "NaN or Inf at the edges: exp(x) overflows for large x (float32 above ~88), so "
     "log(1 + exp(x)) is inf and exp(x) / (1 + exp(x)) is inf / inf = NaN. Rewrite the value "
@@ -197,54 +90,70 @@ NAN_AT_EDGES_HINT = (
     "derivative too. If you chose a stable branch with jnp.where, JAX still differentiates "
     "the other branch, and 0 * NaN is NaN: every branch must stay finite."
 )
-
+LOG1PEXP_OUTPUTS = ("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative")
+LARGE = [-1000.0, -100.0, -0.5, 0.0, 100.0, 1000.0]
+LOG1PEXP_EDGES = [  # x, its dtype, the label; t and g drawn
+    (LARGE, np.float32, "x = +-100, +-1000, float32"),
+    (LARGE, np.float64, "x = +-100, +-1000, float64"),
+    ([-88.0, -30.0, -1.0, 1.0, 30.0, 89.0], np.float32, "around float32's exp overflow"),
+]
 
 LOG1PEXP = Exercise(
     signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
-    outputs=("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative"),
-    cases=_log1pexp_case,
-    edges=_log1pexp_edges,
-    reference=two_references(
-        tf=_log1pexp_tf, jax=_log1pexp_jax,
-        why=("value, JVP, VJP, gradient and second derivative: TensorFlow's from a "
-             "ForwardAccumulator and nested tapes, JAX's from jax.jvp, jax.vjp and two jax.grad")),
+    outputs=LOG1PEXP_OUTPUTS,
+    cases=elementwise_cases(x=40.0, t=10.0, g=10.0),
+    edges=lambda: edges_at(5, "x", LOG1PEXP_EDGES, "t", "g"),
+    reference=elementwise_references(
+        tf=lambda tf: tf.math.softplus,
+        jax=lambda jax: lambda v: jax.numpy.logaddexp(v, jax.numpy.zeros_like(v)),
+        outputs=LOG1PEXP_OUTPUTS,
+        why=(
+            "value, JVP, VJP, gradient and second derivative: TensorFlow's from a "
+            "ForwardAccumulator and nested tapes, JAX's from jax.jvp, jax.vjp and two jax.grad"
+        ),
+    ),
     references_text=(
         "JAX's derivatives of its own stable softplus and TensorFlow's of tf.math.softplus "
         "(value, JVP, VJP, vmap of grad, second derivative)"
     ),
-    invoke=LOG1PEXP_INVOKE,
+    invoke="ch05_custom_derivatives_jax:invoke_log1pexp",
     frameworks=FRAMEWORKS,
     mistakes=(
+        Mistake("naive_value", NAN_AT_EDGES_HINT, _log1pexp(_sigmoid_slope, _naive)),
+        Mistake("naive_both", NAN_AT_EDGES_HINT, _log1pexp(_naive_slope, _naive)),
+        Mistake("naive_tangent", NAN_AT_EDGES_HINT, _log1pexp(_naive_slope)),
         Mistake(
-            "naive_value", NAN_AT_EDGES_HINT, _log1pexp_mistake(_naive_value, _sigmoid_tangent)
+            "naive_rule_primal", RULE_PRIMAL_HINT, _log1pexp(_sigmoid_slope, rule_primal=_naive)
         ),
-        Mistake("naive_both", NAN_AT_EDGES_HINT, _log1pexp_mistake(_naive_value, _naive_tangent)),
-        Mistake("naive_tangent", NAN_AT_EDGES_HINT,
-                _log1pexp_mistake(_stable_value, _naive_tangent)),
-        Mistake("naive_rule_primal", RULE_PRIMAL_HINT,
-                _log1pexp_mistake(_stable_value, _sigmoid_tangent, _naive_value)),
-        Mistake("ignores_tangent", "The tangent output must be the derivative TIMES the input "
-                "tangent t, not the derivative alone.",
-                _log1pexp_mistake(_stable_value, _ignores_tangent)),
-        Mistake("affine_tangent", "Your JVP rule is not linear in the tangent (it adds a "
-                "constant): a JVP maps a tangent t to (derivative) * t, so t = 0 must give 0. "
-                "Reverse mode silently drops the constant, forward mode does not, so the two "
-                "disagree.", _log1pexp_mistake(_stable_value, _affine_tangent)),
-        Mistake("wrong_derivative", "The derivative of log(1 + exp(x)) is exp(x) / (1 + exp(x)) = "
-                "sigmoid(x), not sigmoid(-x).",
-                _log1pexp_mistake(_stable_value, _wrong_derivative)),
+        Mistake(
+            "ignores_tangent",
+            "The tangent output must be the derivative TIMES the input "
+            "tangent t, not the derivative alone.",
+            _log1pexp(lambda jax, x, t: jax.nn.sigmoid(x) + 0 * t),
+        ),
+        Mistake(
+            "affine_tangent",
+            "Your JVP rule is not linear in the tangent (it adds a constant): a JVP maps a tangent "
+            "t to (derivative) * t, so t = 0 must give 0. Reverse mode silently drops the "
+            "constant, forward mode does not, so the two disagree.",
+            _log1pexp(lambda jax, x, t: jax.nn.sigmoid(x) * t + 1),
+        ),
+        Mistake(
+            "wrong_derivative",
+            "The derivative of log(1 + exp(x)) is exp(x) / (1 + exp(x)) = "
+            "sigmoid(x), not sigmoid(-x).",
+            _log1pexp(lambda jax, x, t: jax.nn.sigmoid(-x) * t),
+        ),
     ),
-    hints_by_kind={
-        "exception": EXCEPTION_HINT,
-        "error": EXCEPTION_HINT,
-        **primal_hints(("jvp_primal", "vjp_primal"), RULE_PRIMAL_HINT),
-        "value": "Right shape, wrong numbers: log1pexp(x) is log(1 + exp(x)), and its JVP rule "
-                 "returns (log1pexp(x), the derivative exp(x) / (1 + exp(x)) times t), each "
-                 "written so that it never overflows.",
-        "nonfinite": NAN_AT_EDGES_HINT,
-        "dtype": "Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
+    hints_by_kind=jax_hints(
+        primal_hints(("jvp_primal", "vjp_primal"), RULE_PRIMAL_HINT),
+        value="Right shape, wrong numbers: log1pexp(x) is log(1 + exp(x)), and its JVP rule "
+        "returns (log1pexp(x), the derivative exp(x) / (1 + exp(x)) times t), each "
+        "written so that it never overflows.",
+        nonfinite=NAN_AT_EDGES_HINT,
+        dtype="Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
         "floats (weakly typed), not float64 numpy arrays.",
-    },
+    ),
 )
 
 
@@ -270,13 +179,8 @@ def clip_bounds(shape: Shape) -> tuple[float, float]:
     return CLIP_BOUNDS[shapes.index(shape) % len(CLIP_BOUNDS)]
 
 
-@st.composite
-def _clip_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(dtype_and_shape(profile, CLIP_SHAPES, CLIP_GRADING))
-    lo, hi = clip_bounds(shape)
-    x = draw(float_arrays(dtype, shape, bound=3.0))
-    g = draw(float_arrays(dtype, shape))
-    return Case((("lo", lo), ("hi", hi), ("x", x), ("g", g)))
+def _bounds(shape: Shape) -> tuple[tuple[str, float], ...]:
+    return tuple(zip(("lo", "hi"), clip_bounds(shape), strict=True))
 
 
 def _clip_edges() -> list[Case]:
@@ -290,9 +194,9 @@ def _clip_edges() -> list[Case]:
     return [
         Case(
             (
-                *zip(("lo", "hi"), clip_bounds(shape), strict=True),
-                ("x", rng.uniform(-3, 3, size=shape).round(2).astype(dtype)),
-                ("g", (rng.uniform(-6, 6, size=shape)).round(2).astype(dtype)),
+                *_bounds(shape),
+                ("x", rng_array(rng, shape, dtype, 3.0, 2)),
+                ("g", rng_array(rng, shape, dtype, 6.0, 2)),
             ),
             label=label,
         )
@@ -314,8 +218,12 @@ def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
         chained = tf.reduce_sum(g * tf.sin(clip_gradient(3 * x)))
     vjp = tape.gradient(y, x, output_gradients=g)
     # Row by row, each row's VJP is that row of the whole VJP (the rule is elementwise).
-    rows = tf.stack([tape.gradient(y, x, output_gradients=g * mask)[i] for i, mask in
-                     enumerate(tf.eye(x.shape[0], dtype=x.dtype)[:, :, None])])
+    rows = tf.stack(
+        [
+            tape.gradient(y, x, output_gradients=g * mask)[i]
+            for i, mask in enumerate(tf.eye(x.shape[0], dtype=x.dtype)[:, :, None])
+        ]
+    )
     return y.numpy(), y.numpy(), vjp.numpy(), rows.numpy(), tape.gradient(chained, x).numpy()
 
 
@@ -331,92 +239,80 @@ def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
     return y, y, clipped, clipped, chained
 
 
-def _clip_learner(forward: Any, backward: Any) -> Any:
-    """A learner's clip_gradient: custom_vjp with nondiff_argnums=(0, 1)."""
-    jax = lazy_jax()
+def _clip(backward: Fn) -> Fn:
+    """A learner's clip_gradient: a custom_vjp (lo and hi in nondiff_argnums), the identity
+    going forward, `backward(jnp, lo, hi, g)` the cotangent of x."""
 
-    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
-        return forward(lo, hi, x)
+    def build() -> Fn:
+        jax = lazy_jax()
 
-    def fwd(lo: float, hi: float, x: Any) -> Any:
-        return forward(lo, hi, x), None
+        @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+        def clip_gradient(lo: float, hi: float, x: Any) -> Any:
+            return x
 
-    def bwd(lo: float, hi: float, residuals: Any, g: Any) -> Any:
-        return (backward(lo, hi, g),)
+        def bwd(lo: float, hi: float, residuals: Any, g: Any) -> Any:
+            return (backward(jax.numpy, lo, hi, g),)
 
-    clip_gradient.defvjp(fwd, bwd)
-    return clip_gradient
+        clip_gradient.defvjp(lambda lo, hi, x: (x, None), bwd)
+        return clip_gradient
 
-
-def _clip_mistake(forward: Any, backward: Any) -> Any:
-    return built_learner("clip_gradient", "lo, hi, x", lambda: _clip_learner(forward(), backward()))
-
-
-def _identity() -> Any:
-    return lambda lo, hi, x: x
-
-
-def _clipped_cotangent() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda lo, hi, g: jnp.clip(g, lo, hi)
-
-
-def _clips_primal(lo: float, hi: float, x: Any) -> Any:
-    return lazy_jax().numpy.clip(x, lo, hi)
-
-
-def _clip_ones() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda lo, hi, g: jnp.clip(jnp.ones_like(g), lo, hi)
-
-
-def _clip_symmetric() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda lo, hi, g: jnp.clip(g, -hi, hi)
-
-
-def _clip_by_norm() -> Any:
-    jnp = lazy_jax().numpy
-    return lambda lo, hi, g: g * jnp.minimum(1.0, hi / jnp.maximum(jnp.linalg.norm(g), 1e-12))
+    return built_learner("clip_gradient", "lo, hi, x", build)
 
 
 CLIP_GRADIENT = Exercise(
     signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
-    cases=_clip_case,
+    cases=menu_cases(CLIP_SHAPES, CLIP_GRADING, params=_bounds, x=3.0, g=10.0),
     edges=_clip_edges,
     reference=two_references(
-        tf=_clip_tf, jax=_clip_jax,
-        why=("a clipped cotangent is no forward's derivative: each framework clips its own "
-             "cotangents, also chained through sin(3x)")),
+        tf=_clip_tf,
+        jax=_clip_jax,
+        why=(
+            "a clipped cotangent is no forward's derivative: each framework clips its own "
+            "cotangents, also chained through sin(3x)"
+        ),
+    ),
     references_text=(
         "jnp.clip of JAX's own cotangents, and a tf.custom_gradient twin under tf.GradientTape"
     ),
-    invoke=CLIP_INVOKE,
+    invoke="ch05_custom_derivatives_jax:invoke_clip_gradient",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("clips_primal", "You clipped the VALUE x going forward. clip_gradient returns x "
-                "unchanged; only the cotangent flowing backward is clipped, in bwd.",
-                _clips_primal),
-        Mistake("ignores_cotangent", "bwd must clip the incoming cotangent g itself (jnp.clip(g, "
-                "lo, hi)); your result does not depend on g.",
-                _clip_mistake(_identity, _clip_ones)),
-        Mistake("clip_by_norm", "This exercise clips each element of the cotangent to [lo, hi] "
-                "(jnp.clip), not its norm.", _clip_mistake(_identity, _clip_by_norm)),
-        Mistake("symmetric_clip", "Your cotangent is clipped to a symmetric range [-hi, hi]. The "
-                "bounds are lo and hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
-                _clip_mistake(_identity, _clip_symmetric)),
+        Mistake(
+            "clips_primal",
+            "You clipped the VALUE x going forward. clip_gradient returns x "
+            "unchanged; only the cotangent flowing backward is clipped, in bwd.",
+            lambda lo, hi, x: lazy_jax().numpy.clip(x, lo, hi),
+        ),
+        Mistake(
+            "ignores_cotangent",
+            "bwd must clip the incoming cotangent g itself (jnp.clip(g, "
+            "lo, hi)); your result does not depend on g.",
+            _clip(lambda jnp, lo, hi, g: jnp.clip(jnp.ones_like(g), lo, hi)),
+        ),
+        Mistake(
+            "clip_by_norm",
+            "This exercise clips each element of the cotangent to [lo, hi] "
+            "(jnp.clip), not its norm.",
+            _clip(
+                lambda jnp, lo, hi, g: (
+                    g * jnp.minimum(1.0, hi / jnp.maximum(jnp.linalg.norm(g), 1e-12))
+                )
+            ),
+        ),
+        Mistake(
+            "symmetric_clip",
+            "Your cotangent is clipped to a symmetric range [-hi, hi]. The "
+            "bounds are lo and hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
+            _clip(lambda jnp, lo, hi, g: jnp.clip(g, -hi, hi)),
+        ),
     ),
-    hints_by_kind={
-        "exception": EXCEPTION_HINT,
-        "error": EXCEPTION_HINT,
-        **primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
-        "value": "Going forward clip_gradient is the identity; bwd returns "
+    hints_by_kind=jax_hints(
+        primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
+        value="Going forward clip_gradient is the identity; bwd returns "
         "(jnp.clip(g, lo, hi),), the clipped cotangent, and nothing for lo and hi.",
-    },
+    ),
 )
-
 
 
 # ---------------------------------------------------------------- argmax_ste (stop_gradient)
@@ -426,30 +322,16 @@ CLIP_GRADIENT = Exercise(
 # constant, the VJP zero), a row, a block; when grading, more rows, a longer row, two classes.
 STE_SHAPES: tuple[Shape, ...] = ((2, 1), (1, 5), (3, 4))
 STE_GRADING: tuple[Shape, ...] = ((6, 3), (1, 9), (4, 2))
-
-
-@st.composite
-def _ste_case(draw: st.DrawFn, profile: Profile) -> Case:
-    dtype, shape = draw(dtype_and_shape(profile, STE_SHAPES, STE_GRADING))
-    logits = draw(float_arrays(dtype, shape, bound=5.0))
-    g = draw(float_arrays(dtype, shape))
-    return Case((("logits", logits), ("g", g)))
-
-
-def _ste_edges() -> list[Case]:
-    rng = np.random.default_rng(9)
-    rows = [
-        ([[1000.0, -1000.0, 0.0, 999.0], [-1000.0, -999.0, -1000.0, -998.0],
-          [3.0, -2.0, 0.5, 1.0]], np.float32, "logits of +-1000, float32"),
-        ([[2.0, 2.0, -1.0, 0.0, 1.0]], np.float64, "a tie: the first largest is chosen"),
-        ([[0.5], [-700.0]], np.float32, "one class: the gradient is zero"),
-    ]
-    return [
-        Case((("logits", np.asarray(x, dtype)),
-              ("g", rng.uniform(-3, 3, size=np.shape(x)).round(2).astype(dtype))), label=label)
-        for x, dtype, label in rows
-    ]
-
+THOUSANDS = [
+    [1000.0, -1000.0, 0.0, 999.0],
+    [-1000.0, -999.0, -1000.0, -998.0],
+    [3.0, -2.0, 0.5, 1.0],
+]
+STE_EDGES = [  # logits, their dtype, the label; g drawn
+    (THOUSANDS, np.float32, "logits of +-1000, float32"),
+    ([[2.0, 2.0, -1.0, 0.0, 1.0]], np.float64, "a tie: the first largest is chosen"),
+    ([[0.5], [-700.0]], np.float32, "one class: the gradient is zero"),
+]
 
 # The backward pass is given by its VJP, not by a surrogate: the cotangent of the logits is g
 # minus its row mean (the part of g that a change of the logits can produce: adding one number
@@ -481,37 +363,35 @@ def _ste_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     return y, y, pullback(arrays["g"])[0]
 
 
-def _ste_mistake(build: Callable[[Any, Any, Any], Any]) -> Any:
-    """A learner's argmax_ste: build(v, hard(v), jax) gives the output."""
+def _ste(build: Callable[[Any, Any, Any], Any]) -> Fn:
+    """A learner's argmax_ste: build(jax, v, hard) gives the output, hard the one-hot of v's
+    argmax."""
+
     def make() -> Callable[[Any], Any]:
         jax = lazy_jax()
-        jnp = jax.numpy
 
         def hard(v: Any) -> Any:
-            return jax.nn.one_hot(jnp.argmax(v, axis=-1), v.shape[-1], dtype=v.dtype)
+            return jax.nn.one_hot(jax.numpy.argmax(v, axis=-1), v.shape[-1], dtype=v.dtype)
 
-        return lambda logits: build(logits, hard(logits), jax)
+        return lambda logits: build(jax, logits, hard(logits))
 
     return built_learner("argmax_ste", "logits", make)
 
 
-def _softmax(v: Any, jax: Any) -> Any:
-    return jax.nn.softmax(v, axis=-1)
+def _through(surrogate: Callable[[Any, Any], Any]) -> Fn:
+    """The straight-through estimator with this surrogate(jax, v)."""
+    return _ste(
+        lambda jax, v, hard: surrogate(jax, v) + jax.lax.stop_gradient(hard - surrogate(jax, v))
+    )
 
 
 def _centred(axis: int) -> Callable[[Any, Any], Any]:
-    return lambda v, jax: v - jax.numpy.mean(v, axis=axis, keepdims=True)
-
-
-def _ste_with(surrogate: Callable[[Any, Any], Any]) -> Any:
-    return _ste_mistake(lambda v, hard, jax: surrogate(v, jax) + jax.lax.stop_gradient(
-        hard - surrogate(v, jax)))
+    return lambda jax, v: v - jax.numpy.mean(v, axis=axis, keepdims=True)
 
 
 CENTRED_HINT = (
-    "the cotangent of the logits is g minus its row mean. Which function of the logits has "
-    "that as its VJP? Put it outside jax.lax.stop_gradient, or write the VJP in a "
-    "jax.custom_vjp."
+    "the cotangent of the logits is g minus its row mean. Which function of the logits has that as "
+    "its VJP? Put it outside jax.lax.stop_gradient, or write the VJP in a jax.custom_vjp."
 )
 
 ARGMAX_STE = Exercise(
@@ -520,65 +400,81 @@ ARGMAX_STE = Exercise(
         "minus its row mean"
     ),
     outputs=("value", "vjp_primal", "vjp"),
-    cases=_ste_case,
-    edges=_ste_edges,
+    cases=menu_cases(STE_SHAPES, STE_GRADING, logits=5.0, g=10.0),
+    edges=lambda: edges_at(9, "logits", STE_EDGES, "g"),
     reference=two_references(
-        tf=_ste_tf, jax=_ste_jax,
-        why=("the surrogate needs a one-hot of the argmax, which neither NumPy API has "
-             "(tf.one_hot, jax.nn.one_hot)")),
+        tf=_ste_tf,
+        jax=_ste_jax,
+        why=(
+            "the surrogate needs a one-hot of the argmax, which neither NumPy API has "
+            "(tf.one_hot, jax.nn.one_hot)"
+        ),
+    ),
     references_text=(
         "JAX's and TensorFlow's straight-through one-hot (jax.lax.stop_gradient, "
-        "tf.stop_gradient): the argmax's one-hot going forward, g minus its row mean going "
-        "backward"
+        "tf.stop_gradient): the argmax's one-hot going forward, g minus its row mean going backward"
     ),
-    invoke=ARGMAX_STE_INVOKE,
+    invoke="ch05_custom_derivatives_jax:invoke_argmax_ste",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("hard_only", "The cotangent of the logits is zero: argmax and one_hot have no "
-                "derivative, so JAX differentiates nothing. The straight-through estimator keeps "
-                "the one-hot's VALUE and takes its derivative from a surrogate: only the "
-                "difference between the two may go inside jax.lax.stop_gradient.",
-                _ste_mistake(lambda v, hard, jax: hard)),
-        Mistake("surrogate_only", "Going forward the value must be the one-hot of the argmax (0s "
-                "and a single 1 per row), not the surrogate; the surrogate only gives the "
-                "derivative.", _ste_mistake(lambda v, hard, jax: _centred(-1)(v, jax))),
+        Mistake(
+            "hard_only",
+            "The cotangent of the logits is zero: argmax and one_hot have no "
+            "derivative, so JAX differentiates nothing. The straight-through estimator keeps "
+            "the one-hot's VALUE and takes its derivative from a surrogate: only the "
+            "difference between the two may go inside jax.lax.stop_gradient.",
+            _ste(lambda jax, v, hard: hard),
+        ),
+        Mistake(
+            "surrogate_only",
+            "Going forward the value must be the one-hot of the argmax (0s and a single 1 per "
+            "row), not the surrogate; the surrogate only gives the derivative.",
+            _ste(lambda jax, v, hard: _centred(-1)(jax, v)),
+        ),
         Mistake(
             "identity_surrogate",
-            "The cotangent came back unchanged: your surrogate is the logits themselves, as "
-            "in the floor demo (x + stop_gradient(floor(x) - x)). The cotangent it returns has "
-            "row sums that are not 0: adding one number to a whole row of logits changes no "
-            "argmax, so no cotangent should push along that direction. Here " + CENTRED_HINT,
-            _ste_mistake(lambda v, hard, jax: v + jax.lax.stop_gradient(hard - v)),
+            "The cotangent came back unchanged: your surrogate is the logits themselves, as in the "
+            "floor demo (x + stop_gradient(floor(x) - x)). The cotangent it returns has row sums "
+            "that are not 0: adding one number to a whole row of logits changes no argmax, so no "
+            "cotangent should push along that direction. Here " + CENTRED_HINT,
+            _through(lambda jax, v: v),
         ),
         Mistake(
             "softmax_surrogate",
-            "Your cotangent is softmax's VJP, p * (g - sum(p * g)): the surrogate softmax(logits) "
-            "weights each class by its probability. This exercise asks for another backward "
-            "pass: " + CENTRED_HINT,
-            _ste_with(_softmax),
+            "Your cotangent is softmax's VJP, p * (g - sum(p * g)): the "
+            "surrogate softmax(logits) weights each class by its probability. This exercise "
+            "asks for another backward pass: " + CENTRED_HINT,
+            _through(lambda jax, v: jax.nn.softmax(v, axis=-1)),
         ),
         Mistake(
             "stopped_the_wrong_term",
-            "Your cotangent has the wrong sign: stop_gradient wraps the surrogate instead of "
-            "the difference (hard + stop_gradient(s) - s differentiates -s). Wrap the whole "
-            "difference between the one-hot and the surrogate.",
-            _ste_mistake(lambda v, hard, jax: hard + jax.lax.stop_gradient(
-                _centred(-1)(v, jax)) - _centred(-1)(v, jax)),
+            "Your cotangent has the wrong sign: stop_gradient wraps the surrogate instead of the "
+            "difference (hard + stop_gradient(s) - s differentiates -s). Wrap the whole difference "
+            "between the one-hot and the surrogate.",
+            _ste(
+                lambda jax, v, hard: (
+                    hard + jax.lax.stop_gradient(_centred(-1)(jax, v)) - _centred(-1)(jax, v)
+                )
+            ),
         ),
-        Mistake("mean_over_rows", "Centred over the wrong axis: the classes are the LAST axis, "
-                "each row on its own (axis=-1), as argmax is taken.", _ste_with(_centred(0))),
+        Mistake(
+            "mean_over_rows",
+            "Centred over the wrong axis: the classes are the LAST axis, "
+            "each row on its own (axis=-1), as argmax is taken.",
+            _through(_centred(0)),
+        ),
     ),
-    hints_by_kind={
-        "exception": EXCEPTION_HINT,
-        "error": EXCEPTION_HINT,
-        "value": "Right shape, wrong numbers: going forward, a one-hot of each row's argmax (the "
-                 "first largest on a tie); going backward, the cotangent g minus its mean over "
-                 "each row (the last axis).",
-        "value:vjp": "The value is right, the cotangent of the logits is not: " + CENTRED_HINT,
-        "nonfinite": "NaN or Inf: with logits around 1000, keep exp out of the surrogate; the "
-        "backward pass asked for needs none.",
-        "dtype": "Keep the logits' dtype: one_hot(..., dtype=logits.dtype).",
-    },
+    hints_by_kind=jax_hints(
+        {
+            "value": "Right shape, wrong numbers: going forward, a one-hot of each row's argmax "
+            "(the first largest on a tie); going backward, the cotangent g minus its mean over "
+            "each row (the last axis).",
+            "value:vjp": "The value is right, the cotangent of the logits is not: " + CENTRED_HINT,
+            "nonfinite": "NaN or Inf: with logits around 1000, keep exp out of the surrogate; the "
+            "backward pass asked for needs none.",
+            "dtype": "Keep the logits' dtype: one_hot(..., dtype=logits.dtype).",
+        }
+    ),
 )
 
 
@@ -600,8 +496,7 @@ PREDICTIONS = (
     ),
     Prediction(
         name="ch05_floor_gradient",
-        question="What does jax.grad(lambda x: jnp.floor(x).sum()) return at "
-        "x = [0.3, 1.7, -2.5]?",
+        question="What does jax.grad(lambda x: jnp.floor(x).sum()) return at x = [0.3, 1.7, -2.5]?",
         choices={
             "a": "ones: floor goes up by one per unit, on average",
             "b": "zeros",
