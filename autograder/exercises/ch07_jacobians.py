@@ -11,6 +11,7 @@ with JAX; verdicts always come from TensorFlow and JAX.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Sequence
 from functools import cache
 from types import ModuleType
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from autograder.exercises.common import rng_array
+from autograder.exercises.common import lazy_jax, rng_array
 from autograder.judging.cases import FLOAT_DTYPES, Case, Profile, Shape, float_arrays, grading_sized
 from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
@@ -29,8 +30,10 @@ from autograder.judging.prediction import Prediction
 # references differentiate themselves; TensorFlow differentiates twins of them written with tf
 # ops, and builds Jacobians from one-hot tape.gradient calls (tape.jacobian's set-up dominates on
 # cases this small).
-TWO_REFERENCES = ("the learner is handed jax.numpy test functions, which JAX differentiates "
-                  "itself; TensorFlow differentiates twins written with tf ops")
+TWO_REFERENCES = (
+    "the learner is handed jax.numpy test functions, which JAX differentiates "
+    "itself; TensorFlow differentiates twins written with tf ops"
+)
 
 FRAMEWORKS = ("jax",)
 BOUND = 2.0
@@ -131,8 +134,7 @@ def _menu(kind: str, base: tuple[Shape, ...], profile: Profile) -> list[Shape]:
 
 
 @st.composite
-def _shape_and_dtype(draw: st.DrawFn, kind: str, shapes: list[Shape]
-                     ) -> tuple[Shape, np.dtype]:
+def _shape_and_dtype(draw: st.DrawFn, kind: str, shapes: list[Shape]) -> tuple[Shape, np.dtype]:
     """A float32 case of any shape on the menu, or a float64 case of a float64 shape."""
     dtype = draw(st.sampled_from(FLOAT_DTYPES))
     return draw(st.sampled_from(shapes if dtype == FLOAT32 else FLOAT64_SHAPES[kind])), dtype
@@ -142,78 +144,83 @@ def _values(shape: Shape, dtype: np.dtype = FLOAT32) -> st.SearchStrategy[np.nda
     return float_arrays(dtype, shape, bound=BOUND)
 
 
-@st.composite
-def _vector_case(draw: st.DrawFn, profile: Profile) -> Case:
-    name = draw(st.sampled_from(VECTOR_NAMES))
-    shapes = _menu("vector", VECTOR_SHAPES, profile)
-    shapes += list(SCALAR_INPUT) if name in ANY_RANK else []
-    x = draw(_values(*draw(_shape_and_dtype("vector", shapes))))
-    return Case((("name", name), ("x", x)))
+def _named_cases(
+    kind: str,
+    names: Sequence[str],
+    base: tuple[Shape, ...],
+    arrays: tuple[str, ...] = ("x",),
+    any_rank: Sequence[str] = (),
+) -> Any:
+    """Cases of one test function of `names` and its arrays, all of one shape and dtype from
+    the `kind` menu (plus a 0-d x for the functions of `any_rank`)."""
+
+    @st.composite
+    def cases(draw: st.DrawFn, profile: Profile) -> Case:
+        name = draw(st.sampled_from(names))
+        shapes = _menu(kind, base, profile) + (list(SCALAR_INPUT) if name in any_rank else [])
+        shape, dtype = draw(_shape_and_dtype(kind, shapes))
+        return Case((("name", name), *((a, draw(_values(shape, dtype))) for a in arrays)))
+
+    return cases
 
 
-def _rng_array(rng: np.random.Generator, shape: Shape, dtype: np.dtype = FLOAT32
-               ) -> np.ndarray:
+def _rng_array(rng: np.random.Generator, shape: Shape, dtype: np.dtype = FLOAT32) -> np.ndarray:
     return rng_array(rng, shape, dtype, BOUND, decimals=2)
 
 
-def _named_edges(seed: int, picks: list[tuple[Any, ...]], arrays: tuple[str, ...] = ("x",)
-                 ) -> list[Case]:
+def _named_edges(
+    seed: int, picks: list[tuple[Any, ...]], arrays: tuple[str, ...] = ("x",)
+) -> list[Case]:
     """A case per pick (function name, shape, label[, dtype]); its `arrays` drawn in turn
     from one generator seeded with `seed`."""
     rng = np.random.default_rng(seed)
     return [
-        Case((("name", name), *((a, _rng_array(rng, shape, *dtype)) for a in arrays)),
-             label=label)
+        Case((("name", name), *((a, _rng_array(rng, shape, *dtype)) for a in arrays)), label=label)
         for name, shape, label, *dtype in picks
     ]
 
 
 def _vector_edges() -> list[Case]:
-    return _named_edges(6, [
-        ("outer", (2, 3), "an output of higher rank than the input"),
-        ("tanh_mix", (), "a scalar input"),
-        ("logsumexp_rows", (3,), "a scalar output"),
-        ("cumsum_sin", (2, 3), "a 2-D input, a 1-D output"),
-        ("logsumexp_rows", (2, 1, 2), "rows of a 3-D input"),
-        ("tanh_mix", (3,), "more outputs than inputs"),
-        ("outer", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
-    ])
-
-
-@st.composite
-def _batch_case(draw: st.DrawFn, profile: Profile) -> Case:
-    name = draw(st.sampled_from(BATCH_NAMES))
-    x = draw(_values(*draw(_shape_and_dtype("batch", _menu("batch", BATCH_SHAPES, profile)))))
-    return Case((("name", name), ("x", x)))
+    return _named_edges(
+        6,
+        [
+            ("outer", (2, 3), "an output of higher rank than the input"),
+            ("tanh_mix", (), "a scalar input"),
+            ("logsumexp_rows", (3,), "a scalar output"),
+            ("cumsum_sin", (2, 3), "a 2-D input, a 1-D output"),
+            ("logsumexp_rows", (2, 1, 2), "rows of a 3-D input"),
+            ("tanh_mix", (3,), "more outputs than inputs"),
+            ("outer", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
+        ],
+    )
 
 
 def _batch_edges() -> list[Case]:
-    return _named_edges(7, [
-        ("batchnorm", (7, 6), "a batch-normalised layer, x:(7, 6)"),
-        ("dense_tanh", (7, 6), "a dense layer, x:(7, 6)"),
-        ("batch_centred", (3, 2), "outputs centred over the batch"),
-        ("batchnorm", (1, 3), "a batch of one"),
-        ("softmax_rows", (3, 2), "a softmax per row"),
-        ("batchnorm", (4, 3), "a batch-normalised layer, float64", FLOAT64),
-    ])
-
-
-@st.composite
-def _hvp_case(draw: st.DrawFn, profile: Profile) -> Case:
-    name = draw(st.sampled_from(SCALAR_NAMES))
-    shape, dtype = draw(_shape_and_dtype("scalar", _menu("scalar", HVP_SHAPES, profile)))
-    x, v = draw(_values(shape, dtype)), draw(_values(shape, dtype))
-    return Case((("name", name), ("x", x), ("v", v)))
+    return _named_edges(
+        7,
+        [
+            ("batchnorm", (7, 6), "a batch-normalised layer, x:(7, 6)"),
+            ("dense_tanh", (7, 6), "a dense layer, x:(7, 6)"),
+            ("batch_centred", (3, 2), "outputs centred over the batch"),
+            ("batchnorm", (1, 3), "a batch of one"),
+            ("softmax_rows", (3, 2), "a softmax per row"),
+            ("batchnorm", (4, 3), "a batch-normalised layer, float64", FLOAT64),
+        ],
+    )
 
 
 def _hvp_edges() -> list[Case]:
-    return _named_edges(8, [
-        ("rosenbrock", (4,), "Rosenbrock in 4 dimensions"),
-        ("logsumexp", (2, 3), "a 2-D input"),
-        ("sin_chain", (), "a scalar input"),
-        ("sin_chain", (4,), "a vector input"),
-        ("rosenbrock", (4,), "Rosenbrock, float64", FLOAT64),
-    ], arrays=("x", "v"))
+    return _named_edges(
+        8,
+        [
+            ("rosenbrock", (4,), "Rosenbrock in 4 dimensions"),
+            ("logsumexp", (2, 3), "a 2-D input"),
+            ("sin_chain", (), "a scalar input"),
+            ("sin_chain", (4,), "a vector input"),
+            ("rosenbrock", (4,), "Rosenbrock, float64", FLOAT64),
+        ],
+        arrays=("x", "v"),
+    )
 
 
 # ---------------------------------------------------------------- references
@@ -224,14 +231,14 @@ def _vector_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
     return (_tf_jacobian(tf, lambda t: _tf_vector_function(tf, name, t), x),)
 
 
-def _vector_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions().vector_function(params["name"])
-    return (jax.jacrev(f)(arrays["x"]),)
+def _vector_jax(mode: str) -> Any:
+    """JAX's reference Jacobian by `mode`, "jacrev" or "jacfwd"."""
 
+    def reference(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+        f = _jnp_functions().vector_function(params["name"])
+        return (getattr(jax, mode)(f)(arrays["x"]),)
 
-def _vector_jax_forward(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions().vector_function(params["name"])
-    return (jax.jacfwd(f)(arrays["x"]),)
+    return reference
 
 
 def _per_example(full: Any, xnp: Any) -> tuple[Any, Any]:
@@ -280,55 +287,48 @@ def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
 # ---------------------------------------------------------------- known mistakes
 
 
-@cache
-def _jax() -> Any:
-    from autograder.judging.references import jax_module
-
-    return jax_module()
-
-
-def _out_ndim(jacobian: Any, x: Any) -> int:
-    return jacobian.ndim - x.ndim
+def _jacobian(answer: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's function of (f, x), written as answer(jax, f, x)."""
+    return lambda f, x: answer(lazy_jax(), f, x)
 
 
 def _axes_swapped(f: Any, x: Any) -> Any:
     """Input axes first, then output axes (each group in its own order)."""
-    jacobian = _jax().jacrev(f)(x)
-    out = _out_ndim(jacobian, x)
-    return _jax().numpy.transpose(jacobian, (*range(out, jacobian.ndim), *range(out)))
+    jacobian = lazy_jax().jacrev(f)(x)
+    out = jacobian.ndim - x.ndim
+    return lazy_jax().numpy.transpose(jacobian, (*range(out, jacobian.ndim), *range(out)))
 
 
-def _all_axes_reversed(f: Any, x: Any) -> Any:
-    return _jax().numpy.transpose(_jax().jacrev(f)(x))
+_all_axes_reversed = _jacobian(lambda jax, f, x: jax.numpy.transpose(jax.jacrev(f)(x)))
 
 
 def _ones_cotangent(f: Any, x: Any) -> Any:
     """One VJP with a cotangent of ones: the gradient of sum(y), shape x.shape."""
-    y, pullback = _jax().vjp(f, x)
-    return pullback(_jax().numpy.ones_like(y))[0]
+    y, pullback = lazy_jax().vjp(f, x)
+    return pullback(lazy_jax().numpy.ones_like(y))[0]
 
 
 def _ones_rows(f: Any, x: Any) -> Any:
     """Every row the same: a ones cotangent used for each of the m rows."""
-    shape = _jax().eval_shape(f, x).shape + x.shape
-    return _jax().numpy.broadcast_to(_ones_cotangent(f, x), shape)
+    shape = lazy_jax().eval_shape(f, x).shape + x.shape
+    return lazy_jax().numpy.broadcast_to(_ones_cotangent(f, x), shape)
 
 
 def _ones_tangent(f: Any, x: Any) -> Any:
     """One JVP with a tangent of ones: the row sums, shape y.shape."""
-    return _jax().jvp(f, (x,), (_jax().numpy.ones_like(x),))[1]
+    return lazy_jax().jvp(f, (x,), (lazy_jax().numpy.ones_like(x),))[1]
 
 
 def _flattened(f: Any, x: Any) -> Any:
     """The right numbers as one (y.size, x.size) matrix: f and x flattened, as in a 1-D demo."""
-    jax = _jax()
+    jax = lazy_jax()
     y_size = int(np.prod(jax.eval_shape(f, x).shape, dtype=np.int64))
     return jax.jacrev(f)(x).reshape(y_size, x.size)
 
 
 def _columns_reshaped(f: Any, x: Any) -> Any:
     """Columns stacked as (n, *y.shape), then reshaped (not moved) to y.shape + x.shape."""
-    jax = _jax()
+    jax = lazy_jax()
     eye = jax.numpy.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
     columns = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(eye)
     return columns.reshape(columns.shape[1:] + x.shape)
@@ -351,33 +351,25 @@ FLATTENED_HINT = (
     "and x:(2, 2))."
 )
 JACOBIAN_HINTS = {
-    "error": (
-        "The traceback names the line of your code that raised. A ValueError from the vjp "
-        "function or from jax.jvp means a cotangent or tangent of the wrong shape or dtype: "
-        "a cotangent has y's shape and dtype, a tangent x's. A TypeError from jnp.reshape means "
-        "the sizes do not fit: the Jacobian has y.size * x.size entries."
-    ),
-    "shape": (
-        "The Jacobian has shape y.shape + x.shape (output axes first), e.g. y:(3,) and "
-        "x:(2, 2) give (3, 2, 2). Compute y = f(x) first to know y's shape."
-    ),
-    "exception": (
-        "A one-hot vector stands for one entry of an array with several axes: it has that "
-        "array's whole shape and dtype (a cotangent: y's; a tangent: x's), with a single 1. "
-        "Check the shape of each one-hot vector you pass, and of what you stack."
-    ),
-    "value": (
-        "Right shape, wrong numbers: check that entry [i, j] is dy[i]/dx[j] (not dy[j]/dx[i]) "
-        "and that every row (or column) uses its own one-hot vector."
-    ),
+    "error": "The traceback names the line of your code that raised. A ValueError from the vjp "
+    "function or from jax.jvp means a cotangent or tangent of the wrong shape or dtype: "
+    "a cotangent has y's shape and dtype, a tangent x's. A TypeError from jnp.reshape means "
+    "the sizes do not fit: the Jacobian has y.size * x.size entries.",
+    "shape": "The Jacobian has shape y.shape + x.shape (output axes first), e.g. y:(3,) and "
+    "x:(2, 2) give (3, 2, 2). Compute y = f(x) first to know y's shape.",
+    "exception": "A one-hot vector stands for one entry of an array with several axes: it has that "
+    "array's whole shape and dtype (a cotangent: y's; a tangent: x's), with a single 1. "
+    "Check the shape of each one-hot vector you pass, and of what you stack.",
+    "value": "Right shape, wrong numbers: check that entry [i, j] is dy[i]/dx[j] (not dy[j]/dx[i]) "
+    "and that every row (or column) uses its own one-hot vector.",
 }
 
 JACOBIAN_VIA_VJP = Exercise(
     signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
     outputs=("jacobian",),
-    cases=_vector_case,
+    cases=_named_cases("vector", VECTOR_NAMES, VECTOR_SHAPES, any_rank=ANY_RANK),
     edges=_vector_edges,
-    reference=two_references(tf=_vector_tf, jax=_vector_jax, why=TWO_REFERENCES),
+    reference=two_references(tf=_vector_tf, jax=_vector_jax("jacrev"), why=TWO_REFERENCES),
     references_text="jax.jacrev and tf.GradientTape",
     invoke="ch07_jacobians:invoke_jacobian_vjp",
     frameworks=FRAMEWORKS,
@@ -385,12 +377,20 @@ JACOBIAN_VIA_VJP = Exercise(
         Mistake("flattened", FLATTENED_HINT, _flattened),
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
         Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
-        Mistake("ones_cotangent", "You pulled back a cotangent of ones: that gives one vector, the"
-                " gradient of sum(y), which adds all rows of the Jacobian together. Pull back one"
-                " ONE-HOT cotangent per output entry and stack the results.", _ones_cotangent),
-        Mistake("ones_rows", "Every row of your Jacobian is the same: each was pulled back from a "
-                "cotangent of ones (the gradient of sum(y)). Row i needs the ONE-HOT cotangent "
-                "e_i: 1 at output entry i, 0 elsewhere.", _ones_rows),
+        Mistake(
+            "ones_cotangent",
+            "You pulled back a cotangent of ones: that gives one vector, the"
+            " gradient of sum(y), which adds all rows of the Jacobian together. Pull back one"
+            " ONE-HOT cotangent per output entry and stack the results.",
+            _ones_cotangent,
+        ),
+        Mistake(
+            "ones_rows",
+            "Every row of your Jacobian is the same: each was pulled back from a "
+            "cotangent of ones (the gradient of sum(y)). Row i needs the ONE-HOT cotangent "
+            "e_i: 1 at output entry i, 0 elsewhere.",
+            _ones_rows,
+        ),
     ),
     hints_by_kind=JACOBIAN_HINTS,
 )
@@ -398,160 +398,181 @@ JACOBIAN_VIA_VJP = Exercise(
 JACOBIAN_VIA_JVP = Exercise(
     signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
     outputs=("jacobian",),
-    cases=_vector_case,
+    cases=_named_cases("vector", VECTOR_NAMES, VECTOR_SHAPES, any_rank=ANY_RANK),
     edges=_vector_edges,
-    reference=two_references(tf=_vector_tf, jax=_vector_jax_forward, why=TWO_REFERENCES),
+    reference=two_references(tf=_vector_tf, jax=_vector_jax("jacfwd"), why=TWO_REFERENCES),
     references_text="jax.jacfwd and tf.GradientTape",
     invoke="ch07_jacobians:invoke_jacobian_jvp",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake("flattened", FLATTENED_HINT, _flattened),
-        Mistake("columns_reshaped", "Your columns are right but land in the wrong places: the "
-                "stacked JVPs have shape (x.size, *y.shape), column index FIRST, and reshape does"
-                " not move axes. Move the column axis to the end (jnp.moveaxis(cols, 0, -1)) "
-                "before reshaping to y.shape + x.shape.", _columns_reshaped),
+        Mistake(
+            "columns_reshaped",
+            "Your columns are right but land in the wrong places: the "
+            "stacked JVPs have shape (x.size, *y.shape), column index FIRST, and reshape does"
+            " not move axes. Move the column axis to the end (jnp.moveaxis(cols, 0, -1)) "
+            "before reshaping to y.shape + x.shape.",
+            _columns_reshaped,
+        ),
         Mistake("axes_swapped", AXES_SWAPPED_HINT, _axes_swapped),
         Mistake("all_axes_reversed", ALL_REVERSED_HINT, _all_axes_reversed),
-        Mistake("ones_tangent", "You pushed forward a tangent of ones: that gives one vector, J @ "
-                "ones (the sum of all columns). Push forward one ONE-HOT tangent per input entry "
-                "and put each result in its column.", _ones_tangent),
+        Mistake(
+            "ones_tangent",
+            "You pushed forward a tangent of ones: that gives one vector, J @ "
+            "ones (the sum of all columns). Push forward one ONE-HOT tangent per input entry "
+            "and put each result in its column.",
+            _ones_tangent,
+        ),
     ),
     hints_by_kind=JACOBIAN_HINTS,
 )
 
 
+def _from_truth(answer: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's batch_jacobian that breaks the right answer: answer(jax, blocks,
+    independent)."""
+    return lambda f, x: answer(lazy_jax(), *_truth(f, x))
+
+
 def _truth(f: Any, x: Any) -> tuple[Any, Any]:
     """The right (blocks, independent) from the full (B, m, B, n) Jacobian."""
-    return _per_example(_jax().jacrev(f)(x), _jax().numpy)
+    return _per_example(lazy_jax().jacrev(f)(x), lazy_jax().numpy)
 
 
 def _summed_over_batch(f: Any, x: Any) -> tuple[Any, Any]:
     """What tape.batch_jacobian computes: sum over b' of dy[b']/dx[b]."""
-    summed = _jax().numpy.swapaxes(_jax().jacrev(f)(x).sum(axis=0), 0, 1)
+    summed = lazy_jax().numpy.swapaxes(lazy_jax().jacrev(f)(x).sum(axis=0), 0, 1)
     return summed, _truth(f, x)[1]
 
 
 def _batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
     """Each example differentiated alone, as a batch of one: f(x[b:b+1])."""
-    jax = _jax()
+    jax = lazy_jax()
     blocks = jax.vmap(lambda row: jax.jacrev(lambda r: f(r[None])[0])(row))(x)
     return blocks, _truth(f, x)[1]
-
-
-def _always_independent(f: Any, x: Any) -> tuple[Any, Any]:
-    return _truth(f, x)[0], _jax().numpy.asarray(True)
-
-
-def _flag_inverted(f: Any, x: Any) -> tuple[Any, Any]:
-    blocks, independent = _truth(f, x)
-    return blocks, _jax().numpy.logical_not(independent)
-
-
-def _blocks_swapped(f: Any, x: Any) -> tuple[Any, Any]:
-    blocks, independent = _truth(f, x)
-    return _jax().numpy.swapaxes(blocks, 1, 2), independent
-
-
-def _full_returned(f: Any, x: Any) -> tuple[Any, Any]:
-    return _jax().jacrev(f)(x), _truth(f, x)[1]
 
 
 BATCH_JACOBIAN = Exercise(
     signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
     outputs=("jacobian", "independent"),
-    cases=_batch_case,
+    cases=_named_cases("batch", BATCH_NAMES, BATCH_SHAPES),
     edges=_batch_edges,
     reference=two_references(tf=_batch_tf, jax=_batch_jax, why=TWO_REFERENCES),
     references_text="the diagonal blocks of the Jacobian from jax.jacrev and from tf.GradientTape",
     invoke="ch07_jacobians:invoke_batch",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("summed_over_batch", "Your per-example Jacobians are the SUM over the batch of "
-                "dy[b']/dx[b], which is what tape.batch_jacobian (and a VJP of the summed "
-                "outputs) computes. That equals dy[b]/dx[b] only when rows are independent; here "
-                "they are not. Take the diagonal blocks J[b, :, b, :] of the full Jacobian "
-                "instead.", _summed_over_batch),
-        Mistake("batches_of_one", "You differentiated each example on its own, as a batch of one "
-                "(f(x[b:b+1])). This function mixes the batch (a batch statistic such as a mean),"
-                " so f on one example is a different function: differentiate f on the whole batch"
-                " and keep the diagonal blocks J[b, :, b, :] of its (B, m, B, n) Jacobian.",
-                _batches_of_one),
-        Mistake("always_independent", "You said the rows are independent, but this function mixes "
-                "the batch: some off-diagonal block J[b, :, c, :] with b != c is not zero. "
-                "Compute the flag from the full Jacobian, do not assume it.", _always_independent),
-        Mistake("flag_inverted", "Your `independent` flag is the opposite of the truth: it must be"
-                " True exactly when every off-diagonal block J[b, :, c, :] (b != c) is zero.",
-                _flag_inverted),
-        Mistake("blocks_swapped", "Each of your per-example Jacobians is transposed, (B, n, m): "
-                "keep the output's axis first, jacobian[b, i, j] = dy[b, i]/dx[b, j], shape (B, "
-                "m, n).", _blocks_swapped),
-        Mistake("full_returned", "You returned the full Jacobian (B, m, B, n). Return only its "
-                "diagonal blocks J[b, :, b, :], stacked as (B, m, n), e.g. with "
-                "jnp.einsum('bibj->bij', J).", _full_returned),
+        Mistake(
+            "summed_over_batch",
+            "Your per-example Jacobians are the SUM over the batch of dy[b']/dx[b], which is what "
+            "tape.batch_jacobian (and a VJP of the summed outputs) computes. That equals "
+            "dy[b]/dx[b] only when rows are independent; here they are not. Take the diagonal "
+            "blocks J[b, :, b, :] of the full Jacobian instead.",
+            _summed_over_batch,
+        ),
+        Mistake(
+            "batches_of_one",
+            "You differentiated each example on its own, as a batch of one "
+            "(f(x[b:b+1])). This function mixes the batch (a batch statistic such as a mean),"
+            " so f on one example is a different function: differentiate f on the whole batch"
+            " and keep the diagonal blocks J[b, :, b, :] of its (B, m, B, n) Jacobian.",
+            _batches_of_one,
+        ),
+        Mistake(
+            "always_independent",
+            "You said the rows are independent, but this function mixes "
+            "the batch: some off-diagonal block J[b, :, c, :] with b != c is not zero. "
+            "Compute the flag from the full Jacobian, do not assume it.",
+            _from_truth(lambda jax, blocks, independent: (blocks, jax.numpy.asarray(True))),
+        ),
+        Mistake(
+            "flag_inverted",
+            "Your `independent` flag is the opposite of the truth: it must be"
+            " True exactly when every off-diagonal block J[b, :, c, :] (b != c) is zero.",
+            _from_truth(
+                lambda jax, blocks, independent: (blocks, jax.numpy.logical_not(independent))
+            ),
+        ),
+        Mistake(
+            "blocks_swapped",
+            "Each of your per-example Jacobians is transposed, (B, n, m): keep the output's axis "
+            "first, jacobian[b, i, j] = dy[b, i]/dx[b, j], shape (B, m, n).",
+            _from_truth(
+                lambda jax, blocks, independent: (jax.numpy.swapaxes(blocks, 1, 2), independent)
+            ),
+        ),
+        Mistake(
+            "full_returned",
+            "You returned the full Jacobian (B, m, B, n). Return only its diagonal blocks J[b, :, "
+            "b, :], stacked as (B, m, n), e.g. with jnp.einsum('bibj->bij', J).",
+            _jacobian(lambda jax, f, x: (jax.jacrev(f)(x), _truth(f, x)[1])),
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. f maps a batch x:(B, n) "
-                 "to y:(B, m); take the Jacobian of the whole batch (or of one example, under "
-                 "jax.vmap) and keep one (m, n) block per example: jacobian has shape (B, m, n).",
+        "to y:(B, m); take the Jacobian of the whole batch (or of one example, under "
+        "jax.vmap) and keep one (m, n) block per example: jacobian has shape (B, m, n).",
         "value": "Right shapes, wrong numbers: jacobian[b] is the Jacobian of example b's output "
-                 "with respect to example b's own input (output axis first), and independent is "
-                 "True only when no example's output depends on another example's input.",
+        "with respect to example b's own input (output axis first), and independent is "
+        "True only when no example's output depends on another example's input.",
         "structure": "Return a tuple (jacobian, independent).",
         "shape": "jacobian has shape (B, m, n) for x:(B, n) and y:(B, m), and independent is a "
-                 "single boolean (a 0-d array or a Python bool).",
+        "single boolean (a 0-d array or a Python bool).",
         "dtype": "jacobian keeps x's dtype, and independent is a boolean (True/False), not a "
-                 "number.",
+        "number.",
     },
 )
 
 
-def _hvp_returns_gradient(f: Any, x: Any, v: Any) -> Any:
-    return _jax().grad(f)(x)
-
-
-def _hvp_ignores_v(f: Any, x: Any, v: Any) -> Any:
-    return _jax().jvp(_jax().grad(f), (x,), (_jax().numpy.ones_like(x),))[1]
-
-
-def _hvp_directional(f: Any, x: Any, v: Any) -> Any:
-    return _jax().jvp(f, (x,), (v,))[1]
-
-
-def _hvp_swapped(f: Any, x: Any, v: Any) -> Any:
-    return _jax().jvp(_jax().grad(f), (v,), (x,))[1]
+def _hvp(answer: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's hvp(f, x, v), written as answer(jax, f, x, v)."""
+    return lambda f, x, v: answer(lazy_jax(), f, x, v)
 
 
 HVP = Exercise(
     signature="hvp(f, x, v) -> ndarray of x's shape",
     outputs=("hvp",),
-    cases=_hvp_case,
+    cases=_named_cases("scalar", SCALAR_NAMES, HVP_SHAPES, arrays=("x", "v")),
     edges=_hvp_edges,
     reference=two_references(tf=_hvp_tf, jax=_hvp_jax, why=TWO_REFERENCES),
     references_text="second derivatives by JAX and by nested tf GradientTapes",
     invoke="ch07_jacobians:invoke_hvp",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("returns_gradient", "You returned the gradient of f at x. H(x) v is not the "
-                "gradient but how the gradient CHANGES when x moves along v: if you pushed v "
-                "forward, the tangent output is what you want, not the primal output.",
-                _hvp_returns_gradient),
-        Mistake("ignores_v", "Your result does not depend on v (it equals H @ ones). Push forward "
-                "the tangent v itself.", _hvp_ignores_v),
-        Mistake("directional_derivative", "You computed the directional derivative of f itself, "
-                "grad f(x) . v (one number). H(x) v is one order higher: the directional "
-                "derivative of the GRADIENT function along v, a vector of x's shape.",
-                _hvp_directional),
-        Mistake("primal_and_tangent_swapped", "You swapped the point and the direction: this is "
-                "H(v) @ x, the Hessian at v applied to x. The primal is the point x; the tangent "
-                "is the direction v.", _hvp_swapped),
+        Mistake(
+            "returns_gradient",
+            "You returned the gradient of f at x. H(x) v is not the "
+            "gradient but how the gradient CHANGES when x moves along v: if you pushed v "
+            "forward, the tangent output is what you want, not the primal output.",
+            _hvp(lambda jax, f, x, v: jax.grad(f)(x)),
+        ),
+        Mistake(
+            "ignores_v",
+            "Your result does not depend on v (it equals H @ ones). Push forward "
+            "the tangent v itself.",
+            _hvp(lambda jax, f, x, v: jax.jvp(jax.grad(f), (x,), (jax.numpy.ones_like(x),))[1]),
+        ),
+        Mistake(
+            "directional_derivative",
+            "You computed the directional derivative of f itself, "
+            "grad f(x) . v (one number). H(x) v is one order higher: the directional "
+            "derivative of the GRADIENT function along v, a vector of x's shape.",
+            _hvp(lambda jax, f, x, v: jax.jvp(f, (x,), (v,))[1]),
+        ),
+        Mistake(
+            "primal_and_tangent_swapped",
+            "You swapped the point and the direction: this is H(v) @ x, the Hessian at v applied "
+            "to x. The primal is the point x; the tangent is the direction v.",
+            _hvp(lambda jax, f, x, v: jax.jvp(jax.grad(f), (v,), (x,))[1]),
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. A ValueError from jax.jvp"
-                 " means primals and tangents differ: jax.jvp takes two tuples, the primals and "
-                 "the tangents, entry for entry of the same shape and dtype, e.g. (x,) and (v,).",
+        " means primals and tangents differ: jax.jvp takes two tuples, the primals and "
+        "the tangents, entry for entry of the same shape and dtype, e.g. (x,) and (v,).",
         "shape": "The Hessian-vector product H @ v has the shape of x (and of v).",
         "value": "Right shape, wrong numbers: H(x) v is the change of the gradient of f at x per "
-                 "unit step along v, (grad f(x + t v) - grad f(x)) / t as t goes to 0.",
+        "unit step along v, (grad f(x + t v) - grad f(x)) / t as t goes to 0.",
     },
 )
 
