@@ -10,12 +10,13 @@ answers; verdicts always come from TensorFlow and JAX.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
-from autograder.exercises.common import rng_array
+from autograder.exercises.common import rng_array, seeded_arrays
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
 from autograder.judging.derived import jacobian_reference, vjp_reference
 from autograder.judging.exercise import Exercise, Mistake
@@ -29,23 +30,8 @@ QA_INVOKE = "ch01_chain_rule:invoke_qa"  # the same, and the method: two parts t
 ROWS_INVOKE = "ch01_chain_rule:invoke_rows"  # the same, and the method: one VJP per row, no jacrev
 
 
-def _rng_array(rng: np.random.Generator, shape: Shape, dtype: Any, bound: float = 1.5
-               ) -> np.ndarray:
-    return rng_array(rng, shape, dtype, bound, decimals=2)
-
-
-def _seeded_arrays(
-    draw: st.DrawFn, shapes: list[tuple[int, ...]], dtype: Any, bound: float = 1.5
-) -> list[np.ndarray]:
-    """Arrays of generic values from a drawn seed: Hypothesis draws (and shrinks) the shapes
-    and the seed, never the values themselves.
-
-    Shrinking values would end at zeros and ones, where many different mistakes give the same
-    output (tanh(0) = 0, a transpose of a constant matrix...), so the hint could not tell them
-    apart. Values from a seed stay generic on the smallest failing case too.
-    """
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    return [_rng_array(rng, shape, dtype, bound) for shape in shapes]
+def _rng_array(rng: np.random.Generator, shape: Shape, dtype: Any) -> np.ndarray:
+    return rng_array(rng, shape, dtype, bound=1.5, decimals=2)
 
 
 # ---------------------------------------------------------------- predict_tape_gradient
@@ -54,7 +40,12 @@ def _seeded_arrays(
 # (y's shape, x's shape): a scalar y, a scalar x, vectors, y of two axes (summing only the
 # first is wrong), equal shapes, size-1 axes; grading adds larger ones.
 TAPE_SHAPES: tuple[tuple[Shape, Shape], ...] = (
-    ((), (3,)), ((2,), ()), ((3,), (4,)), ((2, 3), (3,)), ((2, 2), (2, 2)), ((1, 4), (2, 1)),
+    ((), (3,)),
+    ((2,), ()),
+    ((3,), (4,)),
+    ((2, 3), (3,)),
+    ((2, 2), (2, 2)),
+    ((1, 4), (2, 1)),
 )
 TAPE_GRADING: tuple[tuple[Shape, Shape], ...] = (((4, 5), (5, 2)), ((6,), (3, 1)))
 
@@ -62,7 +53,7 @@ TAPE_GRADING: tuple[tuple[Shape, Shape], ...] = (((4, 5), (5, 2)), ((6,), (3, 1)
 @st.composite
 def _tape_case(draw: st.DrawFn, profile: Profile) -> Case:
     y_shape, x_shape = draw(shape_menu(profile, TAPE_SHAPES, TAPE_GRADING))
-    (jacobian,) = _seeded_arrays(draw, [y_shape + x_shape], draw(dtypes()), bound=3.0)
+    (jacobian,) = seeded_arrays(draw, [y_shape + x_shape], draw(dtypes()), 3.0, decimals=2)
     return Case((("jacobian", jacobian), ("x_shape", x_shape)))
 
 
@@ -81,41 +72,13 @@ def _tape_edges() -> list[Case]:
     ]
 
 
-def _flat_sizes(jacobian_shape: Any, x_shape: tuple[int, ...]) -> tuple[tuple[int, ...], int, int]:
-    """y's shape, and the Jacobian's shape as a matrix (entries of y, entries of x)."""
-    y_shape = tuple(jacobian_shape[: len(jacobian_shape) - len(x_shape)])
-    return y_shape, int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
-
-
 def _linear(xp: Any, jacobian: Any, x: Any, x_shape: Shape) -> Any:
     """y = J x, the Jacobian read as a matrix (entries of y, entries of x)."""
-    y_shape, rows, cols = _flat_sizes(jacobian.shape, x_shape)
-    return xp.reshape(xp.matmul(xp.reshape(jacobian, (rows, cols)), xp.reshape(x, (cols,))),
-                      y_shape)
-
-
-def _sums_x_axes(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    return jacobian.sum(axis=tuple(range(jacobian.ndim - len(x_shape), jacobian.ndim)))
-
-
-def _whole_jacobian(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    return jacobian
-
-
-def _first_axis_only(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    return jacobian.sum(axis=0)
-
-
-def _first_output(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    return jacobian.reshape((-1, *x_shape))[0]
-
-
-def _averages(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    return jacobian.mean(axis=tuple(range(jacobian.ndim - len(x_shape)))).astype(jacobian.dtype)
-
-
-def _sums_everything(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
-    return np.asarray(jacobian.sum())
+    y_shape = tuple(jacobian.shape[: len(jacobian.shape) - len(x_shape)])
+    rows, cols = int(np.prod(y_shape, dtype=int)), int(np.prod(x_shape, dtype=int))
+    return xp.reshape(
+        xp.matmul(xp.reshape(jacobian, (rows, cols)), xp.reshape(x, (cols,))), y_shape
+    )
 
 
 PREDICT_TAPE_GRADIENT = Exercise(
@@ -123,56 +86,73 @@ PREDICT_TAPE_GRADIENT = Exercise(
     outputs=("gradient",),
     cases=_tape_case,
     edges=_tape_edges,
-    reference=vjp_reference(_linear, wrt=("x",), cotangent=None, inputs={
-        "x": lambda xp, jacobian, x_shape: xp.zeros(x_shape, jacobian.dtype)}),
+    reference=vjp_reference(
+        _linear,
+        wrt=("x",),
+        cotangent=None,
+        inputs={"x": lambda xp, jacobian, x_shape: xp.zeros(x_shape, jacobian.dtype)},
+    ),
     references_text=(
         "tf.GradientTape.gradient(y, x) without output_gradients, and jax.vjp with a ones "
         "cotangent, for y = J x"
     ),
     mistakes=(
-        Mistake("sums_x_axes", "You summed over x's axes, so your result has y's shape (for a "
-                "scalar y, a single number). That is J @ ones, a Jacobian-VECTOR product (a JVP "
-                "with a tangent of ones). tape.gradient is a VECTOR-Jacobian product: ones^T J, a"
-                " sum over y's axes (the leading ones), with x's shape.", _sums_x_axes),
-        Mistake("whole_jacobian", "You returned the Jacobian itself (for a scalar x it has y's "
-                "shape). tape.gradient never returns a Jacobian, nor anything shaped like y: it "
-                "returns one array shaped like x, the gradient of reduce_sum(y), the sum of the "
-                "Jacobian over y's axes.", _whole_jacobian),
-        Mistake("first_axis_only", "You summed over the first axis only. y may have several axes: "
-                "sum over ALL of them, the leading jacobian.ndim - len(x_shape) axes of the "
-                "Jacobian.", _first_axis_only),
-        Mistake("first_output", "That is the gradient of the first entry of y only. tape.gradient "
-                "differentiates reduce_sum(y): it adds the gradients of ALL entries of y.",
-                _first_output),
-        Mistake("mean", "You averaged over y's entries. The implicit cotangent is ones, so the "
-                "gradients of y's entries are added up, not averaged (averaging would be the "
-                "gradient of reduce_mean(y)).", _averages),
-        Mistake("sums_everything", "You summed every axis and got a single number. Sum only y's "
-                "axes (the leading jacobian.ndim - len(x_shape) ones): the gradient has x's "
-                "shape.", _sums_everything),
+        Mistake(
+            "sums_x_axes",
+            "You summed over x's axes, so your result has y's shape (for a scalar y, a single "
+            "number). That is J @ ones, a Jacobian-VECTOR product (a JVP with a tangent of ones). "
+            "tape.gradient is a VECTOR-Jacobian product: ones^T J, a sum over y's axes (the "
+            "leading ones), with x's shape.",
+            lambda jacobian, x_shape: jacobian.sum(axis=tuple(range(-len(x_shape), 0))),
+        ),
+        Mistake(
+            "whole_jacobian",
+            "You returned the Jacobian itself (for a scalar x it has y's shape). tape.gradient "
+            "never returns a Jacobian, nor anything shaped like y: it returns one array shaped "
+            "like x, the gradient of reduce_sum(y), the sum of the Jacobian over y's axes.",
+            lambda jacobian, x_shape: jacobian,
+        ),
+        Mistake(
+            "first_axis_only",
+            "You summed over the first axis only. y may have several axes: sum over ALL of them, "
+            "the leading jacobian.ndim - len(x_shape) axes of the Jacobian.",
+            lambda jacobian, x_shape: jacobian.sum(axis=0),
+        ),
+        Mistake(
+            "first_output",
+            "That is the gradient of the first entry of y only. tape.gradient differentiates "
+            "reduce_sum(y): it adds the gradients of ALL entries of y.",
+            lambda jacobian, x_shape: jacobian.reshape((-1, *x_shape))[0],
+        ),
+        Mistake(
+            "mean",
+            "You averaged over y's entries. The implicit cotangent is ones, so the gradients of "
+            "y's entries are added up, not averaged (averaging would be the gradient of "
+            "reduce_mean(y)).",
+            lambda jacobian, x_shape: jacobian.mean(
+                axis=tuple(range(jacobian.ndim - len(x_shape)))
+            ).astype(jacobian.dtype),
+        ),
+        Mistake(
+            "sums_everything",
+            "You summed every axis and got a single number. Sum only y's axes (the leading "
+            "jacobian.ndim - len(x_shape) ones): the gradient has x's shape.",
+            lambda jacobian, x_shape: np.asarray(jacobian.sum()),
+        ),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. jacobian is a numpy array"
-                 " of shape y.shape + x_shape and x_shape a tuple; sum jacobian over its leading "
-                 "jacobian.ndim - len(x_shape) axes (np.sum with a tuple of axes).",
+        "error": "The traceback names the line of your code that raised. jacobian is a numpy array "
+        "of shape y.shape + x_shape and x_shape a tuple; sum jacobian over its leading "
+        "jacobian.ndim - len(x_shape) axes (np.sum with a tuple of axes).",
         "shape": "The result has x's shape. jacobian.shape is y.shape + x_shape (y's axes first, "
-                 "as in tape.jacobian), so sum over the first jacobian.ndim - len(x_shape) axes.",
+        "as in tape.jacobian), so sum over the first jacobian.ndim - len(x_shape) axes.",
         "value": "Right shape, wrong values: tape.gradient(y, x) is ones^T J, the sum of J over "
-                 "y's axes (the leading ones).",
+        "y's axes (the leading ones).",
     },
 )
 
 
 # ---------------------------------------------------------------- the Q&A network
-
-
-def _qa_forward(*qa: np.ndarray) -> tuple[np.ndarray, ...]:
-    """h, y and the cotangents g_h = dloss/dh and dloss/dy of qa = (x, W, b, y0), in float64."""
-    x, w, b, y0 = (v.astype(np.float64) for v in qa)
-    h = x @ w + b
-    y = np.tanh(h)
-    dloss_dy = 2 * (y - y0) / y.size
-    return h, y, dloss_dy * (1 - y**2), dloss_dy
 
 
 # Sizes come from menus: a learner's TensorFlow or JAX code traces or compiles once per
@@ -185,8 +165,8 @@ QA_GRADING: tuple[Shape, ...] = ((6, 4, 3), (5, 6, 1))
 @st.composite
 def _qa_case(draw: st.DrawFn, profile: Profile) -> Case:
     batch, n, m = draw(shape_menu(profile, QA_SIZES, QA_GRADING))
-    x, w, b = _seeded_arrays(draw, [(batch, n), (n, m), (m,)], F32)
-    (y0,) = _seeded_arrays(draw, [(batch, m)], F32, bound=1.0)
+    x, w, b = seeded_arrays(draw, [(batch, n), (n, m), (m,)], F32, 1.5, decimals=2)
+    (y0,) = seeded_arrays(draw, [(batch, m)], F32, 1.0, decimals=2)
     return Case((("x", x), ("W", w), ("b", b), ("y0", y0)))
 
 
@@ -201,29 +181,33 @@ def _qa_edges() -> list[Case]:
     ]
     cases = []
     for batch, n, m, label in sizes:
-        arrays = [_rng_array(rng, s, F32) for s in ((batch, n), (n, m), (m,), (batch, m))]
-        cases.append(Case(tuple(zip(("x", "W", "b", "y0"), arrays, strict=True)), label=label))
+        x, w, b, y0 = (_rng_array(rng, s, F32) for s in ((batch, n), (n, m), (m,), (batch, m)))
+        cases.append(Case((("x", x), ("W", w), ("b", b), ("y0", y0)), label=label))
     return cases
 
 
-def _qa_right(*qa: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    g_h = _g_h(*qa)
-    return qa[0].T @ g_h, g_h.sum(axis=0)
+def _qa(x: np.ndarray, W: np.ndarray, b: np.ndarray, y0: np.ndarray) -> SimpleNamespace:
+    """What the wrong answers are made of, in float64: g_y = dloss/dy and g_h = dloss/dh for
+    y = tanh(h), h = x @ W + b; the right grad_W and grad_b; and summed_W, summed_b, what
+    tape.gradient(h, W) and (h, b) give without a cotangent, the gradients of reduce_sum(h)
+    (row j of summed_W: the batch's sum of x[:, j]; summed_b: the batch size, everywhere)."""
+    x64, w64, b64, y0_64 = (v.astype(np.float64) for v in (x, W, b, y0))
+    y = np.tanh(x64 @ w64 + b64)
+    g_y = 2 * (y - y0_64) / y.size
+    g_h = g_y * (1 - y**2)
+    return SimpleNamespace(
+        x=x,
+        y0=y0,
+        g_y=g_y,
+        g_h=g_h,
+        grad_W=x.T @ g_h,
+        grad_b=g_h.sum(axis=0),
+        summed_W=np.broadcast_to(x64.sum(axis=0)[:, None], W.shape),
+        summed_b=np.full(b.shape, float(x.shape[0])),
+    )
 
 
-def _summed_w(*qa: np.ndarray) -> np.ndarray:
-    """tape.gradient(h, W) without a cotangent: every row j holds sum over the batch of x[:, j]."""
-    x, w, _, _ = qa
-    return np.broadcast_to(x.astype(np.float64).sum(axis=0)[:, None], w.shape)
-
-
-def _summed_b(*qa: np.ndarray) -> np.ndarray:
-    """tape.gradient(h, b) without a cotangent: the batch size, in every entry."""
-    x, _, b, _ = qa
-    return np.full(b.shape, float(x.shape[0]))
-
-
-Part = Callable[..., np.ndarray] | None  # one wrong gradient of (x, W, b, y0); None: the right one
+Part = Callable[[SimpleNamespace], np.ndarray] | None  # a wrong gradient of _qa's; None: right
 
 
 def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part]) -> tuple:
@@ -231,11 +215,12 @@ def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part])
     (None standing for the right gradient), all but the combination that is right."""
 
     def combination(w_part: Part, b_part: Part) -> Callable[..., tuple]:
-        def qa_gradients(x: np.ndarray, W: np.ndarray, b: np.ndarray,
-                         y0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            right_w, right_b = _qa_right(x, W, b, y0)
-            grad_w = right_w if w_part is None else w_part(x, W, b, y0)
-            grad_b = right_b if b_part is None else b_part(x, W, b, y0)
+        def qa_gradients(
+            x: np.ndarray, W: np.ndarray, b: np.ndarray, y0: np.ndarray
+        ) -> tuple[np.ndarray, np.ndarray]:
+            q = _qa(x, W, b, y0)
+            grad_w = q.grad_W if w_part is None else w_part(q)
+            grad_b = q.grad_b if b_part is None else b_part(q)
             return grad_w.astype(F32), grad_b.astype(F32)
 
         return qa_gradients
@@ -248,61 +233,23 @@ def _qa_mistakes(name: str, hint: str, w_parts: list[Part], b_parts: list[Part])
     )
 
 
-def _g_h(*qa: np.ndarray) -> np.ndarray:
-    return _qa_forward(*qa)[2]
-
-
-def _product_of_sums_w(*qa: np.ndarray) -> np.ndarray:
-    return _g_h(*qa).sum(axis=0)[None, :] * _summed_w(*qa)
-
-
-def _product_of_sums_b(*qa: np.ndarray) -> np.ndarray:
-    return _g_h(*qa).sum(axis=0) * _summed_b(*qa)
-
-
-def _elementwise_w(*qa: np.ndarray) -> np.ndarray:
-    return _g_h(*qa) * _summed_w(*qa)  # broadcasts, or raises, as the learner's product does
-
-
-def _elementwise_b(*qa: np.ndarray) -> np.ndarray:
-    return _g_h(*qa) * _summed_b(*qa)
-
-
-def _cotangent_at_y_w(*qa: np.ndarray) -> np.ndarray:
-    return qa[0].T @ _qa_forward(*qa)[3]
-
-
-def _cotangent_at_y_b(*qa: np.ndarray) -> np.ndarray:
-    return _qa_forward(*qa)[3].sum(axis=0)
-
-
-def _sum_not_mean_w(*qa: np.ndarray) -> np.ndarray:
-    return _qa_right(*qa)[0] * qa[3].size
-
-
-def _sum_not_mean_b(*qa: np.ndarray) -> np.ndarray:
-    return _qa_right(*qa)[1] * qa[3].size
-
-
-def _batch_mean_w(*qa: np.ndarray) -> np.ndarray:
-    """The mean over the batch only: the loss divided by B, not by B * m."""
-    return _qa_right(*qa)[0] * qa[3].shape[1]
-
-
-def _batch_mean_b(*qa: np.ndarray) -> np.ndarray:
-    return _qa_right(*qa)[1] * qa[3].shape[1]
-
-
-def _transposed_w(*qa: np.ndarray) -> np.ndarray:
-    return _g_h(*qa).T @ qa[0]
-
+# g_h times what tape.gradient(h, W) or (h, b) gives: a product of the sums, or of the arrays
+# (which broadcasts, or raises, as the learner's product does).
+TIMES_SUMMED_W: list[Part] = [
+    lambda q: q.g_h.sum(axis=0)[None, :] * q.summed_W,
+    lambda q: q.g_h * q.summed_W,
+]
+TIMES_SUMMED_B: list[Part] = [
+    lambda q: q.g_h.sum(axis=0) * q.summed_b,
+    lambda q: q.g_h * q.summed_b,
+]
 
 SUMMED_HINT = (
     "You multiplied gradients that had already been summed over h. tape.gradient(h, W) (like "
-    "tf.gradients(h, W)) is the gradient of reduce_sum(h): it no longer says which entry of h "
-    "each contribution came from, so no product of it with g_h = dloss/dh can give dloss/dW. "
-    "Pass g_h as the cotangent instead: tape.gradient(h, [W, b], output_gradients=g_h), or "
-    "call the pullback of jax.vjp on g_h."
+    "tf.gradients(h, W)) is the gradient of reduce_sum(h): it no longer says which entry of h each "
+    "contribution came from, so no product of it with g_h = dloss/dh can give dloss/dW. Pass g_h "
+    "as the cotangent instead: tape.gradient(h, [W, b], output_gradients=g_h), or call the "
+    "pullback of jax.vjp on g_h."
 )
 
 QA_GRADIENTS = Exercise(
@@ -311,16 +258,20 @@ QA_GRADIENTS = Exercise(
     cases=_qa_case,
     edges=_qa_edges,
     reference=vjp_reference(
-        lambda xp, x, W, b, y0: xp.mean(xp.square(xp.tanh(x @ W + b) - y0)), wrt=("W", "b"),
-        cotangent=None),
+        lambda xp, x, W, b, y0: xp.mean(xp.square(xp.tanh(x @ W + b) - y0)),
+        wrt=("W", "b"),
+        cotangent=None,
+    ),
     references_text=(
         "tf.GradientTape and jax.grad of loss = mean((tanh(x @ W + b) - y0)**2), each "
         "differentiated in one piece"
     ),
     mistakes=(
         *_qa_mistakes(
-            "product_of_summed_gradients", SUMMED_HINT,
-            [_product_of_sums_w, _elementwise_w, None], [_product_of_sums_b, _elementwise_b, None],
+            "product_of_summed_gradients",
+            SUMMED_HINT,
+            [*TIMES_SUMMED_W, None],
+            [*TIMES_SUMMED_B, None],
         ),
         *_qa_mistakes(
             "b_not_summed",
@@ -328,55 +279,61 @@ QA_GRADIENTS = Exercise(
             "its cotangent is g_h summed over axis 0 (passing g_h as output_gradients for b does "
             "that for you). Multiplying g_h by tape.gradient(h, b) cannot: that gradient was "
             "already summed over h.",
-            [None, _product_of_sums_w, _elementwise_w], [_g_h],
+            [None, *TIMES_SUMMED_W],
+            [lambda q: q.g_h],
         ),
         *_qa_mistakes(
             "no_cotangent",
-            "Your gradient does not depend on the loss at all: the second part was "
-            "differentiated without a cotangent, so it is the gradient of reduce_sum(h). "
-            "Pass g_h = dloss/dh as output_gradients (or to jax.vjp's pullback).",
-            [_summed_w, None], [_summed_b, None],
+            "Your gradient does not depend on the loss at all: the second part was differentiated "
+            "without a cotangent, so it is the gradient of reduce_sum(h). Pass g_h = dloss/dh as "
+            "output_gradients (or to jax.vjp's pullback).",
+            [lambda q: q.summed_W, None],
+            [lambda q: q.summed_b, None],
         ),
         *_qa_mistakes(
             "cotangent_at_y",
             "You passed g_y = dloss/dy, the cotangent at tanh's OUTPUT, through h = x @ W + b. The "
-            "cut is at h: g_h must be dloss/dh = g_y * (1 - y**2), so take the first "
-            "gradient with respect to h (watch h, compute y = tanh(h) on the tape).",
-            [_cotangent_at_y_w, None], [_cotangent_at_y_b, None],
+            "cut is at h: g_h must be dloss/dh = g_y * (1 - y**2), so take the first gradient with "
+            "respect to h (watch h, compute y = tanh(h) on the tape).",
+            [lambda q: q.x.T @ q.g_y, None],
+            [lambda q: q.g_y.sum(axis=0), None],
         ),
         *_qa_mistakes(
             "sum_not_mean",
-            "Your gradients are too large by the number of entries of y: the loss is the MEAN "
-            "of the squared errors over all of them (tf.reduce_mean / jnp.mean), not their sum.",
-            [_sum_not_mean_w, None], [_sum_not_mean_b, None],
+            "Your gradients are too large by the number of entries of y: the loss is the MEAN of "
+            "the squared errors over all of them (tf.reduce_mean / jnp.mean), not their sum.",
+            [lambda q: q.grad_W * q.y0.size, None],
+            [lambda q: q.grad_b * q.y0.size, None],
         ),
         *_qa_mistakes(
             "batch_mean",
             "Your gradients are too large by the number of outputs m: you divided by the batch "
             "size only. The loss is the MEAN over all B * m entries of y (tf.reduce_mean / "
             "jnp.mean over every axis), not a sum over the outputs averaged over the batch.",
-            [_batch_mean_w, None], [_batch_mean_b, None],
+            [lambda q: q.grad_W * q.y0.shape[1], None],
+            [lambda q: q.grad_b * q.y0.shape[1], None],
         ),
         *_qa_mistakes(
             "transposed",
-            "grad_W is transposed: W has shape (n, m), so grad_W = x^T @ g_h (n by m), not "
-            "g_h^T @ x (m by n).",
-            [_transposed_w], [None],
+            "grad_W is transposed: W has shape (n, m), so grad_W = x^T @ g_h (n by m), not g_h^T @ "
+            "x (m by n).",
+            [lambda q: q.g_h.T @ q.x],
+            [None],
         ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. qa_gradients returns "
-                 "numpy arrays (grad_W, grad_b): call .numpy() on the tensors tape.gradient gives,"
-                 " and watch the inputs (or make them tf.Variables) before the forward pass.",
+        "numpy arrays (grad_W, grad_b): call .numpy() on the tensors tape.gradient gives, and "
+        "watch the inputs (or make them tf.Variables) before the forward pass.",
         "shape": "grad_W has W's shape (n, m) and grad_b has b's shape (m,). b was broadcast over "
-                 "the batch, so its cotangent is g_h summed over axis 0; a framework does that for"
-                 " you when you pass g_h as output_gradients for both W and b.",
+        "the batch, so its cotangent is g_h summed over axis 0; a framework does that for you when "
+        "you pass g_h as output_gradients for both W and b.",
         "exception": "A shape error here is the Q&A's own trap: g_h = dloss/dh has h's shape (B, "
-                     "m), while tape.gradient(h, W), already summed over h, has W's shape (n, m), "
-                     "so they cannot be multiplied. Pass g_h as the cotangent of h instead "
-                     "(output_gradients=g_h, or jax.vjp's pullback).",
+        "m), while tape.gradient(h, W), already summed over h, has W's shape (n, m), so they "
+        "cannot be multiplied. Pass g_h as the cotangent of h instead (output_gradients=g_h, or "
+        "jax.vjp's pullback).",
         "value": "Right shapes, wrong values. Check that the loss is mean((tanh(x @ W + b) - "
-                 "y0)**2) and that g_h is the gradient with respect to h (before tanh).",
+        "y0)**2) and that g_h is the gradient with respect to h (before tanh).",
         "dtype": "Keep float32: create tensors from the inputs as they are (tf.constant(x)).",
     },
     invoke=QA_INVOKE,
@@ -396,7 +353,7 @@ ROWS_GRADING: tuple[Shape, ...] = ((6, 5), (5, 6))
 @st.composite
 def _rows_case(draw: st.DrawFn, profile: Profile) -> Case:
     n, m = draw(shape_menu(profile, ROWS_SIZES, ROWS_GRADING))
-    x, w, b = _seeded_arrays(draw, [(n,), (n, m), (m,)], F32)
+    x, w, b = seeded_arrays(draw, [(n,), (n, m), (m,)], F32, 1.5, decimals=2)
     return Case((("x", x), ("W", w), ("b", b)))
 
 
@@ -408,19 +365,21 @@ def _rows_edges() -> list[Case]:
         (5, 1, "one output: the Jacobian is one row, the gradient"),
         (1, 4, "one input: the Jacobian is one column"),
     ]
-    return [
-        Case(
-            tuple(zip(("x", "W", "b"),
-                      [_rng_array(rng, s, F32) for s in ((n,), (n, m), (m,))], strict=True)),
-            label=label,
-        )
-        for n, m, label in sizes
-    ]
+    cases = []
+    for n, m, label in sizes:
+        x, w, b = (_rng_array(rng, s, F32) for s in ((n,), (n, m), (m,)))
+        cases.append(Case((("x", x), ("W", w), ("b", b)), label=label))
+    return cases
 
 
 def _rows_right(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     x, w, b = (v.astype(np.float64) for v in (x, w, b))
     return (1 - np.tanh(x @ w + b) ** 2)[:, None] * w.T
+
+
+def _columns_scaled(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x, w, b = (v.astype(np.float64) for v in (x, w, b))
+    return w.T * (1 - np.tanh(x @ w + b) ** 2)  # broadcasts, or raises, as the learner's does
 
 
 def _as_f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -432,28 +391,6 @@ def _as_f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return jacobian_by_rows
 
 
-def _ones_cotangent_rows(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    jac = _rows_right(x, w, b)
-    return np.broadcast_to(jac.sum(axis=0), jac.shape)
-
-
-def _transposed_jacobian(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _rows_right(x, w, b).T
-
-
-def _without_tanh(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return w.T
-
-
-def _columns_scaled(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    x, w, b = (v.astype(np.float64) for v in (x, w, b))
-    return w.T * (1 - np.tanh(x @ w + b) ** 2)  # broadcasts, or raises, as the learner's does
-
-
-def _without_b(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _rows_right(x, w, np.zeros_like(b))
-
-
 JACOBIAN_BY_ROWS = Exercise(
     signature="jacobian_by_rows(x, W, b) -> ndarray",
     outputs=("jacobian",),
@@ -462,42 +399,58 @@ JACOBIAN_BY_ROWS = Exercise(
     reference=jacobian_reference(lambda xp, x, W, b: xp.tanh(xp.matmul(x, W) + b), wrt="x"),
     references_text="tf.GradientTape.jacobian and jax.jacrev of y = tanh(x @ W + b)",
     mistakes=(
-        Mistake("ones_cotangent", "Every row of your Jacobian is the same: each is the gradient of"
-                " reduce_sum(y), what a cotangent of ones (or no output_gradients at all) gives. "
-                "Row i is the gradient of y_i alone: which cotangent weights y_i by 1 and every "
-                "other entry of y by 0?", _as_f32(_ones_cotangent_rows)),
-        Mistake("transposed", "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the "
-                "gradient of y_i and has x's shape; stack the rows along axis 0 (the order "
-                "tape.jacobian and jax.jacrev use: y's axes first).",
-                _as_f32(_transposed_jacobian)),
-        Mistake("without_tanh", "That is W^T, the Jacobian of h = x @ W + b alone: the derivative "
-                "of tanh is missing. Differentiate y = tanh(x @ W + b) itself.",
-                _as_f32(_without_tanh)),
-        Mistake("columns_scaled", "Row i of the Jacobian is (1 - y_i**2) times row i of W^T: scale"
-                " the rows, (1 - y**2)[:, None] * W.T, not the columns.", _as_f32(_columns_scaled)),
-        Mistake("without_b", "You left b out: y = tanh(x @ W + b), and the tanh derivative must be"
-                " taken at x @ W + b.", _as_f32(_without_b)),
+        Mistake(
+            "ones_cotangent",
+            "Every row of your Jacobian is the same: each is the gradient of reduce_sum(y), what a "
+            "cotangent of ones (or no output_gradients at all) gives. Row i is the gradient of y_i "
+            "alone: which cotangent weights y_i by 1 and every other entry of y by 0?",
+            _as_f32(lambda x, W, b: np.broadcast_to(_rows_right(x, W, b).sum(axis=0), W.T.shape)),
+        ),
+        Mistake(
+            "transposed",
+            "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the gradient of y_i and "
+            "has x's shape; stack the rows along axis 0 (the order tape.jacobian and jax.jacrev "
+            "use: y's axes first).",
+            _as_f32(lambda x, W, b: _rows_right(x, W, b).T),
+        ),
+        Mistake(
+            "without_tanh",
+            "That is W^T, the Jacobian of h = x @ W + b alone: the derivative of tanh is missing. "
+            "Differentiate y = tanh(x @ W + b) itself.",
+            _as_f32(lambda x, W, b: W.T),
+        ),
+        Mistake(
+            "columns_scaled",
+            "Row i of the Jacobian is (1 - y_i**2) times row i of W^T: scale the rows, (1 - "
+            "y**2)[:, None] * W.T, not the columns.",
+            _as_f32(_columns_scaled),
+        ),
+        Mistake(
+            "without_b",
+            "You left b out: y = tanh(x @ W + b), and the tanh derivative must be taken at x @ W + "
+            "b.",
+            _as_f32(lambda x, W, b: _rows_right(x, W, np.zeros_like(b))),
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. A TypeError from JAX's "
-                 "dot_general or matmul means two operands' shapes do not fit: each row is one "
-                 "VJP, whose cotangent has y's shape (m,), not x's, and whose result has x's shape"
-                 " (n,); stack the m rows into an (m, n) array. Print the shapes on that line.",
+        "dot_general or matmul means two operands' shapes do not fit: each row is one VJP, whose "
+        "cotangent has y's shape (m,), not x's, and whose result has x's shape (n,); stack the m "
+        "rows into an (m, n) array. Print the shapes on that line.",
         "exception": "A shape error. TensorFlow's `In[0] and In[1] has different ndims: [n] vs. "
-                     "[n,m] [Op:MatMul]` (with oneDNN's CPU kernels: `In[0] ndims must be >= 2 "
-                     "[Op:MatMul]`) comes from `x @ W` with the vector x: TensorFlow's @ "
-                     "(tf.matmul) needs operands of rank 2 or more, unlike numpy's and JAX's. "
-                     "Write `tf.linalg.matvec(W, x, transpose_a=True) + b`, or make x a (1, n) row"
-                     " with `x[None, :]` and take row 0 of the product. Any other shape error: "
-                     "print the shapes on the line that raised; each row is one VJP, whose "
-                     "cotangent has y's shape (m,).",
+        "[n,m] [Op:MatMul]` (with oneDNN's CPU kernels: `In[0] ndims must be >= 2 [Op:MatMul]`) "
+        "comes from `x @ W` with the vector x: TensorFlow's @ (tf.matmul) needs operands of rank 2 "
+        "or more, unlike numpy's and JAX's. Write `tf.linalg.matvec(W, x, transpose_a=True) + b`, "
+        "or make x a (1, n) row with `x[None, :]` and take row 0 of the product. Any other shape "
+        "error: print the shapes on the line that raised; each row is one VJP, whose cotangent has "
+        "y's shape (m,).",
         "shape": "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + "
-                 "x.shape (the order tape.jacobian and jax.jacrev use): one row per entry of y, "
-                 "row i holding the derivatives of y_i alone with respect to every entry of x. One"
-                 " VJP gives one array of x's shape (n,): stack m of them along a new first axis.",
+        "x.shape (the order tape.jacobian and jax.jacrev use): one row per entry of y, row i "
+        "holding the derivatives of y_i alone with respect to every entry of x. One VJP gives one "
+        "array of x's shape (n,): stack m of them along a new first axis.",
         "value": "Right shape, wrong values. Row i is the gradient of the single entry y_i of y = "
-                 "tanh(x @ W + b). One VJP with cotangent g gives g^T J: the rows of J added up, "
-                 "row i weighted by g_i. Which g leaves row i alone in that sum?",
+        "tanh(x @ W + b). One VJP with cotangent g gives g^T J: the rows of J added up, row i "
+        "weighted by g_i. Which g leaves row i alone in that sum?",
         "dtype": "Keep float32: build the cotangents in y's dtype (dtype=y.dtype).",
     },
     invoke=ROWS_INVOKE,
@@ -513,8 +466,7 @@ PREDICTIONS = (
     Prediction(
         name="ch01_tape_gradient_of_a_vector",
         question=(
-            "y has shape (4,) and depends on x of shape (3,). What does tape.gradient(y, x) "
-            "return?"
+            "y has shape (4,) and depends on x of shape (3,). What does tape.gradient(y, x) return?"
         ),
         choices={
             "a": "the (4, 3) Jacobian, one row per entry of y",
@@ -524,30 +476,30 @@ PREDICTIONS = (
         },
         answer="b",
         why=(
-            "Without output_gradients, tape.gradient is a VJP with a cotangent of ones: "
-            "ones^T J, the rows of the Jacobian added up, shaped like x."
+            "Without output_gradients, tape.gradient is a VJP with a cotangent of ones: ones^T J, "
+            "the rows of the Jacobian added up, shaped like x."
         ),
     ),
     Prediction(
         name="ch01_gradients_of_a_list",
         question=(
             "At x = [0.5, -1.0, 2.0], tape.gradient(y, x) is [0, 2.5, -1.416]. Inside a "
-            "tf.function, tf.gradients([y, 2 * y], x) returns a list. What is the entry for "
-            "x[1] of its first array?"
+            "tf.function, tf.gradients([y, 2 * y], x) returns a list. What is the entry for x[1] "
+            "of its first array?"
         ),
         answer=7.5,
         rel_tolerance=0.01,
         why=(
-            "tf.gradients differentiates the SUM of its ys: the entries of each tensor are "
-            "added up, and so are the tensors of the list, so the gradient is 2.5 + 2 * 2.5. "
-            "It returns one gradient per x, never one per y."
+            "tf.gradients differentiates the SUM of its ys: the entries of each tensor are added "
+            "up, and so are the tensors of the list, so the gradient is 2.5 + 2 * 2.5. It returns "
+            "one gradient per x, never one per y."
         ),
     ),
     Prediction(
         name="ch01_product_of_two_gradient_calls",
         question=(
-            "g_h = tape.gradient(loss, h) has h's shape (4, 2). A second call gives "
-            "dh_dW = tape.gradient(h, W), with W of shape (3, 2). What does g_h * dh_dW give?"
+            "g_h = tape.gradient(loss, h) has h's shape (4, 2). A second call gives dh_dW = "
+            "tape.gradient(h, W), with W of shape (3, 2). What does g_h * dh_dW give?"
         ),
         choices={
             "a": "dloss/dW: the chain rule, in two gradient calls",
