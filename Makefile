@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL := 3
 
-.PHONY: install lab test test-pytest test-notebooks test-fast test-chapter lint course bench bundle clean
+.PHONY: install lab test test-all test-pytest test-notebooks test-fast test-chapter lint course bench bundle clean
 
 $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,17 +30,19 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 
 # Workers for pytest-xdist. A test module, or a notebook (nbval runs its cells in order in one
-# kernel), stays on one worker (--dist loadfile), so module fixtures are built once.
+# kernel), stays on one worker (--dist loadfile), so module fixtures are built once; a few
+# modules of long independent tests spread them over the workers (tests/conftest.py).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg
 # The fast tiers leave out the tests marked slow or e2e (pyproject.toml; tests/tiers.py).
 FAST := not slow and not e2e
 
-# Everything, in three parts: ruff (make lint), every test (make test-pytest), every notebook of
-# both folders and both editions under nbval (make test-notebooks). Each part runs even when one
-# before it failed; the last line says which passed and which failed.
-TEST_PARTS := lint test-pytest test-notebooks
+# Everything, in two parts: ruff (make lint), then every test and every notebook of both folders
+# and both editions under nbval in one pytest run (make test-all), so both workers stay busy to
+# the end. The second part runs even when lint failed; the last line says which passed and which
+# failed. `make test-pytest` and `make test-notebooks` run the two halves of test-all alone.
+TEST_PARTS := lint test-all
 test: $(STAMP)
 	@summary=""; failed=0; \
 	for part in $(TEST_PARTS); do \
@@ -48,6 +50,9 @@ test: $(STAMP)
 	  else summary="$$summary $$part FAILED;"; failed=1; fi; \
 	done; \
 	echo "make test:$$summary"; exit $$failed
+
+test-all: $(STAMP)
+	$(PY) -m pytest $(XDIST) $(NBVAL) --durations=15 tests solutions course
 
 test-pytest: $(STAMP)
 	$(PY) -m pytest $(XDIST) --durations=15 tests

@@ -87,8 +87,12 @@ def test_every_file_that_defines_tests_is_one_pytest_collects_or_a_script_runs()
 def test_make_test_runs_every_tier_and_the_fast_tiers_leave_out_only_the_markers():
     parts = {
         part: make_commands(part)
-        for part in ("test-pytest", "test-notebooks", "test-fast", "test-chapter")
+        for part in ("test-all", "test-pytest", "test-notebooks", "test-fast", "test-chapter")
     }
+    everything = re.search(
+        r"-m pytest .*--nbval .* tests solutions course$", parts["test-all"], re.MULTILINE
+    )
+    assert everything and " -m " not in everything.group(0).replace("-m pytest", "")
     everything = re.search(r"-m pytest .* tests$", parts["test-pytest"], re.MULTILINE)
     assert everything and " -m " not in everything.group(0).replace("-m pytest", "")
     assert re.search(r"--nbval .* solutions course$", parts["test-notebooks"], re.MULTILINE)
@@ -96,7 +100,7 @@ def test_make_test_runs_every_tier_and_the_fast_tiers_leave_out_only_the_markers
     assert f'-m "{tiers.FAST}"' in parts["test-chapter"] and "--chapter" in parts["test-chapter"]
     assert tiers.FAST == "not slow and not e2e"
     test = (ROOT / "Makefile").read_text()
-    assert re.search(r"^TEST_PARTS := lint test-pytest test-notebooks$", test, re.MULTILINE)
+    assert re.search(r"^TEST_PARTS := lint test-all$", test, re.MULTILINE)
 
 
 def test_the_chapter_tier_needs_a_chapter_and_refuses_an_unknown_one():
