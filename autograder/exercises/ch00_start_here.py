@@ -22,9 +22,14 @@ def _cube_edges() -> list[Case]:
     ones = np.array([1.0, 1.0, 1.0], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
     scalar = np.array(0.5), np.array(-3.0)
     random = rng_array(rng, (2, 3), np.float32), rng_array(rng, (2, 3), np.float32)
-    return [Case((("g", g), ("x", x)), label=label) for (g, x), label in (
-        (ones, "a cotangent of ones"), (scalar, "a scalar (0-d array)"),
-        (random, "a 2-D float32 array"))]
+    return [
+        Case((("g", g), ("x", x)), label=label)
+        for (g, x), label in (
+            (ones, "a cotangent of ones"),
+            (scalar, "a scalar (0-d array)"),
+            (random, "a 2-D float32 array"),
+        )
+    ]
 
 
 WARMUP_CUBE_VJP = Exercise(
@@ -35,21 +40,32 @@ WARMUP_CUBE_VJP = Exercise(
     reference=vjp_reference(lambda xp, x: x * x * x, wrt=("x",)),
     references_text="jax.vjp and tf.GradientTape of x * x * x, with output_gradients=g",
     mistakes=(
-        Mistake("derivative_only", "You returned the derivative of x**3 but did not multiply by "
-                "the incoming cotangent g. A VJP is the cotangent times the derivative, "
-                "elementwise.", lambda g, x: 3 * x**2),
-        Mistake("copied_square_demo", "You returned g * 2 * x: that is the demo's VJP, of y = "
-                "x**2. Here y = x**3: differentiate x**3 and multiply by g.",
-                lambda g, x: g * 2 * x),
-        Mistake("forgot_the_power_factor", "You returned g * x**2: the derivative of x**n brings "
-                "the exponent n down as a factor (the power rule).", lambda g, x: g * x**2),
+        Mistake(
+            "derivative_only",
+            "You returned the derivative of x**3 but did not multiply by "
+            "the incoming cotangent g. A VJP is the cotangent times the derivative, "
+            "elementwise.",
+            lambda g, x: 3 * x**2,
+        ),
+        Mistake(
+            "copied_square_demo",
+            "You returned g * 2 * x: that is the demo's VJP, of y = "
+            "x**2. Here y = x**3: differentiate x**3 and multiply by g.",
+            lambda g, x: g * 2 * x,
+        ),
+        Mistake(
+            "forgot_the_power_factor",
+            "You returned g * x**2: the derivative of x**n brings "
+            "the exponent n down as a factor (the power rule).",
+            lambda g, x: g * x**2,
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. warmup_cube_vjp(g, x) "
-                 "gets two numpy arrays of the same shape and returns one array of that shape.",
+        "gets two numpy arrays of the same shape and returns one array of that shape.",
         "shape": "The cotangent of x has x's shape: the rule is elementwise, no sum.",
         "value": "For y = x**3 elementwise, the VJP is the cotangent g times the derivative of "
-                 "x**3, elementwise.",
+        "x**3, elementwise.",
     },
 )
 
