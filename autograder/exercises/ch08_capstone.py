@@ -270,6 +270,23 @@ def _full_batch(
     return {name: params[name] - lr * grads[name] for name in params}, [loss]
 
 
+def _whole_data_each_step(
+    loss_and_grads: Step,
+    params: Params,
+    x: np.ndarray,
+    y: np.ndarray,
+    order: np.ndarray,
+    lr: float,
+    batch_size: int,
+) -> tuple[Params, list]:
+    losses = []
+    for _ in range(0, len(x), batch_size):
+        loss, grads = loss_and_grads(params, x, y)
+        params = {name: params[name] - lr * grads[name] for name in params}
+        losses.append(loss)
+    return params, losses
+
+
 def _in_stored_order(
     loss_and_grads: Step,
     params: Params,
@@ -364,6 +381,13 @@ TRAIN_EPOCH = Exercise(
             "examples order[0:batch_size], then the next batch_size of them, and so on, "
             "each step from the parameters the step before left.",
             _full_batch,
+        ),
+        Mistake(
+            "whole_data_each_step",
+            "Every step uses all of x and y, not its batch: that is full-batch gradient "
+            "descent, however many steps it takes. A step sees only its batch's examples, "
+            "x[batch] and y[batch], with batch = order[start:start + batch_size].",
+            _whole_data_each_step,
         ),
         Mistake(
             "in_stored_order",
