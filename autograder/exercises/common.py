@@ -23,8 +23,9 @@ from autograder.judging.derived import Reference, two_references
 from autograder.judging.exercise import learner_function
 
 
-def rng_array(rng: np.random.Generator, shape: Shape, dtype: Any, bound: float = 3.0,
-              decimals: int = 1) -> np.ndarray:
+def rng_array(
+    rng: np.random.Generator, shape: Shape, dtype: Any, bound: float = 3.0, decimals: int = 1
+) -> np.ndarray:
     """Uniform in [-bound, bound], rounded to `decimals` (short numbers in feedback), always an
     array: numpy's rounding gives a 0-d shape back as a numpy scalar, which `Case` refuses
     (it cannot tell an array from a static parameter)."""
@@ -37,8 +38,9 @@ def same_shape_arrays(*names: str) -> Callable[[Profile], st.SearchStrategy[Case
 
     @st.composite
     def cases(draw: st.DrawFn, profile: Profile) -> Case:
-        shape = draw(hnp.array_shapes(min_dims=0, max_dims=profile.max_dims,
-                                      max_side=profile.max_side))
+        shape = draw(
+            hnp.array_shapes(min_dims=0, max_dims=profile.max_dims, max_side=profile.max_side)
+        )
         dtype = draw(dtypes())
         return Case(tuple((name, draw(float_arrays(dtype, shape))) for name in names))
 
@@ -77,8 +79,9 @@ def lazy_jax() -> Any:
     return jax_module()
 
 
-def built_learner(name: str, parameters: str, build: Callable[[], Callable[..., Any]]
-                  ) -> Callable[..., Any]:
+def built_learner(
+    name: str, parameters: str, build: Callable[[], Callable[..., Any]]
+) -> Callable[..., Any]:
     """A wrong learner function `name(parameters)` whose body, a function with a custom rule,
     is built by `build` on the first call, since JAX is imported only when a check runs."""
     built = functools.cache(build)
