@@ -55,8 +55,8 @@ def notebook_coursekit_modules(stem: str) -> frozenset[str]:
 @functools.cache
 def coursekit_modules_tested(path: Path) -> frozenset[str]:
     """The `coursekit` modules a file of tests/coursekit/ imports (read, not run). A chapter's
-    own tests may import another chapter's helper (chapter 08's, `broadcasting`): they belong
-    to their chapter by name, not here."""
+    own tests (tests/exercises/test_check_ch08.py) may import another chapter's helper: they
+    belong to their chapter by name, not here."""
     if path.suffix != ".py" or path.parent != COURSEKIT_TESTS:
         return frozenset()
     names: set[str] = set()
