@@ -152,7 +152,9 @@ class _Derived:
         cotangent = named[self.cotangent] if self.cotangent else None
         grads = tape.gradient(y, primals, output_gradients=cotangent,
                               unconnected_gradients=tf.UnconnectedGradients.ZERO)
-        return tuple(t.numpy() for t in ((y,) if self.value else ()) + tuple(grads))
+        # A gather's gradient comes back as IndexedSlices: made a dense tensor first.
+        return tuple(tf.convert_to_tensor(t).numpy()
+                     for t in ((y,) if self.value else ()) + tuple(grads))
 
     def jax(self, jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> Outputs:
         xp = jax_namespace(jax)
