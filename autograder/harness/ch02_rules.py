@@ -54,7 +54,7 @@ def invoke_unary_rule(fn: Callable[..., Any], *values: Any) -> Any:
         what = (
             f"a tuple of length {len(result)}"
             if isinstance(result, tuple)
-            else f"a {type(_array(result)).__name__}"
+            else f"a value of type {type(_array(result)).__name__}"
         )
         raise TypeError(
             english(
