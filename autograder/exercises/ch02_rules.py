@@ -129,6 +129,22 @@ def _elementwise_edges(seed: int, low: float, high: float, *params: tuple) -> Ca
     return edges
 
 
+def _picked(seed: int, name: str, forward: Callable[..., Any], picks: list) -> Callable[..., Any]:
+    """Hand-picked cases (g, x, <name>) from (x's shape, the parameter, dtype[, label]) each; g
+    has the shape of forward(x, parameter)."""
+
+    def edges() -> list[Case]:
+        rng = np.random.default_rng(seed)
+        cases = []
+        for shape, param, dtype, *label in picks:
+            x = rng_array(rng, shape, dtype)
+            g = rng_array(rng, np.shape(forward(x, param)), dtype)
+            cases.append(Case((("g", g), ("x", x), (name, param)), label="".join(label)))
+        return cases
+
+    return edges
+
+
 UNBROADCAST_HINT = (
     "Broadcasting made copies of an operand: its cotangent must have the operand's shape. Sum "
     "g over the leading axes the operand lacks, then with keepdims=True over every axis where "
@@ -269,7 +285,7 @@ VJP_NEG = Exercise(
         Mistake("wrong_sign", "y = -x: its cotangent is -g, not g.", lambda g, x: (g,)),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: (-np.ones_like(x),)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={**UNARY_HINTS, "value": "y = -x: grad_x = -g."},
 )
 
 EXPONENTS = (2.0, 3.0, 0.5, -1.0, 1.5, -0.5)
@@ -301,6 +317,7 @@ VJP_POWER = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
+        "value": "y = x ** c: grad_x = g * c * x ** (c - 1), with c the exponent given.",
         "dtype": "exponent is a Python float: x ** exponent keeps x's dtype, and so does "
         "multiplying by it; an np.float64(exponent) would not.",
     },
@@ -323,7 +340,10 @@ VJP_EXP = Exercise(
         ),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: (np.exp(x),)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "y = exp(x): grad_x = g * np.exp(x), with x the input the rule receives.",
+    },
 )
 
 VJP_LOG = Exercise(
@@ -338,7 +358,7 @@ VJP_LOG = Exercise(
         Mistake("times_x", "d(log x)/dx = 1 / x: divide g by x.", lambda g, x: (g * x,)),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: (1 / x,)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={**UNARY_HINTS, "value": "y = log(x): grad_x = g / x."},
 )
 
 VJP_TANH = Exercise(
@@ -363,7 +383,11 @@ VJP_TANH = Exercise(
         ),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: (1 - np.tanh(x) ** 2,)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "y = tanh(x): grad_x = g * (1 - np.tanh(x)**2), with x the input the rule "
+        "receives.",
+    },
 )
 
 
@@ -398,7 +422,11 @@ VJP_RELU = Exercise(
         ),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: ((x > 0).astype(x.dtype),)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "g passes where x > 0 and is 0 elsewhere, at x = 0 too (as in tf.nn.relu and "
+        "jax.nn.relu).",
+    },
 )
 
 
@@ -531,7 +559,12 @@ VJP_SUM = Exercise(
         ),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x, axis, keepdims: (np.ones_like(x),)),
     ),
-    hints_by_kind={**UNARY_HINTS, "exception": NOT_EXPANDED},
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "Each entry of x a sum added up gets that sum's cotangent: put the reduced axes "
+        "back into g (size 1) and broadcast g to x's shape.",
+        "exception": NOT_EXPANDED,
+    },
 )
 
 VJP_MEAN = Exercise(
@@ -563,7 +596,12 @@ VJP_MEAN = Exercise(
             lambda g, x, axis, keepdims: (np.ones_like(x) / (x.size // g.size),),
         ),
     ),
-    hints_by_kind={**UNARY_HINTS, "exception": NOT_EXPANDED},
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "sum's rule, divided by the number of entries each mean averages (the product of "
+        "the reduced axes' sizes).",
+        "exception": NOT_EXPANDED,
+    },
 )
 
 
@@ -581,26 +619,16 @@ def _reshape_case(draw: st.DrawFn, profile: Profile) -> Case:
     return Case((("g", g), ("x", draw(float_arrays(dtype, shape))), ("shape", target)))
 
 
-def _reshape_edges() -> list[Case]:
-    rng = np.random.default_rng(61)
-    picks = [((2, 3), (6,), F32), ((2, 3, 4), (4, -1), F64), ((6,), (3, 1, 2), F32)]
-    return [
-        Case(
-            (
-                ("g", rng_array(rng, np.zeros(s).reshape(t).shape, d)),
-                ("x", rng_array(rng, s, d)),
-                ("shape", t),
-            )
-        )
-        for s, t, d in picks
-    ]
-
-
 VJP_RESHAPE = Exercise(
     signature="vjp_reshape(g, x, shape) -> (grad_x,)",
     outputs=("grad_x",),
     cases=_reshape_case,
-    edges=_reshape_edges,
+    edges=_picked(
+        61,
+        "shape",
+        np.reshape,
+        [((2, 3), (6,), F32), ((2, 3, 4), (4, -1), F64), ((6,), (3, 1, 2), F32)],
+    ),
     reference=vjp_reference(lambda xp, x, shape: xp.reshape(x, shape), wrt=("x",)),
     references_text="jax.vjp and tf.GradientTape of reshape(x, shape)",
     invoke=UNARY,
@@ -613,7 +641,10 @@ VJP_RESHAPE = Exercise(
         ),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x, shape: (np.ones_like(x),)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "A reshape only moves entries: grad_x is g reshaped to x's shape.",
+    },
 )
 
 
@@ -626,27 +657,21 @@ def _transpose_case(draw: st.DrawFn, profile: Profile) -> Case:
     return Case((("g", g), ("x", draw(float_arrays(dtype, shape))), ("axes", axes)))
 
 
-def _transpose_edges() -> list[Case]:
-    rng = np.random.default_rng(62)
-    picks = [((2, 3, 4), (1, 2, 0), F32), ((2, 3, 4), (2, 0, 1), F64), ((2, 3), (1, 0), F32)]
-    picks += [((2, 1, 3, 4), (0, 3, 1, 2), F64)]
-    return [
-        Case(
-            (
-                ("g", rng_array(rng, tuple(s[i] for i in a), d)),
-                ("x", rng_array(rng, s, d)),
-                ("axes", a),
-            )
-        )
-        for s, a, d in picks
-    ]
-
-
 VJP_TRANSPOSE = Exercise(
     signature="vjp_transpose(g, x, axes) -> (grad_x,)",
     outputs=("grad_x",),
     cases=_transpose_case,
-    edges=_transpose_edges,
+    edges=_picked(
+        62,
+        "axes",
+        np.transpose,
+        [
+            ((2, 3, 4), (1, 2, 0), F32),
+            ((2, 3, 4), (2, 0, 1), F64),
+            ((2, 3), (1, 0), F32),
+            ((2, 1, 3, 4), (0, 3, 1, 2), F64),
+        ],
+    ),
     reference=vjp_reference(lambda xp, x, axes: xp.transpose(x, axes), wrt=("x",)),
     references_text="jax.vjp and tf.GradientTape of transpose(x, axes)",
     invoke=UNARY,
@@ -671,7 +696,10 @@ VJP_TRANSPOSE = Exercise(
             lambda g, x, axes: (np.transpose(g, axes[::-1]),),
         ),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "Undo the permutation: grad_x = np.transpose(g, np.argsort(axes)).",
+    },
 )
 
 
@@ -688,21 +716,16 @@ def _broadcast_to_case(draw: st.DrawFn, profile: Profile) -> Case:
     return Case((("g", g), ("x", x), ("shape", shapes.result_shape)))
 
 
-def _broadcast_to_edges() -> list[Case]:
-    rng = np.random.default_rng(63)
-    picks = [((8,), (4, 8), F32), ((4, 1, 2), (5, 4, 3, 2), F32), ((), (2, 3), F64)]
-    picks += [((3,), (3,), F64)]
-    return [
-        Case((("g", rng_array(rng, t, d)), ("x", rng_array(rng, s, d)), ("shape", t)))
-        for s, t, d in picks
-    ]
-
-
 VJP_BROADCAST_TO = Exercise(
     signature="vjp_broadcast_to(g, x, shape) -> (grad_x,)",
     outputs=("grad_x",),
     cases=_broadcast_to_case,
-    edges=_broadcast_to_edges,
+    edges=_picked(
+        63,
+        "shape",
+        np.broadcast_to,
+        [((8,), (4, 8), F32), ((4, 1, 2), (5, 4, 3, 2), F32), ((), (2, 3), F64), ((3,), (3,), F64)],
+    ),
     reference=vjp_reference(lambda xp, x, shape: xp.broadcast_to(x, shape), wrt=("x",)),
     references_text="jax.vjp and tf.GradientTape of broadcast_to(x, shape)",
     invoke=UNARY,
@@ -722,7 +745,11 @@ VJP_BROADCAST_TO = Exercise(
         ),
         Mistake("returns_g", UNBROADCAST_HINT, lambda g, x, shape: (g,)),
     ),
-    hints_by_kind=UNARY_HINTS,
+    hints_by_kind={
+        **UNARY_HINTS,
+        "value": "Sum g over the axes broadcasting added or stretched: the leading ones x lacks, "
+        "then with keepdims=True those where x has 1 and `shape` does not.",
+    },
 )
 
 
@@ -730,8 +757,7 @@ VJP_BROADCAST_TO = Exercise(
 
 
 def _index(xp: Any, x: Any, key: Any) -> Any:
-    """x[key]: key a tuple of (start, stop, step) triples (slices), or an integer array
-    indexing axis 0 (a gather)."""
+    """x[key]: key (start, stop, step) triples (slices), or an integer array (a gather)."""
     if isinstance(key, tuple):
         return x[tuple(slice(*triple) for triple in key)]
     return xp.take(x, key, axis=0)
@@ -758,22 +784,6 @@ def _index_case(draw: st.DrawFn, profile: Profile) -> Case:
     return Case((("g", g), ("x", draw(float_arrays(dtype, shape))), ("key", key)))
 
 
-def _index_edges() -> list[Case]:
-    rng = np.random.default_rng(71)
-    picks = [
-        ((4, 3), ((1, 3, None),), F32, "rows 1 and 2"),
-        ((4, 5), ((None, None, 2), (None, None, -1)), F64, "every other row, columns reversed"),
-        ((5, 3), np.array([0, 2, 2, 4, 0, 2]), F32, "repeated rows (an embedding lookup)"),
-        ((6,), np.array([5, 1, 3]), F64, "distinct indices"),
-    ]
-    cases = []
-    for shape, key, dtype, label in picks:
-        x = rng_array(rng, shape, dtype)
-        g = rng_array(rng, _index(np, x, key).shape, dtype)
-        cases.append(Case((("g", g), ("x", x), ("key", key)), label=label))
-    return cases
-
-
 def _assigns(g: np.ndarray, x: np.ndarray, key: Any) -> tuple[np.ndarray]:
     grad = np.zeros_like(x)
     grad[key] = g
@@ -784,7 +794,17 @@ VJP_INDEX = Exercise(
     signature="vjp_index(g, x, key) -> (grad_x,)",
     outputs=("grad_x",),
     cases=_index_case,
-    edges=_index_edges,
+    edges=_picked(
+        71,
+        "key",
+        lambda x, key: _index(np, x, key),
+        [
+            ((4, 3), ((1, 3, None),), F32, "rows 1 and 2"),
+            ((4, 5), ((None, None, 2), (None, None, -1)), F64, "every other row, columns reversed"),
+            ((5, 3), np.array([0, 2, 2, 4, 0, 2]), F32, "repeated rows (an embedding lookup)"),
+            ((6,), np.array([5, 1, 3]), F64, "distinct indices"),
+        ],
+    ),
     reference=vjp_reference(_index, wrt=("x",)),
     references_text="jax.vjp and tf.GradientTape of x[key]",
     invoke="ch02_rules:invoke_index_rule",
@@ -861,6 +881,8 @@ VJP_MATMUL = Exercise(
     ),
     hints_by_kind={
         **BINARY_HINTS,
+        "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ g) "
+        "and that ^T swaps only the last two axes.",
         "exception": "grad_a = g @ b^T and grad_b = a^T @ g, with ^T swapping the last two "
         "axes only (np.swapaxes(x, -1, -2)); then sum each to its operand's shape.",
     },
@@ -935,6 +957,8 @@ VJP_LOG_SOFTMAX = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
+        "value": "grad_x = g - softmax(x) * g.sum(axis, keepdims=True), along the axis given, "
+        "with softmax computed stably (x minus its maximum along the axis).",
         "nonfinite": "np.exp overflows for large x: subtract the "
         "maximum along the axis before exponentiating.",
     },
