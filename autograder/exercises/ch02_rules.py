@@ -32,7 +32,10 @@ UNARY = "ch02_rules:invoke_unary_rule"
 F32, F64 = np.float32, np.float64
 
 
-def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def _sum_to(g: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """g summed to the shape of the array `like` (takes an array, not a shape, so it is no
+    unbroadcast a learner could import)."""
+    shape = like.shape
     summed = g.sum(axis=tuple(range(g.ndim - len(shape))))
     ones = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
     return summed.sum(axis=ones, keepdims=True)
@@ -177,7 +180,7 @@ VJP_ADD = Exercise(
         Mistake(
             "ignores_cotangent",
             IGNORES_G,
-            lambda g, a, b: (_sum_to(np.ones_like(g), a.shape), _sum_to(np.ones_like(g), b.shape)),
+            lambda g, a, b: (_sum_to(np.ones_like(g), a), _sum_to(np.ones_like(g), b)),
         ),
     ),
     hints_by_kind={
@@ -199,7 +202,7 @@ VJP_SUB = Exercise(
         Mistake(
             "wrong_sign",
             "y = a - b decreases when b grows: b's cotangent is -g (summed to b's shape), not g.",
-            lambda g, a, b: (_sum_to(g, a.shape), _sum_to(g, b.shape)),
+            lambda g, a, b: (_sum_to(g, a), _sum_to(g, b)),
         ),
         Mistake("not_unbroadcast", UNBROADCAST_HINT, lambda g, a, b: (g, -g)),
     ),
@@ -223,15 +226,15 @@ VJP_MUL = Exercise(
             "swapped_factors",
             "For y = a * b, dy/da is b: a's cotangent is g * b and b's is g * a. You multiplied "
             "each by its own operand.",
-            lambda g, a, b: (_sum_to(g * a, a.shape), _sum_to(g * b, b.shape)),
+            lambda g, a, b: (_sum_to(g * a, a), _sum_to(g * b, b)),
         ),
         Mistake("not_unbroadcast", UNBROADCAST_HINT, lambda g, a, b: (g * b, g * a)),
         Mistake(
             "ignores_cotangent",
             IGNORES_G,
             lambda g, a, b: (
-                _sum_to(np.broadcast_to(b, g.shape), a.shape),
-                _sum_to(np.broadcast_to(a, g.shape), b.shape),
+                _sum_to(np.broadcast_to(b, g.shape), a),
+                _sum_to(np.broadcast_to(a, g.shape), b),
             ),
         ),
     ),
@@ -254,12 +257,12 @@ VJP_DIV = Exercise(
         Mistake(
             "wrong_sign",
             "d(a/b)/db = -a / b**2: b's cotangent is -g * a / b**2. Yours has the opposite sign.",
-            lambda g, a, b: (_sum_to(g / b, a.shape), _sum_to(g * a / b**2, b.shape)),
+            lambda g, a, b: (_sum_to(g / b, a), _sum_to(g * a / b**2, b)),
         ),
         Mistake(
             "b_not_squared",
             "d(a/b)/db = -a / b**2 (the derivative of 1/b is -1/b**2): you divided by b once.",
-            lambda g, a, b: (_sum_to(g / b, a.shape), _sum_to(-g * a / b, b.shape)),
+            lambda g, a, b: (_sum_to(g / b, a), _sum_to(-g * a / b, b)),
         ),
         Mistake("not_unbroadcast", UNBROADCAST_HINT, lambda g, a, b: (g / b, -g * a / b**2)),
     ),
@@ -469,13 +472,13 @@ VJP_MAXIMUM = Exercise(
             "tie_to_a",
             "Where a == b you gave all of g to a: that is TensorFlow's convention "
             "(tf.maximum). The course states JAX's: at a tie each operand gets g / 2.",
-            lambda g, a, b: (_sum_to(g * (a >= b), a.shape), _sum_to(g * (a < b), b.shape)),
+            lambda g, a, b: (_sum_to(g * (a >= b), a), _sum_to(g * (a < b), b)),
         ),
         Mistake(
             "tie_to_nobody",
             "Where a == b neither operand got any of g. The course states JAX's convention: at "
             "a tie each operand gets g / 2.",
-            lambda g, a, b: (_sum_to(g * (a > b), a.shape), _sum_to(g * (b > a), b.shape)),
+            lambda g, a, b: (_sum_to(g * (a > b), a), _sum_to(g * (b > a), b)),
         ),
         Mistake(
             "not_unbroadcast",
@@ -866,16 +869,16 @@ VJP_MATMUL = Exercise(
             "np.transpose(x) and x.T reverse ALL axes; a batch of "
             "matrices must transpose only the last two: np.swapaxes(x, -1, -2).",
             lambda g, a, b: (
-                _sum_to(g @ np.transpose(b), a.shape),
-                _sum_to(np.transpose(a) @ g, b.shape),
+                _sum_to(g @ np.transpose(b), a),
+                _sum_to(np.transpose(a) @ g, b),
             ),
         ),
         Mistake(
             "ignores_cotangent",
             IGNORES_G,
             lambda g, a, b: (
-                _sum_to(np.ones_like(g) @ _swap(b), a.shape),
-                _sum_to(_swap(a) @ np.ones_like(g), b.shape),
+                _sum_to(np.ones_like(g) @ _swap(b), a),
+                _sum_to(_swap(a) @ np.ones_like(g), b),
             ),
         ),
     ),
