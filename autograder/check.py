@@ -39,7 +39,7 @@ def _checker(name: str) -> Callable[[Any], Report]:
 
     def check_exercise(fn: Any) -> Report:
         with waiting(message(name, notebook_case_count(exercise))):
-            return check_function(exercise, fn)
+            return exercise.presented(check_function(exercise, fn))
 
     check_exercise.__name__ = name
     check_exercise.__qualname__ = name

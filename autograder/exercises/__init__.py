@@ -24,9 +24,13 @@ def _chapter_modules() -> list:
 
 
 def _discover() -> tuple[Exercise, ...]:
+    """Every module's EXERCISES, in module order; an exercise listed by two modules of a
+    chapter counts once, where it first comes (chapter 02's engine module lists its rules'
+    exercises, from ch02_rules.py, before its own, in the order the notebook asks them)."""
     found: list[Exercise] = []
     for module in _chapter_modules():
-        found += module.EXERCISES
+        found += [exercise for exercise in module.EXERCISES
+                  if not any(exercise is seen for seen in found)]
     return tuple(found)
 
 

@@ -132,15 +132,24 @@ class ProgramExercise(Exercise):
             where = ""
         return f"{where}\n{hint}".strip()
 
+    def presented(self, report: Report) -> ProgramReport:
+        """The failing case shown as the program's code (check.grad shows it so)."""
+        return as_program_report(report)
 
-def engine_exercise(mistakes: tuple[Mistake, ...] = (), reference_implementation: str = ""
-                    ) -> ProgramExercise:
+
+NO_ENGINE = ("the learner writes the whole engine, and the package ships none, right or "
+             "wrong: a known wrong engine would hold every right part but one")
+
+
+def engine_exercise(mistakes: tuple[Mistake, ...] = (), reference_implementation: str = "",
+                    answers_outside: str = NO_ENGINE) -> ProgramExercise:
     """The declaration of the random-program check, with the known wrong engines given."""
     return ProgramExercise(
         signature=SIGNATURE, outputs=OUTPUTS, cases=programs, edges=program_edges,
         reference=PROGRAM_REFERENCE, references_text=REFERENCES_TEXT, chapter="02",
         mistakes=mistakes, hints_by_kind=ENGINE_HINTS, invoke=INVOKE,
-        reference_implementation=reference_implementation, namespace_reads=NAMESPACE)
+        reference_implementation=reference_implementation, namespace_reads=NAMESPACE,
+        answers_outside=answers_outside)
 
 
 # ---------------------------------------------------------------- the report

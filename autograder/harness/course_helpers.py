@@ -1,7 +1,7 @@
 """Refusing an answer that hands back the course's own finished code.
 
-The notebooks import helpers from `coursekit` to demonstrate things (chapter 02's complete
-reference tape, chapter 03's `broadcast_plan`, which names the axes that broadcast). Some of
+The notebooks import helpers from `coursekit` to demonstrate things (chapter 03's
+`broadcast_plan`, which names the axes that broadcast). Some of
 them already compute an exercise's answer: an answer that calls one would pass without the
 learner deriving anything. So before it is run, an answer's code is read for the names it
 uses, following the learner's own functions it calls, and a name bound to such a helper is

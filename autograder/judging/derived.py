@@ -169,7 +169,10 @@ class _Derived:
             output_gradients=cotangent,
             unconnected_gradients=tf.UnconnectedGradients.ZERO,
         )
-        return tuple(t.numpy() for t in ((y,) if self.value else ()) + tuple(grads))
+        # A gather's gradient comes back as IndexedSlices: made a dense tensor first.
+        return tuple(
+            tf.convert_to_tensor(t).numpy() for t in ((y,) if self.value else ()) + tuple(grads)
+        )
 
     def jax(self, jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> Outputs:
         xp = jax_namespace(jax)

@@ -117,6 +117,10 @@ class Exercise:
     # ch02's `Tensor` and `add`): the grader's child runs only the statements the exercises
     # need (grading/slicing.py), and these reads are invisible in the learner's code.
     namespace_reads: tuple[str, ...] = ()
+    # Why the package holds neither a known mistake nor a reference implementation of this
+    # exercise (chapter 02's engine check: the package ships no engine, right or wrong), so
+    # there is nothing to check the signature against. Empty: one of the two is required.
+    answers_outside: str = ""
 
     # Read from `signature`: the learner's function's name, its parameters, what it returns.
     name: str = field(init=False)
@@ -143,11 +147,13 @@ class Exercise:
                     raise ValueError(f"Exercise {self.name}: {key}: {error}") from None
         if not self.chapter:
             object.__setattr__(self, "chapter", chapter_of(self.module))
-        if not self.mistakes and not self.reference_implementation:
+        if not (self.mistakes or self.reference_implementation or self.answers_outside):
             raise ValueError(
                 f"Exercise {self.name} has no mistake and no harness reference to "
                 "check its signature against: give it a known mistake, or declare "
-                'its reference_implementation="chNN_<topic>:<function>".'
+                'its reference_implementation="chNN_<topic>:<function>" (or, '
+                "where the package must hold no answer, say why in "
+                'answers_outside="...").'
             )
         problems = [*self._signature_problems(), *self._hint_problems()]
         if problems:
@@ -205,6 +211,10 @@ class Exercise:
         if kind == "exception":
             return is_exception_name(detail)
         return kind in MISMATCH_KINDS and detail in self.outputs
+
+    def presented(self, report: Any) -> Any:
+        """The report as the learner sees it (an exercise may show its cases its own way)."""
+        return report
 
     def strategy(self, profile: Profile) -> st.SearchStrategy[Case]:
         """`cases(profile)`, whose malformed case raises an error naming this exercise."""

@@ -1,5 +1,6 @@
-"""The reference tape's gradients, the breadth-first bug it demonstrates, the graph drawing,
-the step-through widget and the tracing-overhead measurement."""
+"""Chapter 02's teaching helpers on a learner's engine (tests/engines.py's): the steps of its
+backward pass as the widget records them, the graph drawing, the step-through widget and the
+timer. The helpers differentiate nothing themselves."""
 
 import os
 
@@ -16,13 +17,23 @@ import numpy as np
 import pytest
 
 import coursekit.tape as tape
+from tests.engines import engine
+
+LEARNER = engine()
 
 
-def trap(value=0.5):
-    x = tape.Tensor(np.array(value), name="x")
-    v3 = tape.tanh(x)
-    v5 = tape.mul(v3, tape.exp(v3))
-    return tape.add(v3, v5), x
+def named_trap(ns=LEARNER):
+    """Chapter 02's trap graph at x = 0.5 on the learner's engine, every node named."""
+    x = ns["Tensor"](np.array(0.5))
+    v3 = ns["tanh"](x)
+    v4 = ns["exp"](v3)
+    v5 = v3 * v4
+    v6 = v3 + v5
+    nodes = {"x": x, "v3": v3, "v4": v4, "v5": v5, "v6": v6}
+    ops = {"x": "input", "v3": "tanh", "v4": "exp", "v5": "mul", "v6": "add"}
+    for name, node in nodes.items():  # the tests' engine records no op names
+        node.op = ops[name]
+    return v6, nodes
 
 
 def trap_jnp(x):
@@ -30,88 +41,10 @@ def trap_jnp(x):
     return v3 + v3 * jnp.exp(v3)
 
 
-def test_grad_matches_jax_on_every_operation():
-    rng = np.random.default_rng(0)
-    a, b = rng.uniform(0.5, 1.5, (3, 3)), rng.uniform(0.5, 1.5, (3, 3))
-
-    def f(x, y, lib):
-        ops = {"sum": lib.sum, "log": lib.log, "exp": lib.exp, "tanh": lib.tanh}
-        h = ops["tanh"]((x @ y) / (x * y + x) - y)
-        return ops["sum"](ops["log"](ops["exp"](-h) + x), axis=0)
-
-    def ours(x, y):
-        h = tape.tanh(tape.sub(tape.div(x @ y, tape.add(x * y, x)), y))
-        s = tape.reduce_sum(tape.log(tape.add(tape.exp(-h), x)), axis=0)
-        return tape.reduce_sum(s)
-
-    got = tape.grad(ours, argnums=(0, 1))(a, b)
-    with jax.enable_x64(True):
-        expected = jax.grad(lambda x, y: jnp.sum(f(x, y, jnp)), argnums=(0, 1))(a, b)
-    for g, e in zip(got, expected, strict=True):
-        np.testing.assert_allclose(g, e, rtol=1e-10)
-
-
-def test_grad_refuses_a_non_scalar_output():
-    with pytest.raises(TypeError, match="scalar"):
-        tape.grad(lambda x: tape.tanh(x))(np.ones(3))
-
-
-def test_breadth_first_order_is_wrong_on_the_trap_and_topological_right():
-    with jax.enable_x64(True):
-        expected = float(jax.grad(trap_jnp)(0.5))
-    out, x = trap()
-    tape.backward(out, np.array(1.0))
-    assert np.isclose(float(x.grad), expected)
-    out, x = trap()
-    tape.backward(out, np.array(1.0), order=tape.bfs_order)
-    assert not np.isclose(float(x.grad), expected)
-
-
-def test_backward_steps_visit_each_operation_once():
-    out, _ = trap()
-    steps = list(tape.backward_steps(out, np.array(1.0)))
-    assert [node.op for node, _, _ in steps] == ["add", "mul", "exp", "tanh"]
-    tape.name_nodes(out)
-    lines = tape.step_table(steps)
-    assert len(lines) == 4 and lines[0].startswith("step 1:")
-
-
-def test_draw_tape_draws_every_node_and_edge():
-    out, x = trap()
-    tape.backward(out, np.array(1.0))
-    tape.name_nodes(out, {"x": x})
-    fig = tape.draw_tape(out)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    labels = [t for t in texts if t]
-    assert len(labels) == 5 and any(t.startswith("x: input") for t in labels)
-    assert texts.count("") == 6  # one arrow per (parent, consumer) pair
-    assert any("|grad|" in t for t in texts)
-    plt.close(fig)
-
-
-def test_step_through_has_one_slider_position_per_step():
-    import ipywidgets as widgets
-
-    box = tape.step_through(lambda: (trap()[0], {}), np.array(1.0))
-    slider = box.children[0]
-    assert isinstance(slider, widgets.IntSlider) and slider.max == 4
-    slider.value = 2  # replays two steps without error
-    plt.close("all")
-
-
-def test_measure_overhead_reports_both_times():
-    seconds = tape.measure_overhead(repeats=2, batch=4, width=8, depth=2)
-    assert set(seconds) == {"tape", "jit"} and all(s > 0 for s in seconds.values())
-
-
-def named_trap():
-    """Chapter 02's trap graph at x = 0.5, every node named as the notebook names it."""
-    x = tape.Tensor(np.array(0.5), name="x")
-    v3 = tape.tanh(x)
-    v4 = tape.exp(v3)
-    v5 = tape.mul(v3, v4)
-    v6 = tape.add(v3, v5)
-    return v6, {"x": x, "v3": v3, "v4": v4, "v5": v5, "v6": v6}
+def recorded(ns=LEARNER, run=None):
+    root, nodes = named_trap(ns)
+    tape.name_nodes(root, ns["toposort"], nodes)
+    return tape.record_backward(root, ns["toposort"], run or ns["backward"]), nodes
 
 
 def hand_computed_cotangents(step: int) -> dict[str, float]:
@@ -130,17 +63,54 @@ def hand_computed_cotangents(step: int) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("step", [0, 1, 2])
-def test_replay_stops_after_exactly_k_steps(step):
-    root, steps = tape.replay(named_trap, np.array(1.0), step)
-    assert len(steps) == step
-    got = {node.name: float(node.grad) for node in tape.toposort(root)}
-    expected = hand_computed_cotangents(step)
-    assert got == pytest.approx(expected, rel=1e-12), f"after step {step}"
+def test_the_recording_holds_every_cotangent_after_exactly_k_steps(step):
+    recording, nodes = recorded()
+    got = {name: float(recording.grads[step][id(node)]) for name, node in nodes.items()}
+    assert got == pytest.approx(hand_computed_cotangents(step), rel=1e-12), f"after {step}"
 
 
-def test_replay_of_all_steps_gives_the_full_gradient():
-    root, steps = tape.replay(named_trap, np.array(1.0), None)
+def test_the_learners_backward_runs_whole_and_its_vjps_come_back_unwrapped():
+    recording, nodes = recorded()
+    assert [step.node.name for step in recording.steps] == ["v6", "v5", "v4", "v3"]
     with jax.enable_x64(True):
         expected = float(jax.grad(trap_jnp)(0.5))
-    x = next(node for node in tape.toposort(root) if node.name == "x")
-    assert len(steps) == 4 and np.isclose(float(x.grad), expected, rtol=1e-12)
+    assert np.isclose(float(nodes["x"].grad), expected, rtol=1e-12)
+    assert float(recording.grads[-1][id(nodes["x"])]) == float(nodes["x"].grad)
+    assert all(getattr(node.vjp, "__name__", "") != "vjp_recorded" for node in nodes.values())
+    lines = tape.step_table(recording.steps)
+    assert lines[0] == "step 1: v6 (add) holds 1. -> v3 += 1., v5 += 1."
+
+
+def test_a_breadth_first_backward_is_recorded_as_it_runs():
+    """The helpers show the learner's own order: breadth-first visits v3 right after v6."""
+    ns = engine({"backward": "backward_breadth_first"})
+    recording, _ = recorded(ns)
+    assert [step.node.name for step in recording.steps][:2] == ["v6", "v3"]
+
+
+def test_draw_tape_draws_every_node_and_edge():
+    recording, nodes = recorded()
+    root = nodes["v6"]
+    fig = tape.draw_tape(root, LEARNER["toposort"], recording.grads[-1])
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    labels = [t for t in texts if t]
+    assert len(labels) == 5 and any(t.startswith("x: input") for t in labels)
+    assert texts.count("") == 6  # one arrow per (parent, consumer) pair
+    assert any("|grad|" in t for t in texts)
+    plt.close(fig)
+
+
+def test_step_through_has_one_slider_position_per_step():
+    import ipywidgets as widgets
+
+    root, nodes = named_trap()
+    tape.name_nodes(root, LEARNER["toposort"], nodes)
+    box = tape.step_through(root, LEARNER["toposort"], LEARNER["backward"])
+    slider = box.children[0]
+    assert isinstance(slider, widgets.IntSlider) and slider.max == 4
+    slider.value = 2  # shows the graph after two steps without error
+    plt.close("all")
+
+
+def test_median_seconds_times_a_call():
+    assert 0 < tape.median_seconds(lambda: sum(range(100)), repeats=3) < 1

@@ -157,7 +157,7 @@ def test_a_namesake_with_other_cases_never_gets_the_counterexample():
         return g
 
     assert not check_function(UNBROADCAST, wrong).passed
-    namesake = dataclasses.replace(UNBROADCAST, invoke="ch02_reverse_mode_tape:invoke_grad")
+    namesake = dataclasses.replace(UNBROADCAST, invoke="programs:invoke_engine")
     own_helpers_copy = dataclasses.replace(UNBROADCAST, depends_on=())
     assert remembered(UNBROADCAST, engine.NOTEBOOK) is not None
     assert remembered(namesake, engine.NOTEBOOK) is None

@@ -63,10 +63,10 @@ def test_the_signature_has_the_solution_notebooks_parameters(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(EXERCISES))
 def test_every_mistake_of_an_exercise_has_the_same_parameters(name: str) -> None:
-    mistakes = EXERCISES[name].mistakes
-    assert {parameters(mistake.answer) for mistake in mistakes} == {
-        parameters(mistakes[0].answer)
-    }, [mistake.name for mistake in mistakes]
+    mistakes = EXERCISES[name].mistakes  # none for chapter 02's engine (answers_outside)
+    assert len({parameters(mistake.answer) for mistake in mistakes}) <= 1, [
+        mistake.name for mistake in mistakes
+    ]
 
 
 def test_an_exercise_without_mistakes_is_checked_against_its_reference() -> None:
@@ -109,10 +109,10 @@ def test_a_dependency_that_is_no_exercise_is_named() -> None:
 
 
 def test_an_invoke_or_reference_naming_no_harness_function_is_named() -> None:
-    text = _problems(vjp_rule__invoke="ch02_reverse_mode_tape:invoke_vjp_rules")
+    text = _problems(directional_derivative__invoke="ch02_reverse_mode_tape:invoke_derivatives")
     assert (
-        "Exercise vjp_rule: invoke='ch02_reverse_mode_tape:invoke_vjp_rules' names no function "
-        "invoke_vjp_rules in autograder/harness/ch02_reverse_mode_tape.py"
+        "Exercise directional_derivative: invoke='ch02_reverse_mode_tape:invoke_derivatives' "
+        "names no function invoke_derivatives in autograder/harness/ch02_reverse_mode_tape.py"
     ) in text
     text = _problems(unbroadcast__reference_implementation="ch09:unbroadcast")
     assert (
@@ -122,13 +122,13 @@ def test_an_invoke_or_reference_naming_no_harness_function_is_named() -> None:
 
 
 def test_an_invoke_reading_the_learners_namespace_must_declare_the_names() -> None:
-    text = _problems(backward__namespace_reads=())
+    text = _problems(grad__namespace_reads=())
     assert (
-        "Exercise backward: its invoke 'ch02_reverse_mode_tape:invoke_backward' looks "
+        "Exercise grad: its invoke 'programs:invoke_engine' looks "
         "names up in the learner's namespace (fn.__globals__): declare them with "
         "namespace_reads"
     ) in text
-    assert "Exercise grad" not in text
+    assert "Exercise directional_derivative" not in text
 
 
 def test_a_malformed_declaration_is_refused_when_declared() -> None:
@@ -138,5 +138,5 @@ def test_a_malformed_declaration_is_refused_when_declared() -> None:
         r".*'<module>:<function>'",
     ):
         dataclasses.replace(EXERCISES["unbroadcast"], reference_implementation="unbroadcast")
-    with pytest.raises(ValueError, match="Exercise backward: namespace_reads is a tuple"):
-        dataclasses.replace(EXERCISES["backward"], namespace_reads="Tensor")
+    with pytest.raises(ValueError, match="Exercise grad: namespace_reads is a tuple"):
+        dataclasses.replace(EXERCISES["grad"], namespace_reads="Tensor")

@@ -15,7 +15,7 @@ import pytest
 
 from autograder import harness
 from autograder.exercises import EXERCISES
-from autograder.exercises.ch02_reverse_mode_tape import VJP_RULE
+from autograder.exercises.ch02_reverse_mode_tape import DIRECTIONAL_DERIVATIVE
 from autograder.judging.attempts import call_learner
 from autograder.judging.cases import Case
 from autograder.sandbox import submission_folders
@@ -60,26 +60,26 @@ def test_every_exercise_names_an_invoke_that_resolves_to_a_harness_function():
 
 def test_a_misnamed_invoke_is_refused_when_the_exercise_is_declared():
     for wrong in (
-        "ch02.invoke_vjp_rule",
+        "ch02.invoke_directional_derivative",
         "ch02_reverse_mode_tape:",
         ":invoke",
-        "ch02_reverse_mode_tape:invoke vjp",
+        "ch02_reverse_mode_tape:invoke directional",
     ):
         with pytest.raises(ValueError, match="<module>:<function>"):
-            dataclasses.replace(VJP_RULE, invoke=wrong)
+            dataclasses.replace(DIRECTIONAL_DERIVATIVE, invoke=wrong)
 
 
-def _vjp_case() -> Case:
-    g, x, y = (np.full((2,), v, np.float32) for v in (1.0, 2.0, 3.0))
-    return Case((("op", "add"), ("axis", None), ("g", g), ("x", x), ("y", y)))
+def _derivative_case() -> Case:
+    x, v = np.full((2,), 2.0, np.float32), np.full((2,), 0.6, np.float32)
+    return Case((("f", "log"), ("x", x), ("v", v)))
 
 
 def test_the_traceback_starts_at_the_learners_own_frames():
-    def vjp_rule(op, g, *primals, **params):
+    def directional_derivative(f, x, v):
         raise ValueError("the learner's own error")
 
-    attempt = call_learner(vjp_rule, _vjp_case(), VJP_RULE)
-    assert "in vjp_rule" in attempt.traceback
+    attempt = call_learner(directional_derivative, _derivative_case(), DIRECTIONAL_DERIVATIVE)
+    assert "in directional_derivative" in attempt.traceback
     assert attempt.traceback.endswith("ValueError: the learner's own error")
     assert str(HARNESS) not in attempt.traceback and "engine.py" not in attempt.traceback
     assert "attempts.py" not in attempt.traceback
@@ -98,19 +98,19 @@ spec.loader.exec_module(child)
 harness = child._load_harness(ctrl)
 assert Path(harness.__file__).parent == ctrl / "harness", harness.__file__
 
-def vjp_rule(op, g, x, y):
+def directional_derivative(f, x, v):
     raise ValueError("mine")
 
-invoke = child._invoker(harness, "ch02_reverse_mode_tape:invoke_vjp_rule", ())
-g = np.ones(2)
+invoke = child._invoker(harness, "ch02_reverse_mode_tape:invoke_directional_derivative", ())
+x = np.ones(2)
 try:
-    invoke(vjp_rule, "add", None, g, g, g)
+    invoke(directional_derivative, "log", x, x)
 except ValueError as error:
     text = harness.learner_traceback(error, 3000)
-assert "in vjp_rule" in text and str(ctrl / "harness") not in text, text
+assert "in directional_derivative" in text and str(ctrl / "harness") not in text, text
 broken = child._invoker(harness, "ch02_reverse_mode_tape:no_such_invoke", ())
 try:
-    broken(vjp_rule)
+    broken(directional_derivative)
 except AttributeError:
     pass
 else:
@@ -139,14 +139,14 @@ def test_the_child_imports_the_harness_the_grader_copied_and_nothing_of_the_grad
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
-def test_backward_without_the_notebooks_tensor_is_told_what_is_missing():
-    """check.backward builds its programs with the Tensor of the namespace where backward
-    was defined; without one it raised KeyError: 'Tensor', as if the learner's code had."""
+def test_grad_without_the_notebooks_engine_is_told_what_is_missing():
+    """check.grad builds its programs with the engine of the namespace where grad was
+    defined; without one it must not raise KeyError, as if the learner's code had."""
     from autograder import check
 
     namespace: dict = {"np": np}
-    exec("def backward(root, g):\n    root.grad = g\n", namespace)
-    report = check.backward(namespace["backward"])
+    exec("def grad(f, argnums=0):\n    return f\n", namespace)
+    report = check.grad(namespace["grad"])
     text = str(report)
     assert not report.passed and "KeyError" not in text, text
-    assert "NameError" in text and "no `Tensor` is defined" in text, text
+    assert "NameError" in text and "is defined where your function was defined" in text, text

@@ -85,19 +85,6 @@ def test_the_solution_passes(exercise: Exercise) -> None:
 # another declared mistake. Each is written here as a learner would write it.
 
 
-def toposort_pre_order(root: Any) -> list:
-    """Depth-first with a stack, a node listed when first popped, BEFORE its parents are
-    explored (a pre-order); then reversed."""
-    order: list = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if all(node is not listed for listed in order):
-            order.append(node)
-            stack.extend(reversed(node.parents))
-    return order[::-1]
-
-
 def predict_first_axis_only(jacobian: np.ndarray, x_shape: tuple[int, ...]) -> np.ndarray:
     return jacobian.sum(axis=0)
 
@@ -178,9 +165,6 @@ TOGETHER = [  # exercise, the learner's wrong answer, its mistake, the look-alik
     # zero over the batch, so summing over the batch and differentiating each example alone
     # both give zero blocks.
     ("batch_jacobian", batch_jacobian_batches_of_one, "batches_of_one", "summed_over_batch"),
-    # A reversed pre-order fails on one notebook case only (the BFS trap), where the
-    # breadth-first order is the same order.
-    ("toposort", toposort_pre_order, "dfs_pre_order", "bfs_order"),
 ]
 
 

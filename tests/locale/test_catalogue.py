@@ -93,11 +93,12 @@ def test_text_made_in_the_child_is_translated_by_its_template():
     from autograder.harness import english
     from autograder.judging.attempts import raised_message
 
-    text = english("toposort returned {node} twice: list each node once.", node="Node(v3 = mul)")
+    text = english("directional_derivative must return one number (the derivative of f along "
+                   "v), not an array of shape {shape}.", shape=(3, 2))
     with speaking("zh-CN"):
         translated = localize(text)
         reported = raised_message("ValueError", text)
-    assert CJK_TEXT.search(translated) and "Node(v3 = mul)" in translated
+    assert CJK_TEXT.search(translated) and "(3, 2)" in translated
     assert translated in reported and "ValueError" in reported  # Python's names stay
     assert localize(text) == text  # English outside the Chinese context
 

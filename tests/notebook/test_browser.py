@@ -47,7 +47,7 @@ NOTEBOOK = "00_start_here.ipynb"
 EXERCISE = "warmup_cube_vjp"
 VIEWS = "browser_views.ipynb"  # not a chapter name: progress() does not list it
 TAPE_CHAPTER = "02_reverse_mode_tape.ipynb"
-STEPPER = "reference.step_through(lambda: trap(0.5), np.array(1.0))"
+STEPPER = "display(step_through(out, toposort, backward))"
 STEP_0 = "step 0: only the root holds a cotangent"
 STEP_1 = "step 1: v6 (add) holds 1. -> v3 += 1., v5 += 1."
 CHROMIUM_ARGS = [
@@ -110,10 +110,17 @@ def _write_learner_copy(folder: Path) -> None:
     nbformat.write(notebook, folder / NOTEBOOK)
 
 
-def _cell_with(notebook: nbformat.NotebookNode, text: str) -> str:
-    return next(
-        cell.source for cell in notebook.cells if cell.cell_type == "code" and text in cell.source
-    )
+def _engine_cells(notebook: nbformat.NotebookNode) -> list[str]:
+    """Chapter 02's code from its imports to the stepper (the engine the learner writes, the
+    trap graph), without its check and prediction cells."""
+    code = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+    start = next(i for i, source in enumerate(code) if source.startswith("import os"))
+    end = next(i for i, source in enumerate(code) if STEPPER in source)
+    return [
+        source
+        for source in code[start : end + 1]
+        if not source.startswith(("check.", "prediction ="))
+    ]
 
 
 def _write_chinese_copy(folder: Path) -> None:
@@ -132,16 +139,7 @@ def _write_views(folder: Path) -> None:
     """The stepper from chapter 02's own cells, and the progress view, in one small notebook;
     beside it chapters 01-07 as solved (saved outputs: all passed) for progress() to read."""
     chapter = nbformat.read(ROOT / "solutions" / TAPE_CHAPTER, as_version=4)
-    imports = (
-        "import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
-        "import coursekit.tape as reference\nfrom autograder import check"
-    )
-    cells = [
-        imports,
-        _cell_with(chapter, "def trap(x_value)"),
-        _cell_with(chapter, STEPPER),
-        "check.progress()",
-    ]
+    cells = [*_engine_cells(chapter), "check.progress()"]
     views = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     views.metadata = {
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}

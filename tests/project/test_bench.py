@@ -416,14 +416,13 @@ def test_a_declared_dependency_that_is_unanswered_costs_nothing():
     assert expected == {"unbroadcast": 0.0, "matmul_vjp": 1.0}
 
 
-def test_chapter_02s_tape_exercises_are_graded_with_the_reference_vjp_rule(tmp_path):
-    """backward and grad never name vjp_rule: the notebook's ops, which their invokes look
-    up by name, call it; they are graded with the reference in its place (depends_on)."""
-    _, expected = bench.write_batch("02", tmp_path, 4)
-    assert expected["sub04"]["vjp_rule"] == 0.0  # the first exercise cell is the stub
-    assert expected["sub04"]["backward"] == expected["sub04"]["grad"] == 1.0
-    assert expected["sub04"]["toposort"] == 1.0  # its invoke uses the harness's own nodes
+def test_chapter_02s_engine_exercises_are_scored_through_the_learners_namespace(tmp_path):
+    """grad and hessian_vector_product run the notebook's own engine, which their invokes
+    look up by name (namespace_reads): unanswered, they score 0; answered, 1."""
+    _, expected = bench.write_batch("02", tmp_path, 5)
     assert set(expected["sub01"].values()) == {1.0}
+    assert expected["sub05"]["grad"] == expected["sub05"]["hessian_vector_product"] == 0.0
+    assert expected["sub05"]["vjp_add"] == 0.0
 
 
 def test_latency_only_and_grading_only_exclude_each_other():
