@@ -26,9 +26,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", help="XDG_CACHE_HOME for JAX's compilation cache")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--frameworks-used", action="store_true",
-                        help="use TensorFlow and JAX once before the check, as an earlier "
-                             "check cell of the notebook would have")
+    parser.add_argument(
+        "--frameworks-used",
+        action="store_true",
+        help="use TensorFlow and JAX once before the check, as an earlier "
+        "check cell of the notebook would have",
+    )
     args = parser.parse_args()
     if args.cache:
         os.environ["XDG_CACHE_HOME"] = args.cache
@@ -47,8 +50,9 @@ def main() -> None:
     if args.frameworks_used:
         started = time.perf_counter()
         _use_the_frameworks()
-        print("the frameworks' first use (what an earlier check cell pays):",
-              _seconds(started), "s")
+        print(
+            "the frameworks' first use (what an earlier check cell pays):", _seconds(started), "s"
+        )
     started = time.perf_counter()
     report = check_engine(right, exercise)
     print("first check:", _seconds(started), "s,", report.status, report.cases_checked, "cases")
@@ -58,8 +62,9 @@ def main() -> None:
         check_engine(right, exercise)
         again.append(time.perf_counter() - started)
     print(f"re-runs: median {statistics.median(again):.3f} s, max {max(again):.3f} s")
-    print("the first check's parts, each again on its own (JAX's compiled program now in "
-          "the cache):")
+    print(
+        "the first check's parts, each again on its own (JAX's compiled program now in the cache):"
+    )
     parts(exercise)
 
 
@@ -96,8 +101,9 @@ def parts(exercise: object) -> None:
     from tests.engines import engine
 
     started = time.perf_counter()
-    cases = exercise.edge_cases() + judging.draw_cases(exercise.strategy(judging.NOTEBOOK),
-                                                       judging.NOTEBOOK)
+    cases = exercise.edge_cases() + judging.draw_cases(
+        exercise.strategy(judging.NOTEBOOK), judging.NOTEBOOK
+    )
     print(f"draw {len(cases)} programs:", _seconds(started), "s")
     started = time.perf_counter()
     tensorflow_references(exercise.tf_reference, cases)

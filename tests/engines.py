@@ -40,7 +40,7 @@ class Tensor:
 
     def __pow__(self, c: float) -> Tensor:
         x = self.value
-        return Tensor(x ** c, (self,), lambda g: (g * c * x ** (c - 1),))
+        return Tensor(x**c, (self,), lambda g: (g * c * x ** (c - 1),))
 
     def __neg__(self) -> Tensor:
         return neg(self)
@@ -69,8 +69,11 @@ def unbroadcast(g: np.ndarray, shape: tuple) -> np.ndarray:
 
 def add(a: Any, b: Any) -> Tensor:
     a, b = tensor(a), tensor(b)
-    return Tensor(a.value + b.value, (a, b),
-                  lambda g: (unbroadcast(g, a.value.shape), unbroadcast(g, b.value.shape)))
+    return Tensor(
+        a.value + b.value,
+        (a, b),
+        lambda g: (unbroadcast(g, a.value.shape), unbroadcast(g, b.value.shape)),
+    )
 
 
 def neg(a: Any) -> Tensor:
@@ -80,21 +83,33 @@ def neg(a: Any) -> Tensor:
 
 def mul(a: Any, b: Any) -> Tensor:
     a, b = tensor(a), tensor(b)
-    return Tensor(a.value * b.value, (a, b),
-                  lambda g: (unbroadcast(g * b.value, a.value.shape),
-                             unbroadcast(g * a.value, b.value.shape)))
+    return Tensor(
+        a.value * b.value,
+        (a, b),
+        lambda g: (
+            unbroadcast(g * b.value, a.value.shape),
+            unbroadcast(g * a.value, b.value.shape),
+        ),
+    )
 
 
 def div(a: Any, b: Any) -> Tensor:
     a, b = tensor(a), tensor(b)
-    return Tensor(a.value / b.value, (a, b),
-                  lambda g: (unbroadcast(g / b.value, a.value.shape),
-                             unbroadcast(-g * a.value / b.value**2, b.value.shape)))
+    return Tensor(
+        a.value / b.value,
+        (a, b),
+        lambda g: (
+            unbroadcast(g / b.value, a.value.shape),
+            unbroadcast(-g * a.value / b.value**2, b.value.shape),
+        ),
+    )
 
 
 def matmul_vjp(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple:
-    return (unbroadcast(g @ np.swapaxes(b, -1, -2), a.shape),
-            unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape))
+    return (
+        unbroadcast(g @ np.swapaxes(b, -1, -2), a.shape),
+        unbroadcast(np.swapaxes(a, -1, -2) @ g, b.shape),
+    )
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -123,9 +138,11 @@ def relu(x: Tensor) -> Tensor:
 def maximum(a: Any, b: Any) -> Tensor:
     a, b = tensor(a), tensor(b)
     first = a.value > b.value
-    return Tensor(np.maximum(a.value, b.value), (a, b),
-                  lambda g: (unbroadcast(g * first, a.value.shape),
-                             unbroadcast(g * ~first, b.value.shape)))
+    return Tensor(
+        np.maximum(a.value, b.value),
+        (a, b),
+        lambda g: (unbroadcast(g * first, a.value.shape), unbroadcast(g * ~first, b.value.shape)),
+    )
 
 
 def _spread(g: np.ndarray, x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
@@ -135,14 +152,20 @@ def _spread(g: np.ndarray, x: np.ndarray, axis: Any, keepdims: bool) -> np.ndarr
 
 
 def sum(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
-    return Tensor(np.sum(x.value, axis=axis, keepdims=keepdims), (x,),
-                  lambda g: (_spread(g, x.value, axis, keepdims),))
+    return Tensor(
+        np.sum(x.value, axis=axis, keepdims=keepdims),
+        (x,),
+        lambda g: (_spread(g, x.value, axis, keepdims),),
+    )
 
 
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
     count = x.value.size / np.mean(x.value, axis=axis, keepdims=keepdims).size
-    return Tensor(np.mean(x.value, axis=axis, keepdims=keepdims), (x,),
-                  lambda g: (_spread(g, x.value, axis, keepdims) / count,))
+    return Tensor(
+        np.mean(x.value, axis=axis, keepdims=keepdims),
+        (x,),
+        lambda g: (_spread(g, x.value, axis, keepdims) / count,),
+    )
 
 
 def reshape(x: Tensor, shape: tuple) -> Tensor:
@@ -150,13 +173,11 @@ def reshape(x: Tensor, shape: tuple) -> Tensor:
 
 
 def transpose(x: Tensor, axes: tuple) -> Tensor:
-    return Tensor(np.transpose(x.value, axes), (x,),
-                  lambda g: (np.transpose(g, np.argsort(axes)),))
+    return Tensor(np.transpose(x.value, axes), (x,), lambda g: (np.transpose(g, np.argsort(axes)),))
 
 
 def broadcast_to(x: Tensor, shape: tuple) -> Tensor:
-    return Tensor(np.broadcast_to(x.value, shape), (x,),
-                  lambda g: (unbroadcast(g, x.value.shape),))
+    return Tensor(np.broadcast_to(x.value, shape), (x,), lambda g: (unbroadcast(g, x.value.shape),))
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
@@ -272,6 +293,7 @@ def backward_in_place(root: Tensor) -> None:
 def unbroadcast_by_axes(g: np.ndarray, shape: tuple) -> np.ndarray:
     """Right, written otherwise: the axes to sum worked out first, then one sum."""
     lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
-                                      if n == 1 and g.shape[lead + i] != 1)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
+    )
     return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g

@@ -29,8 +29,9 @@ def _discover() -> tuple[Exercise, ...]:
     exercises, from ch02_rules.py, before its own, in the order the notebook asks them)."""
     found: list[Exercise] = []
     for module in _chapter_modules():
-        found += [exercise for exercise in module.EXERCISES
-                  if not any(exercise is seen for seen in found)]
+        found += [
+            exercise for exercise in module.EXERCISES if not any(exercise is seen for seen in found)
+        ]
     return tuple(found)
 
 

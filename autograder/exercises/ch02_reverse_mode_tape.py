@@ -97,21 +97,23 @@ HESSIAN_VECTOR_PRODUCT = Exercise(
     cases=_hvp_strategy,
     edges=_hvp_edges,
     reference=two_references(
-        tf=_hvp_tf, jax=_hvp_jax,
+        tf=_hvp_tf,
+        jax=_hvp_jax,
         why="forward over reverse: TensorFlow nests a GradientTape in a ForwardAccumulator, "
-            "JAX composes jax.jvp and jax.grad; TensorFlow indexes with tf.gather"),
+        "JAX composes jax.jvp and jax.grad; TensorFlow indexes with tf.gather",
+    ),
     references_text="jax.jvp(jax.grad(f), (x,), (v,)) and tf.autodiff.ForwardAccumulator "
-                    "over tf.GradientTape, for f a random program of x (x1 and x2 held fixed)",
+    "over tf.GradientTape, for f a random program of x (x1 and x2 held fixed)",
     hints_by_kind={
         "error": "The traceback names the line of your engine that raised, on the program "
-                 "shown. hessian_vector_product(f, x, v) differentiates grad(f)(x) again, so "
-                 "grad must accept Tensors: keep a Tensor argument as it is, and seed the "
-                 "backward pass with Tensor(ones) when the arguments are Tensors.",
+        "shown. hessian_vector_product(f, x, v) differentiates grad(f)(x) again, so "
+        "grad must accept Tensors: keep a Tensor argument as it is, and seed the "
+        "backward pass with Tensor(ones) when the arguments are Tensors.",
         "value": "A wrong Hessian-vector product while check.grad passes: the second "
-                 "derivative misses what a rule computed outside the engine. Write every rule "
-                 "with the engine's own operations (exp(x), not np.exp(x.value)), let the VJP "
-                 "closure hand the rule the parent Tensors when its cotangent is a Tensor, and "
-                 "accumulate with node.grad = node.grad + c.",
+        "derivative misses what a rule computed outside the engine. Write every rule "
+        "with the engine's own operations (exp(x), not np.exp(x.value)), let the VJP "
+        "closure hand the rule the parent Tensors when its cotangent is a Tensor, and "
+        "accumulate with node.grad = node.grad + c.",
     },
     invoke="ch02_reverse_mode_tape:invoke_hessian_vector_product",
     namespace_reads=NAMESPACE,
@@ -139,11 +141,14 @@ def _apply(lib: Any, op: str, axis: Any, *primals: Any) -> Any:
     return {"add": x + y, "sub": x - y, "mul": x * y, "div": x / y}[op]
 
 
-
 # ---------------------------------------------------------------- directional_derivative
 
 FUNCTION_POINTS = {  # where each function's points are drawn, at magnitude 1
-    "tanh_x2": (-2.0, 2.0), "softplus": (-3.0, 3.0), "log": (0.8, 3.0), "norm": (-2.0, 2.0)}
+    "tanh_x2": (-2.0, 2.0),
+    "softplus": (-3.0, 3.0),
+    "log": (0.8, 3.0),
+    "norm": (-2.0, 2.0),
+}
 LARGE = ("log", "norm")  # the functions that vary on the scale of x itself
 
 
@@ -151,15 +156,19 @@ def _well_conditioned(f: str, x: np.ndarray, v: np.ndarray) -> bool:
     """A case where a central difference with a step chosen for the dtype is accurate well
     within the judge's tolerance (ten times over): the directional derivative is not small
     beside f's own rounding noise, so the check judges the method, not luck."""
-    exact = np.asarray(np.dot(SCALAR_GRADIENTS[f](x.astype(np.float64)).ravel(),
-                              v.astype(np.float64).ravel()), x.dtype)
-    central = np.asarray(reference_directional_derivative(scalar_function(f, x.dtype), x, v),
-                         x.dtype)
+    exact = np.asarray(
+        np.dot(SCALAR_GRADIENTS[f](x.astype(np.float64)).ravel(), v.astype(np.float64).ravel()),
+        x.dtype,
+    )
+    central = np.asarray(
+        reference_directional_derivative(scalar_function(f, x.dtype), x, v), x.dtype
+    )
     return bool(excess(central, exact, tolerance(x.dtype)) < 0.1)
 
 
-def derivative_case(f: str, shape: tuple[int, ...], magnitude: float, dtype: Any, seed: int,
-                    label: str = "") -> Case:
+def derivative_case(
+    f: str, shape: tuple[int, ...], magnitude: float, dtype: Any, seed: int, label: str = ""
+) -> Case:
     """x drawn for f at `magnitude`, v a unit direction leaning towards f's gradient (so
     that the derivative along it is not close to zero), redrawn until well conditioned."""
     low, high = FUNCTION_POINTS[f]
@@ -187,26 +196,35 @@ def _zero_case() -> Case:
     """A 0-d x at 0, where softplus's derivative along v is -1/2: a step relative to |x|
     with no floor of 1 is 0 there, and the difference divided by it NaN."""
     x, v = np.zeros((), np.float64), np.full((), -1.0)  # 0-d arrays, not numpy scalars
-    return Case((("f", "softplus"), ("x", x), ("v", v)),
-                label="a 0-d x at 0: the step must not vanish with x")
+    return Case(
+        (("f", "softplus"), ("x", x), ("v", v)),
+        label="a 0-d x at 0: the step must not vanish with x",
+    )
 
 
 def _derivative_edges() -> list[Case]:
     f32, f64 = np.float32, np.float64
     return [
         derivative_case("tanh_x2", (3,), 1.0, f32, 1, "float32: the step must suit float32"),
-        derivative_case("softplus", (3,), 1.0, f64, 2, "float64: a forward difference is "
-                        "not accurate enough"),
+        derivative_case(
+            "softplus", (3,), 1.0, f64, 2, "float64: a forward difference is not accurate enough"
+        ),
         _zero_case(),
-        derivative_case("log", (2,), 1e4, f32, 4, "float32 at x ~ 1e4: the step must grow "
-                        "with |x|"),
+        derivative_case(
+            "log", (2,), 1e4, f32, 4, "float32 at x ~ 1e4: the step must grow with |x|"
+        ),
         derivative_case("norm", (3,), 1e6, f64, 5, "float64 at x ~ 1e6"),
     ]
 
 
 def _math_tf(tf: Any) -> dict[str, Callable[..., Any]]:
-    return {"tanh": tf.math.tanh, "exp": tf.math.exp, "log": tf.math.log,
-            "sqrt": tf.math.sqrt, "sum": tf.reduce_sum}
+    return {
+        "tanh": tf.math.tanh,
+        "exp": tf.math.exp,
+        "log": tf.math.log,
+        "sqrt": tf.math.sqrt,
+        "sum": tf.reduce_sum,
+    }
 
 
 def _derivative_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
@@ -220,14 +238,15 @@ def _derivative_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
 def _derivative_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
     jnp = jax.numpy
     math = {"tanh": jnp.tanh, "exp": jnp.exp, "log": jnp.log, "sqrt": jnp.sqrt, "sum": jnp.sum}
-    _, tangent = jax.jvp(lambda x: SCALAR_FUNCTIONS[params["f"]](math, x), (arrays["x"],),
-                         (arrays["v"],))
+    _, tangent = jax.jvp(
+        lambda x: SCALAR_FUNCTIONS[params["f"]](math, x), (arrays["x"],), (arrays["v"],)
+    )
     return (tangent,)
 
 
 def _h(x: np.ndarray, power: float, eps: float | None = None, scaled: bool = True) -> float:
     base = np.finfo(x.dtype).eps if eps is None else eps
-    return base ** power * (max(1.0, float(np.abs(x).max(initial=0.0))) if scaled else 1.0)
+    return base**power * (max(1.0, float(np.abs(x).max(initial=0.0))) if scaled else 1.0)
 
 
 def _forward_difference(f: Callable, x: np.ndarray, v: np.ndarray) -> Any:
@@ -272,39 +291,57 @@ DIRECTIONAL_DERIVATIVE = Exercise(
     cases=_derivative_strategy,
     edges=_derivative_edges,
     reference=two_references(
-        tf=_derivative_tf, jax=_derivative_jax,
-        why="a directional derivative is a JVP: tf.autodiff.ForwardAccumulator and jax.jvp"),
+        tf=_derivative_tf,
+        jax=_derivative_jax,
+        why="a directional derivative is a JVP: tf.autodiff.ForwardAccumulator and jax.jvp",
+    ),
     references_text="jax.jvp and tf.autodiff.ForwardAccumulator (the exact derivative of f at "
-                    "x along v, a JVP)",
+    "x along v, a JVP)",
     mistakes=(
         Mistake("forward_difference", FORWARD_HINT, _forward_difference),
         Mistake("forward_difference_cbrt", FORWARD_HINT, _forward_difference_cbrt),
-        Mistake("tiny_step", "Your step is too small: f is only known to about eps * |f| (eps = "
-                "np.finfo(x.dtype).eps), and dividing that rounding noise by 2 h makes it huge "
-                "when h is tiny (in float32, x + 1e-8 * v is often x itself). The total error is "
-                "about h**2 (truncation) plus eps / h (rounding): choose the h that balances "
-                "them.", _tiny_step),
-        Mistake("float64_step", "Your step suits float64, not float32: float32 rounds at eps = "
-                "1.2e-7, so eps / h is large for a step that small. Take eps from x's dtype, "
-                "np.finfo(x.dtype).eps, and balance h**2 against eps / h.", _float64_step),
-        Mistake("unscaled_step", "Your step does not grow with |x|: near x = 1e4, x + h * v with h"
-                " = 5e-3 rounds (float32 holds about 7 digits), so the step you divide by is not "
-                "the step that was taken, and f's rounding noise (eps * |f|) is large beside the "
-                "change h makes. Scale h by the magnitude of x (at least 1).", _unscaled_step),
-        Mistake("step_without_floor", "Your step is relative to |x| with no floor: at x = 0 it is "
-                "0, and (f(x) - f(x)) / 0 is NaN. Scale it by the magnitude of x, but at least 1:"
-                " `h = eps ** (1 / 3) * max(1.0, float(np.abs(x).max()))`.", _step_without_floor),
+        Mistake(
+            "tiny_step",
+            "Your step is too small: f is only known to about eps * |f| (eps = "
+            "np.finfo(x.dtype).eps), and dividing that rounding noise by 2 h makes it huge "
+            "when h is tiny (in float32, x + 1e-8 * v is often x itself). The total error is "
+            "about h**2 (truncation) plus eps / h (rounding): choose the h that balances "
+            "them.",
+            _tiny_step,
+        ),
+        Mistake(
+            "float64_step",
+            "Your step suits float64, not float32: float32 rounds at eps = "
+            "1.2e-7, so eps / h is large for a step that small. Take eps from x's dtype, "
+            "np.finfo(x.dtype).eps, and balance h**2 against eps / h.",
+            _float64_step,
+        ),
+        Mistake(
+            "unscaled_step",
+            "Your step does not grow with |x|: near x = 1e4, x + h * v with h"
+            " = 5e-3 rounds (float32 holds about 7 digits), so the step you divide by is not "
+            "the step that was taken, and f's rounding noise (eps * |f|) is large beside the "
+            "change h makes. Scale h by the magnitude of x (at least 1).",
+            _unscaled_step,
+        ),
+        Mistake(
+            "step_without_floor",
+            "Your step is relative to |x| with no floor: at x = 0 it is "
+            "0, and (f(x) - f(x)) / 0 is NaN. Scale it by the magnitude of x, but at least 1:"
+            " `h = eps ** (1 / 3) * max(1.0, float(np.abs(x).max()))`.",
+            _step_without_floor,
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. directional_derivative(f,"
-                 " x, v) calls f on points like x + h * v (arrays of x's shape) and returns one "
-                 "number.",
+        " x, v) calls f on points like x + h * v (arrays of x's shape) and returns one "
+        "number.",
         "value": "Your derivative is off by more than rounding allows. Use a central difference, "
-                 "with a step of about eps**(1/3) (eps = np.finfo(x.dtype).eps) times the "
-                 "magnitude of x (at least 1): the truncation error is of order h**2 and the "
-                 "rounding error of order eps / h.",
+        "with a step of about eps**(1/3) (eps = np.finfo(x.dtype).eps) times the "
+        "magnitude of x (at least 1): the truncation error is of order h**2 and the "
+        "rounding error of order eps / h.",
         "exception": "directional_derivative returns one number: f(...) is a scalar, and so "
-                     "is their difference divided by the step.",
+        "is their difference divided by the step.",
     },
     invoke="ch02_reverse_mode_tape:invoke_directional_derivative",
     reference_implementation="ch02_reverse_mode_tape:directional_derivative",
@@ -344,13 +381,20 @@ def _wrong_rule_edges() -> list[Case]:
     return [
         _wrong_rule_case(RIGHT_TABLE, "float32", "every rule right, in float32"),
         _wrong_rule_case(RIGHT_TABLE, "float64", "every rule right, in float64"),
-        _wrong_rule_case("matmul_transposed", "float32",
-                         "matmul's second cotangent transposed (right shape for 3 x 3)"),
+        _wrong_rule_case(
+            "matmul_transposed",
+            "float32",
+            "matmul's second cotangent transposed (right shape for 3 x 3)",
+        ),
         _wrong_rule_case("sum_axis_lost", "float64", "sum's cotangent right for axis 0 only"),
-        *(_wrong_rule_case(JOINED.join(names), "float64" if k % 2 else "float32",
-                           label="several wrong rules: the answer is the first, in the order "
-                                 "of `forward`")
-          for k, names in enumerate(SEVERAL_WRONG)),
+        *(
+            _wrong_rule_case(
+                JOINED.join(names),
+                "float64" if k % 2 else "float32",
+                label="several wrong rules: the answer is the first, in the order of `forward`",
+            )
+            for k, names in enumerate(SEVERAL_WRONG)
+        ),
     ]
 
 
@@ -359,12 +403,16 @@ def _fixed_primals(op: str) -> list[np.ndarray]:
     return primals_for(op, np.random.default_rng(7), np.float64)
 
 
-CHECKS = tuple((op, params) for op in FORWARD
-               for params in ([{"axis": a} for a in (None, 0, 1)] if op == "sum" else [{}]))
+CHECKS = tuple(
+    (op, params)
+    for op in FORWARD
+    for params in ([{"axis": a} for a in (None, 0, 1)] if op == "sum" else [{}])
+)
 
 
-def _rule_errors(np_like: Any, vjp_rule: Callable[..., tuple],
-                 framework_vjp: Callable[..., tuple]) -> list[Any]:
+def _rule_errors(
+    np_like: Any, vjp_rule: Callable[..., tuple], framework_vjp: Callable[..., tuple]
+) -> list[Any]:
     """For each op (and sum axis) of CHECKS, the largest difference between the table's rule
     and the framework's VJP on fixed inputs (`np_like`: numpy, or jax.numpy under jit)."""
     rng, errors = np.random.default_rng(8), []
@@ -373,8 +421,13 @@ def _rule_errors(np_like: Any, vjp_rule: Callable[..., tuple],
         g = rng.normal(size=np.shape(FORWARD[op](*primals, **params)))
         theirs = framework_vjp(op, params.get("axis"), g, primals)
         mine = vjp_rule(op, g, *primals, **params)
-        errors.append(np_like.max(np_like.stack(
-            [np_like.max(np_like.abs(m - t)) for m, t in zip(mine, theirs, strict=True)])))
+        errors.append(
+            np_like.max(
+                np_like.stack(
+                    [np_like.max(np_like.abs(m - t)) for m, t in zip(mine, theirs, strict=True)]
+                )
+            )
+        )
     return errors
 
 
@@ -418,37 +471,51 @@ FIND_WRONG_RULE = Exercise(
     cases=_wrong_rule_strategy,
     edges=_wrong_rule_edges,
     reference=two_references(
-        tf=_wrong_rule_tf, jax=_wrong_rule_jax,
-        why=("the check runs every rule of a table against each framework's VJP of the shared "
-             "forward (_apply)")),
+        tf=_wrong_rule_tf,
+        jax=_wrong_rule_jax,
+        why=(
+            "the check runs every rule of a table against each framework's VJP of the shared "
+            "forward (_apply)"
+        ),
+    ),
     references_text="each rule of the table against tf.GradientTape (output_gradients=g) and "
-                    "jax.vjp of its op: the first op where they differ (compared as one flag "
-                    "per op, and one for None)",
+    "jax.vjp of its op: the first op where they differ (compared as one flag "
+    "per op, and one for None)",
     mistakes=(
-        Mistake("float64_tolerance", "Your check flags a right rule in float32: a finite "
-                "difference in float32 is only good to about eps**(2/3) ~ 1e-5 relative (and the "
-                "cotangents' own rounding adds to that), so a tolerance made for float64 (1e-6 or"
-                " less) fails every rule. Take the tolerance from the dtype: about 1e-3 for "
-                "float32, 1e-6 for float64.",
-                make_find_wrong_rule(tolerances={"float32": 1e-6, "float64": 1e-6})),
-        Mistake("sum_one_axis", "Your check misses a wrong rule for sum: check sum with axis=None,"
-                " 0 and 1 (a rule that forgets to put the summed axis back is right for axis 0 of"
-                " a 3 x 3 input, by broadcasting, and wrong for axis 1), with a random g (a g of "
-                "ones hides where each entry of g goes).", make_find_wrong_rule(axes=(None,))),
-        Mistake("last_flagged", "Your check returns the LAST op it flags: right when one rule is "
-                "wrong, wrong when several are. Return the FIRST op whose rule fails, in the "
-                "order of `forward` (return as soon as one fails).",
-                make_find_wrong_rule(first=False)),
+        Mistake(
+            "float64_tolerance",
+            "Your check flags a right rule in float32: a finite "
+            "difference in float32 is only good to about eps**(2/3) ~ 1e-5 relative (and the "
+            "cotangents' own rounding adds to that), so a tolerance made for float64 (1e-6 or"
+            " less) fails every rule. Take the tolerance from the dtype: about 1e-3 for "
+            "float32, 1e-6 for float64.",
+            make_find_wrong_rule(tolerances={"float32": 1e-6, "float64": 1e-6}),
+        ),
+        Mistake(
+            "sum_one_axis",
+            "Your check misses a wrong rule for sum: check sum with axis=None,"
+            " 0 and 1 (a rule that forgets to put the summed axis back is right for axis 0 of"
+            " a 3 x 3 input, by broadcasting, and wrong for axis 1), with a random g (a g of "
+            "ones hides where each entry of g goes).",
+            make_find_wrong_rule(axes=(None,)),
+        ),
+        Mistake(
+            "last_flagged",
+            "Your check returns the LAST op it flags: right when one rule is "
+            "wrong, wrong when several are. Return the FIRST op whose rule fails, in the "
+            "order of `forward` (return as soon as one fails).",
+            make_find_wrong_rule(first=False),
+        ),
     ),
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. Call the table as "
-                 "vjp_rule(op, g, *primals, **params), forward[op](*primals, **params) for the "
-                 "op's output, and your directional_derivative(f, x, v) with arrays of one dtype.",
+        "vjp_rule(op, g, *primals, **params), forward[op](*primals, **params) for the "
+        "op's output, and your directional_derivative(f, x, v) with arrays of one dtype.",
         "value": "Your check names the wrong op. Compare each rule entry by entry with finite "
-                 "differences: entry j of a primal's cotangent is the derivative of sum(g * "
-                 "forward[op](*primals)) along that primal's j-th basis direction. Scale the "
-                 "difference by the largest cotangent (at least 1), flag an op when it exceeds the"
-                 " dtype's tolerance, and return the FIRST flagged op, in the order of `forward`.",
+        "differences: entry j of a primal's cotangent is the derivative of sum(g * "
+        "forward[op](*primals)) along that primal's j-th basis direction. Scale the "
+        "difference by the largest cotangent (at least 1), flag an op when it exceeds the"
+        " dtype's tolerance, and return the FIRST flagged op, in the order of `forward`.",
         "exception": "find_wrong_rule returns an op's name (a key of `forward`) or None.",
     },
     invoke="ch02_reverse_mode_tape:invoke_find_wrong_rule",
@@ -463,21 +530,20 @@ PREDICTIONS = (
     Prediction(
         name="tape_breadth_first_order",
         question="On the fan-out graph v6 = v3 + v3 * exp(v3), v3 = tanh(x), what does a "
-                 "breadth-first backward pass give for dv6/dx, beside jax.grad?",
-        choices={"a": "the same as jax.grad", "b": "less than jax.grad",
-                 "c": "more than jax.grad"},
+        "breadth-first backward pass give for dv6/dx, beside jax.grad?",
+        choices={"a": "the same as jax.grad", "b": "less than jax.grad", "c": "more than jax.grad"},
         answer="b",
         why="The queue visits v3 right after v6, holding only v6's share, and passes that on "
-            "to x; the shares v5 and v4 add to v3 later never reach x.",
+        "to x; the shares v5 and v4 add to v3 later never reach x.",
     ),
     Prediction(
         name="tape_backward_twice",
         question="After a second backward pass on the same graph, without zeroing, x.grad is "
-                 "how many times what it was after the first?",
+        "how many times what it was after the first?",
         choices={"a": "1", "b": "2", "c": "4"},
         answer="c",
         why="The intermediate nodes still hold their first cotangents: z holds 2, y three "
-            "shares, and x gets those three on top of its first one.",
+        "shares, and x gets those three on top of its first one.",
     ),
     Prediction(
         name="tape_float32_tiny_step",
@@ -485,6 +551,6 @@ PREDICTIONS = (
         choices={"a": "close to tanh'(1) = 0.42", "b": "exactly 0", "c": "NaN or infinity"},
         answer="b",
         why="float32 numbers near 1 are 1.2e-7 apart, so 1 + 1e-8 rounds to 1 and the "
-            "difference is exactly zero: a step must be large beside the dtype's rounding.",
+        "difference is exactly zero: a step must be large beside the dtype's rounding.",
     ),
 )

@@ -35,9 +35,9 @@ from autograder.locale import say
 SIGNATURE = "grad(f, argnums=0) -> the gradient of f with respect to argument argnums"
 ENGINE_HINTS = {
     "error": "The traceback names the line of your engine that raised, on the program shown: "
-             "run that program on your engine in a cell of its own.",
+    "run that program on your engine in a cell of its own.",
     "shape": "Each gradient has its input's shape: where an operation broadcast an input, its "
-             "VJP sums the cotangent back to that input's shape.",
+    "VJP sums the cotangent back to that input's shape.",
     "dtype": "Keep the inputs' dtype (float64): start every .grad with np.zeros_like(value).",
     "value": "Wrong gradients. The report says at which value of the program they start.",
 }
@@ -54,15 +54,14 @@ class Difference:
     got: np.ndarray | None = None
 
 
-def first_difference(case: Case, got: Any, expected: Sequence[np.ndarray]
-                     ) -> Difference | None:
+def first_difference(case: Case, got: Any, expected: Sequence[np.ndarray]) -> Difference | None:
     """The last line of the program whose cotangent (.grad after backward) differs from the
     reference, else the inputs whose gradients do; None if nothing differs or the learner's
     output cannot be split into lines."""
     if not isinstance(got, tuple | list) or len(got) != len(OUTPUTS):
         return None
     program = case.arg("program")
-    lines = forward(program, [case.arg(name) for name in INPUTS])[len(INPUTS):]
+    lines = forward(program, [case.arg(name) for name in INPUTS])[len(INPUTS) :]
     names = [name for name, _ in statements(program)]
     nodes, right = np.asarray(got[-1]), np.asarray(expected[-1])
     if nodes.shape != right.shape:
@@ -73,15 +72,17 @@ def first_difference(case: Case, got: Any, expected: Sequence[np.ndarray]
         mine, want = nodes[part].reshape(lines[k].shape), right[part].reshape(lines[k].shape)
         if compare_array(names[k], mine, want) is not None:
             return Difference(k, names[k], want, mine)
-    wrong = [name for name, mine, want in zip(INPUTS, got, expected, strict=False)
-             if compare_array(name, mine, want) is not None]
+    wrong = [
+        name
+        for name, mine, want in zip(INPUTS, got, expected, strict=False)
+        if compare_array(name, mine, want) is not None
+    ]
     return Difference(None, ", ".join(wrong)) if wrong else None
 
 
 def users(program: str, name: str) -> list[str]:
     """The lines of the program that use the value `name`, as code."""
-    return [f"{target} = {text}" for target, text in _lines(program)
-            if name in _names(text)]
+    return [f"{target} = {text}" for target, text in _lines(program) if name in _names(text)]
 
 
 def _lines(program: str) -> list[tuple[str, str]]:
@@ -91,8 +92,11 @@ def _lines(program: str) -> list[tuple[str, str]]:
 def _names(expression: str) -> set[str]:
     import ast
 
-    return {node.id for node in ast.walk(ast.parse(expression, mode="eval"))
-            if isinstance(node, ast.Name)}
+    return {
+        node.id
+        for node in ast.walk(ast.parse(expression, mode="eval"))
+        if isinstance(node, ast.Name)
+    }
 
 
 def where_text(program: str, difference: Difference | None) -> str:
@@ -102,17 +106,23 @@ def where_text(program: str, difference: Difference | None) -> str:
     if difference.line is None:
         wrong = difference.name.split(", ")
         lines = [line for name in wrong for line in users(program, name)]
-        return say("Every line's value has the right cotangent after your backward(root); "
-                   "the gradients of {inputs} differ. Look at the VJP rules of the lines that "
-                   "use them, {users}, at how your backward pass adds up what each use "
-                   "sends, and at what your grad returns for each argnums.",
-                   inputs=difference.name, users="; ".join(dict.fromkeys(lines)))
-    return say("Going back from the output, the first value whose cotangent differs is {name} "
-               "(its .grad after your backward(root)); every value after it has the right "
-               "one. So the cotangent {name} receives is wrong: look at the VJP rules of the "
-               "lines that use it, {users}, and at how your backward pass adds up what each "
-               "use sends.", name=difference.name,
-               users="; ".join(users(program, difference.name)))
+        return say(
+            "Every line's value has the right cotangent after your backward(root); "
+            "the gradients of {inputs} differ. Look at the VJP rules of the lines that "
+            "use them, {users}, at how your backward pass adds up what each use "
+            "sends, and at what your grad returns for each argnums.",
+            inputs=difference.name,
+            users="; ".join(dict.fromkeys(lines)),
+        )
+    return say(
+        "Going back from the output, the first value whose cotangent differs is {name} "
+        "(its .grad after your backward(root)); every value after it has the right "
+        "one. So the cotangent {name} receives is wrong: look at the VJP rules of the "
+        "lines that use it, {users}, and at how your backward pass adds up what each "
+        "use sends.",
+        name=difference.name,
+        users="; ".join(users(program, difference.name)),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,8 +130,14 @@ class ProgramExercise(Exercise):
     """The random-program check: its hint also says where the cotangents first differ,
     against JAX's cotangent of each value of the program."""
 
-    def diagnose(self, case: Case, got: Any, mismatch: Any,
-                 others: Sequence[Evidence] = (), known: KnownOutputs | None = None) -> str:
+    def diagnose(
+        self,
+        case: Case,
+        got: Any,
+        mismatch: Any,
+        others: Sequence[Evidence] = (),
+        known: KnownOutputs | None = None,
+    ) -> str:
         from autograder.judging.references import jax_references
 
         hint = super().diagnose(case, got, mismatch, others, known)
@@ -137,19 +153,33 @@ class ProgramExercise(Exercise):
         return as_program_report(report)
 
 
-NO_ENGINE = ("the learner writes the whole engine, and the package ships none, right or "
-             "wrong: a known wrong engine would hold every right part but one")
+NO_ENGINE = (
+    "the learner writes the whole engine, and the package ships none, right or "
+    "wrong: a known wrong engine would hold every right part but one"
+)
 
 
-def engine_exercise(mistakes: tuple[Mistake, ...] = (), reference_implementation: str = "",
-                    answers_outside: str = NO_ENGINE) -> ProgramExercise:
+def engine_exercise(
+    mistakes: tuple[Mistake, ...] = (),
+    reference_implementation: str = "",
+    answers_outside: str = NO_ENGINE,
+) -> ProgramExercise:
     """The declaration of the random-program check, with the known wrong engines given."""
     return ProgramExercise(
-        signature=SIGNATURE, outputs=OUTPUTS, cases=programs, edges=program_edges,
-        reference=PROGRAM_REFERENCE, references_text=REFERENCES_TEXT, chapter="02",
-        mistakes=mistakes, hints_by_kind=ENGINE_HINTS, invoke=INVOKE,
-        reference_implementation=reference_implementation, namespace_reads=NAMESPACE,
-        answers_outside=answers_outside)
+        signature=SIGNATURE,
+        outputs=OUTPUTS,
+        cases=programs,
+        edges=program_edges,
+        reference=PROGRAM_REFERENCE,
+        references_text=REFERENCES_TEXT,
+        chapter="02",
+        mistakes=mistakes,
+        hints_by_kind=ENGINE_HINTS,
+        invoke=INVOKE,
+        reference_implementation=reference_implementation,
+        namespace_reads=NAMESPACE,
+        answers_outside=answers_outside,
+    )
 
 
 # ---------------------------------------------------------------- the report
@@ -170,8 +200,11 @@ class ProgramReport(Report):
         # line's cotangent flattened into one vector (the differing line's is shown alone).
         absent = [name for name in INPUTS if name not in used_names(program)]
         unused = {say("input {name}", name=name) for name in [*absent, "program"]}
-        unused |= {say(title, name=name) for title in ("expected {name}", "got {name}")
-                   for name in [OUTPUTS[-1], *(f"{name}.grad" for name in absent)]}
+        unused |= {
+            say(title, name=name)
+            for title in ("expected {name}", "got {name}")
+            for name in [OUTPUTS[-1], *(f"{name}.grad" for name in absent)]
+        }
         shown = []
         for title, body in parts:
             if body == failure.case.describe():
@@ -189,9 +222,16 @@ def used_names(program: str) -> set[str]:
 def program_and_inputs(case: Case) -> str:
     """The program as code, then the shape of each input it uses."""
     program = case.arg("program")
-    shapes = "\n".join(say("{name}: {dtype} array of shape {shape}", name=name,
-                           dtype=case.arg(name).dtype, shape=case.arg(name).shape)
-                       for name in INPUTS if name in used_names(program))
+    shapes = "\n".join(
+        say(
+            "{name}: {dtype} array of shape {shape}",
+            name=name,
+            dtype=case.arg(name).dtype,
+            shape=case.arg(name).shape,
+        )
+        for name in INPUTS
+        if name in used_names(program)
+    )
     return f"{program}\n\n{shapes}"
 
 
@@ -206,9 +246,13 @@ def _difference_sections(failure: Failure) -> list[tuple[str, str]]:
         return []
     show = {"precision": 4, "suppress_small": True}
     name = difference.name
-    return [(say("expected cotangent of {name}", name=name),
-             np.array2string(difference.expected, **show)),
-            (say("got {name}.grad", name=name), np.array2string(difference.got, **show))]
+    return [
+        (
+            say("expected cotangent of {name}", name=name),
+            np.array2string(difference.expected, **show),
+        ),
+        (say("got {name}.grad", name=name), np.array2string(difference.got, **show)),
+    ]
 
 
 def as_program_report(report: Report) -> ProgramReport:
@@ -216,7 +260,8 @@ def as_program_report(report: Report) -> ProgramReport:
     return ProgramReport(**{field.name: getattr(report, field.name) for field in fields(report)})
 
 
-def check_engine(grad: Any, exercise: ProgramExercise, profile: Profile = NOTEBOOK
-                 ) -> ProgramReport:
+def check_engine(
+    grad: Any, exercise: ProgramExercise, profile: Profile = NOTEBOOK
+) -> ProgramReport:
     """Check the learner's engine (found where `grad` is defined) on random programs."""
     return as_program_report(check_function(exercise, grad, profile))

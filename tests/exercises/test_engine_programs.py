@@ -43,17 +43,22 @@ MOST_OPERATIONS = 4
 ASSIGN_HINT = "Accumulate with +=: a value used twice gets the cotangent of each use."
 SEED_HINT = "Transpose the last two axes only (np.swapaxes(b, -1, -2)), then unbroadcast."
 MATMUL_ONLY = {"matmul_vjp": "matmul_vjp_all_axes"}
-RIGHT_VARIANTS = {"in place": {"backward": "backward_in_place"},
-                  "unbroadcast by axes": {"unbroadcast": "unbroadcast_by_axes"}}
+RIGHT_VARIANTS = {
+    "in place": {"backward": "backward_in_place"},
+    "unbroadcast by axes": {"unbroadcast": "unbroadcast_by_axes"},
+}
 
 
 @pytest.fixture(scope="module")
 def exercise():
     """The check, with the two wrong engines as its known mistakes (the package ships no
     engine, right or wrong: the chapter that declares the check gives its own)."""
-    return engine_exercise((Mistake("assign_not_accumulate", ASSIGN_HINT,
-                                    engine(ASSIGNING)["grad"]),
-                            Mistake("seed_001", SEED_HINT, engine(SEED_001)["grad"])))
+    return engine_exercise(
+        (
+            Mistake("assign_not_accumulate", ASSIGN_HINT, engine(ASSIGNING)["grad"]),
+            Mistake("seed_001", SEED_HINT, engine(SEED_001)["grad"]),
+        )
+    )
 
 
 def test_a_right_engine_passes_the_check_against_both_frameworks(exercise):
@@ -77,9 +82,11 @@ def _shrunk(exercise, swaps, seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("swaps", "hint"), [(SEED_001, SEED_HINT), (ASSIGNING, ASSIGN_HINT),
-                                             (MATMUL_ONLY, "")],
-                         ids=["seed 001", "assigns", "seed 001's matmul rule alone"])
+@pytest.mark.parametrize(
+    ("swaps", "hint"),
+    [(SEED_001, SEED_HINT), (ASSIGNING, ASSIGN_HINT), (MATMUL_ONLY, "")],
+    ids=["seed 001", "assigns", "seed 001's matmul rule alone"],
+)
 def test_each_wrong_engine_is_caught_and_shrunk_on_every_seed(exercise, swaps, hint):
     """On the programs drawn alone (the hand-picked ones would catch two of them): seed
     001's matmul rule alone shows only on a 3-D operand."""
@@ -116,8 +123,9 @@ def test_the_report_shows_the_program_as_code_and_the_first_wrong_cotangent():
     wrong_tanh = engine()
     wrong_tanh["tanh"] = _tanh_of_input(wrong_tanh)
     exercise = engine_exercise((Mistake("assigns", ASSIGN_HINT, engine(ASSIGNING)["grad"]),))
-    case = program_case("y0 = x0 * x1\ny1 = tanh(y0)\ny2 = sum(y1)",
-                        [QA_INPUTS[1], QA_INPUTS[1] / 4, QA_INPUTS[1]])
+    case = program_case(
+        "y0 = x0 * x1\ny1 = tanh(y0)\ny2 = sum(y1)", [QA_INPUTS[1], QA_INPUTS[1] / 4, QA_INPUTS[1]]
+    )
     got = invoke_engine(wrong_tanh["grad"], *case.values())
     expected = jax_references(program_jax, [case])[0]
     difference = first_difference(case, got, expected)
@@ -153,8 +161,9 @@ def test_programs_are_small_and_end_in_a_scalar_that_uses_every_line(data):
     values = forward(program, [case.arg(name) for name in ("x0", "x1", "x2")])
     assert values[-1].shape == () and all(np.all(np.isfinite(v)) for v in values)
     for (before, _), (_, expression) in itertools.pairwise(lines):
-        assert before in {node.id for node in ast.walk(expression)
-                          if isinstance(node, ast.Name)}, program
+        assert before in {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}, (
+            program
+        )
 
 
 @pytest.mark.parametrize("profile", [NOTEBOOK, grading_profile(3)], ids=["notebook", "grading"])
@@ -164,9 +173,30 @@ def test_every_check_runs_every_kind_of_operation(profile):
     batched matmul, maximum, relu, log_softmax and the shape operations all occur."""
     cases = program_edges() + draw_cases(programs(profile), profile)
     text = "\n".join(case.arg("program") for case in cases)
-    for needle in (" @ ", " + ", " - ", " * ", " / ", " ** ", "exp(", "log(", "tanh(", "relu(",
-                   "maximum(", "sum(", "mean(", "keepdims=True", "axis=", "reshape(",
-                   "transpose(", "broadcast_to(", "log_softmax(", "-y", ", [", "[["):
+    for needle in (
+        " @ ",
+        " + ",
+        " - ",
+        " * ",
+        " / ",
+        " ** ",
+        "exp(",
+        "log(",
+        "tanh(",
+        "relu(",
+        "maximum(",
+        "sum(",
+        "mean(",
+        "keepdims=True",
+        "axis=",
+        "reshape(",
+        "transpose(",
+        "broadcast_to(",
+        "log_softmax(",
+        "-y",
+        ", [",
+        "[[",
+    ):
         assert needle in text, needle
     assert re.search(r"\[(:, )*\d:\d\]", text)  # a slice
     assert any(_repeats(case.arg("program")) for case in cases)
@@ -187,17 +217,28 @@ def _batched_matmul(case):
     """A line `a @ b` where a or b has three axes."""
     program = case.arg("program")
     values = forward(program, [case.arg(name) for name in ("x0", "x1", "x2")])
-    named = dict(zip(("x0", "x1", "x2", *(n for n, _ in program_lines(program))), values,
-                     strict=True))
-    return any(isinstance(e, ast.BinOp) and isinstance(e.op, ast.MatMult)
-               and max(named[side.id].ndim for side in (e.left, e.right)) >= 3
-               for _, e in program_lines(program))
+    named = dict(
+        zip(("x0", "x1", "x2", *(n for n, _ in program_lines(program))), values, strict=True)
+    )
+    return any(
+        isinstance(e, ast.BinOp)
+        and isinstance(e.op, ast.MatMult)
+        and max(named[side.id].ndim for side in (e.left, e.right)) >= 3
+        for _, e in program_lines(program)
+    )
 
 
-@pytest.mark.parametrize("program", [
-    "import os", "y0 = x0.value", "y0 = eval('1')", "y0 = x0 if x0 else x1",
-    "y0 = (lambda: 1)()", "y0 = x0; y1 = y0.__class__",
-])
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import os",
+        "y0 = x0.value",
+        "y0 = eval('1')",
+        "y0 = x0 if x0 else x1",
+        "y0 = (lambda: 1)()",
+        "y0 = x0; y1 = y0.__class__",
+    ],
+)
 def test_the_interpreter_refuses_anything_outside_the_grammar(program):
     with pytest.raises(ProgramError):
         program_lines(program)

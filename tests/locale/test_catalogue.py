@@ -93,8 +93,11 @@ def test_text_made_in_the_child_is_translated_by_its_template():
     from autograder.harness import english
     from autograder.judging.attempts import raised_message
 
-    text = english("directional_derivative must return one number (the derivative of f along "
-                   "v), not an array of shape {shape}.", shape=(3, 2))
+    text = english(
+        "directional_derivative must return one number (the derivative of f along "
+        "v), not an array of shape {shape}.",
+        shape=(3, 2),
+    )
     with speaking("zh-CN"):
         translated = localize(text)
         reported = raised_message("ValueError", text)
