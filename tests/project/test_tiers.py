@@ -58,6 +58,12 @@ def make_commands(target: str) -> str:
     ).stdout
 
 
+def test_lint_runs_the_linter_and_the_formatter_check_over_the_whole_tree():
+    lint = make_commands("lint").splitlines()
+    assert any(line.endswith("-m ruff check .") for line in lint), lint
+    assert any(line.endswith("-m ruff format --check .") for line in lint), lint
+
+
 def test_the_markers_that_leave_the_fast_tier_are_registered_and_strict():
     assert set(tiers.SLOW_MARKERS) <= registered_markers()
     assert "--strict-markers" in pytest_settings()["addopts"].split()
