@@ -2,8 +2,11 @@
 asked before the chapter's traps (`PREDICTIONS`).
 
 The references are the frameworks' own VJPs of `broadcast_to` and of a batched `matmul`,
-each written once (`vjp_reference`). The private `_sum_to` below only builds the known wrong
-answers (learner functions with one piece broken); verdicts always come from TensorFlow and JAX.
+each written once (`vjp_reference`). The private `_sum_to` and `_matmul_rule` below only build
+the known wrong answers (learner functions with one piece broken); verdicts always come from
+TensorFlow and JAX. Neither is an answer a learner could import: `_sum_to` takes an array of
+the target shape, not the shape, and `_matmul_rule` needs its transpose named
+(tests/exercises/test_no_importable_answers.py).
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
 
-def _sum_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+def _sum_to(g: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """g summed to the shape of the array `like`."""
+    shape = like.shape
     leading = g.ndim - len(shape)
     summed = g.sum(axis=tuple(range(leading)))
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and summed.shape[i] != 1)
@@ -32,10 +37,10 @@ def _swap(x: np.ndarray) -> np.ndarray:
 
 
 def _matmul_rule(
-    g: np.ndarray, a: np.ndarray, b: np.ndarray, t: Callable[[np.ndarray], np.ndarray] = _swap
+    g: np.ndarray, a: np.ndarray, b: np.ndarray, t: Callable[[np.ndarray], np.ndarray]
 ) -> tuple[np.ndarray, ...]:
     """(g @ t(b), t(a) @ g), each summed to its operand's shape: right with `t` = _swap."""
-    return _sum_to(g @ t(b), a.shape), _sum_to(t(a) @ g, b.shape)
+    return _sum_to(g @ t(b), a), _sum_to(t(a) @ g, b)
 
 
 def _size_one_axes(shape: tuple[int, ...], offset: int = 0) -> tuple[int, ...]:
@@ -113,7 +118,7 @@ UNBROADCAST = Exercise(
             "ignores_cotangent",
             "Your result does not depend on the values in g (it equals unbroadcasting a cotangent "
             "of ones). Sum the incoming cotangent itself.",
-            lambda g, shape: _sum_to(np.ones_like(g), shape),
+            lambda g, shape: _sum_to(np.ones_like(g), np.empty(shape)),
         ),
         Mistake(
             "mean",
@@ -182,7 +187,7 @@ def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.nd
     # then unbroadcast: right for a 3-D a times a 2-D b only.
     g_a = np.stack([g_i @ b.T for g_i in g])
     g_b = np.stack([a_i.T @ g_i for a_i, g_i in zip(a, g, strict=True)])
-    return _sum_to(g_a, a.shape), _sum_to(g_b, b.shape)
+    return _sum_to(g_a, a), _sum_to(g_b, b)
 
 
 MATMUL_VJP = Exercise(
@@ -211,12 +216,12 @@ MATMUL_VJP = Exercise(
             "ignores_cotangent",
             "Your cotangents do not depend on the values in g (they equal what a cotangent of ones "
             "gives). Multiply by the incoming cotangent g.",
-            lambda g, a, b: _matmul_rule(np.ones_like(g), a, b),
+            lambda g, a, b: _matmul_rule(np.ones_like(g), a, b, _swap),
         ),
         Mistake(
             "swapped_outputs",
             "You returned (grad_b, grad_a). Return the cotangent of a first.",
-            lambda g, a, b: _matmul_rule(g, a, b)[::-1],
+            lambda g, a, b: _matmul_rule(g, a, b, _swap)[::-1],
         ),
         Mistake(
             "first_axis_loop",

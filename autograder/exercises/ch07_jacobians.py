@@ -431,25 +431,26 @@ JACOBIAN_VIA_JVP = Exercise(
 def _from_truth(answer: Callable[..., Any]) -> Callable[..., Any]:
     """A learner's batch_jacobian that breaks the right answer: answer(jax, blocks,
     independent)."""
-    return lambda f, x: answer(lazy_jax(), *_truth(f, x))
+    return lambda f, x: answer(lazy_jax(), *_truth(lazy_jax().jacrev(f)(x)))
 
 
-def _truth(f: Any, x: Any) -> tuple[Any, Any]:
-    """The right (blocks, independent) from the full (B, m, B, n) Jacobian."""
-    return _per_example(lazy_jax().jacrev(f)(x), lazy_jax().numpy)
+def _truth(full: Any) -> tuple[Any, Any]:
+    """The right (blocks, independent) from the full (B, m, B, n) Jacobian `full` (it takes the
+    Jacobian, not f and x: it is no batch_jacobian a learner could import)."""
+    return _per_example(full, lazy_jax().numpy)
 
 
 def _summed_over_batch(f: Any, x: Any) -> tuple[Any, Any]:
     """What tape.batch_jacobian computes: sum over b' of dy[b']/dx[b]."""
-    summed = lazy_jax().numpy.swapaxes(lazy_jax().jacrev(f)(x).sum(axis=0), 0, 1)
-    return summed, _truth(f, x)[1]
+    full = lazy_jax().jacrev(f)(x)
+    return lazy_jax().numpy.swapaxes(full.sum(axis=0), 0, 1), _truth(full)[1]
 
 
 def _batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
     """Each example differentiated alone, as a batch of one: f(x[b:b+1])."""
     jax = lazy_jax()
     blocks = jax.vmap(lambda row: jax.jacrev(lambda r: f(r[None])[0])(row))(x)
-    return blocks, _truth(f, x)[1]
+    return blocks, _truth(jax.jacrev(f)(x))[1]
 
 
 BATCH_JACOBIAN = Exercise(
@@ -505,7 +506,7 @@ BATCH_JACOBIAN = Exercise(
             "full_returned",
             "You returned the full Jacobian (B, m, B, n). Return only its diagonal blocks J[b, :, "
             "b, :], stacked as (B, m, n), e.g. with jnp.einsum('bibj->bij', J).",
-            _jacobian(lambda jax, f, x: (jax.jacrev(f)(x), _truth(f, x)[1])),
+            _jacobian(lambda jax, f, x: (jax.jacrev(f)(x), _truth(jax.jacrev(f)(x))[1])),
         ),
     ),
     hints_by_kind={

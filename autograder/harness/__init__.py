@@ -100,6 +100,24 @@ def invoker(name: str, frameworks: tuple[str, ...] = (), depends: Depends = ()) 
     return _at_full_precision(invoke) if frameworks else invoke
 
 
+_STANDING_IN: list[str] = []  # the dependencies whose references _with_references binds now
+
+
+def stand_in_only(name: str) -> None:
+    """The first call of a reference implementation (`reference_implementation`): it runs only
+    in place of the learner's `name` while an exercise that calls `name` is checked. Imported
+    and called as an answer of its own, it raises, so nothing a learner can import passes the
+    exercise `name` (tests/exercises/test_no_importable_answers.py)."""
+    if name not in _STANDING_IN:
+        raise RuntimeError(
+            english(
+                "This {name} is the course's reference: it stands in for your own {name} only "
+                "while an exercise that calls {name} is checked. Write {name} yourself.",
+                name=name,
+            )
+        )
+
+
 def _with_references(invoke: Invoke, depends: Depends) -> Invoke:
     """`invoke` with the reference of each dependency bound, for the call, to its name in
     the namespace where the learner's function was defined (the notebook's)."""
@@ -108,18 +126,25 @@ def _with_references(invoke: Invoke, depends: Depends) -> Invoke:
     def with_references(fn: Invoke, *args: Any) -> Any:
         namespace = getattr(fn, "__globals__", None)
         if not isinstance(namespace, dict):
-            return invoke(fn, *args)
+            return _standing_in(invoke, fn, *args)
         missing = object()
         saved = {name: namespace.get(name, missing) for name in references}
         namespace.update(references)
         try:
-            return invoke(fn, *args)
+            return _standing_in(invoke, fn, *args)
         finally:
             for key, value in saved.items():
                 if value is missing:
                     namespace.pop(key, None)
                 else:
                     namespace[key] = value
+
+    def _standing_in(invoke: Invoke, fn: Invoke, *args: Any) -> Any:
+        _STANDING_IN.extend(references)
+        try:
+            return invoke(fn, *args)
+        finally:
+            del _STANDING_IN[len(_STANDING_IN) - len(references) :]
 
     return with_references
 
