@@ -263,6 +263,15 @@ def _forward_backward(fn: Callable[..., Any], values: list[Any], g: np.ndarray) 
     with tf.GradientTape() as tape:
         tape.watch([v for v in sources if not isinstance(v, tf.Variable)])
         y = fn(*values)
+    if len(tf.nest.flatten(y)) != 1:  # TensorFlow 2.21 crashes the process (a segfault) on
+        # several targets with one output gradient: the learner's kernel would die.
+        raise TypeError(
+            english(
+                "Return one tensor, your function's output; it returned a {type} of {count}.",
+                type=type(y).__name__,
+                count=len(tf.nest.flatten(y)),
+            )
+        )
     grads = tape.gradient(
         y,
         sources,
