@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import english, learner_name
+from . import english, learner_name, stand_in_only
 from .programs import learner_functions, run
 
 FORWARD: dict[str, Callable[..., np.ndarray]] = {
@@ -111,7 +111,9 @@ def directional_derivative(
 ) -> np.ndarray:
     """The reference of the exercise directional_derivative: a central difference whose
     step balances truncation (h**2) against rounding (eps / h) for x's dtype, relative to
-    x's magnitude."""
+    x's magnitude. It stands in for the learner's only while find_wrong_rule is checked;
+    imported and called as an answer, it raises (harness.stand_in_only)."""
+    stand_in_only("directional_derivative")
     x = np.asarray(x)
     h = np.finfo(x.dtype).eps ** (1 / 3) * max(1.0, float(np.abs(x).max(initial=0.0)))
     return (np.asarray(f(x + h * v)) - np.asarray(f(x - h * v))) / (2 * h)
