@@ -52,12 +52,24 @@ def _declared_frameworks(path: Path) -> list[tuple[str, ...]]:
     }
     found = []
     for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "Exercise"):
+        if not (isinstance(call, ast.Call) and (_names_exercise(call) or _partial_exercise(call))):
             continue
         keywords = {k.arg: k.value for k in call.keywords}
         if "frameworks" in keywords:
             found.append(_literal(keywords["frameworks"], constants, keywords, path))
     return found
+
+
+def _names_exercise(call: ast.Call) -> bool:
+    return getattr(call.func, "id", "") == "Exercise"
+
+
+def _partial_exercise(call: ast.Call) -> bool:
+    """`functools.partial(Exercise, ..., frameworks=...)`: a chapter's shared declaration."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    first = call.args[0] if call.args else None
+    return name == "partial" and isinstance(first, ast.Name) and first.id == "Exercise"
 
 
 def _literal(
