@@ -58,11 +58,13 @@ def test_a_frameworks_declaration_start_cannot_read_names_the_exercise(tmp_path)
         "A = Exercise(name='a', frameworks=('jax',))\nB = Exercise(name='b', frameworks=())\n"
     )
     assert warm_groups(tmp_path) == {"09": ("jax",)}
-    (tmp_path / "ch10_shared.py").write_text(  # a chapter's shared declaration (chapter 04's)
+    shared = tmp_path / "shared"  # warm_groups is cached by folder
+    shared.mkdir()
+    (shared / "ch10_shared.py").write_text(  # a chapter's shared declaration (chapter 04's)
         "_exercise = functools.partial(Exercise, invoke='x', frameworks=('tensorflow',))\n"
         "A = _exercise(name='a')\n"
     )
-    assert warm_groups(tmp_path) == {"09": ("jax",), "10": ("tensorflow",)}
+    assert warm_groups(shared) == {"10": ("tensorflow",)}
 
 
 def test_start_reads_submissions_before_numpy_and_the_exercises_are_imported(tmp_path):
