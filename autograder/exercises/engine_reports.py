@@ -185,7 +185,7 @@ def engine_exercise(
 # ---------------------------------------------------------------- the report
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Report.__repr__: the report as text (progress reads it)
 class ProgramReport(Report):
     """A check's report whose failing case is shown as the program's code and its inputs,
     with the cotangents of the first value that differs, expected and got."""
