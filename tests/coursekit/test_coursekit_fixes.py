@@ -41,7 +41,13 @@ def test_fixes_match_tensorflow_gradient_tape():
 def test_tile_memory_grows_with_batch_and_reshape_does_not():
     rows = {(r.fix, r.batch): r for r in measure_fixes([64, 1024], repeats=1)}
     assert rows["tile", 1024].work_bytes > 8 * rows["tile", 64].work_bytes
-    assert rows["reshape", 1024].work_bytes == rows["reshape", 64].work_bytes
+    # reshape's temporaries are a constant few KiB (interpreter bookkeeping that varies by a few
+    # hundred bytes between calls), not an array that grows with the batch: at batch 1024 they stay
+    # under 1/16 of the output and within 4 KiB of batch 64's.
+    reshape_small, reshape_large = rows["reshape", 64], rows["reshape", 1024]
+    output_bytes = reshape_large.peak_bytes - reshape_large.work_bytes
+    assert reshape_large.work_bytes < output_bytes / 16
+    assert abs(reshape_large.work_bytes - reshape_small.work_bytes) < 4096
     assert rows["tile", 1024].peak_bytes > 2 * rows["reshape", 1024].peak_bytes
     assert rows["unbroadcast", 1024].work_bytes > rows["reshape", 1024].work_bytes
 
