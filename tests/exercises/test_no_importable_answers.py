@@ -9,7 +9,16 @@ tried on an exercise when its signature takes the exercise's parameters
 (`inspect.signature(obj).bind(*exercise.parameters)`).
 
 Walked: `autograder` itself, `autograder.exercises`, `autograder.harness`, `autograder.judging`,
-`autograder.check` and `coursekit` (where the math is). Left out, because calling their
+`autograder.check` and `coursekit` (where the math is), and every module that a learner's copy
+of a notebook (course/*.ipynb, course/zh-CN/*.ipynb) imports, read from its code cells
+(`import x`, `from x import y`: x, and x.y where that is a module), walked the same way. A
+learner's own notebook imports are the first place to look, whatever package they come from.
+Not walked among those: the standard library, and the third-party packages of `TOOLS` (numpy,
+JAX, TensorFlow, matplotlib, scikit-learn, ipywidgets): the frameworks are the references an
+exercise is judged against, and a numpy exercise's check refuses an answer that calls them
+(judging/numpy_only.py); the others are tools, with no exercise's math. A notebook import of
+anything else (a new third-party package) fails `test_every_notebook_import_is_walked_or_left_out`
+until it is added to `TOOLS` or walked. Left out, because calling their
 functions with arrays is not safe in the test's process and none of them computes an
 exercise's math:
 - `autograder.sandbox`: starts and kills processes, changes uids, rlimits and seccomp filters,
@@ -20,6 +29,7 @@ exercise's math:
 - `autograder.notebook`: Jupyter display, widgets, reading the saved notebooks;
 - `autograder.locale` and `autograder.catalogue`: the message catalogue; changing the language
   changes every later message, and the catalogue writes .po files.
+(Not walked when a notebook imports them either: `LEFT_OUT`.)
 
 About 10,000 (exercise, candidate) pairs, so each is screened first: the candidate is called
 through the exercise's own invoke (`call_learner`, as a check calls a learner's function) on
@@ -31,21 +41,27 @@ a candidate that matches every screened case gets the full check, which must not
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import importlib
+import importlib.util
 import inspect
 import io
 import pkgutil
 import signal
+import sys
 import types
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import nbformat
 import numpy as np
 import pytest
+from IPython.core.inputtransformer2 import TransformerManager
 
 from autograder.exercises import EXERCISES
 from autograder.judging.attempts import call_learner, fails
@@ -65,6 +81,35 @@ WALKED = (
 # Where a walked module's own objects are defined (an object imported from elsewhere, numpy's
 # or the standard library's, is not the course's). autograder's other subpackages are left out.
 ROOTS = tuple(name for name in WALKED if name != "autograder")
+# Not walked, even where a notebook imports them: not safe to call in the test's process.
+LEFT_OUT = (
+    "autograder.sandbox",
+    "autograder.grading",
+    "autograder.authoring",
+    "autograder.cli",
+    "autograder.__main__",
+    "autograder.notebook",
+    "autograder.locale",
+    "autograder.catalogue",
+)
+# The course's own packages: a notebook import of one of these is walked (but not LEFT_OUT ones).
+FIRST_PARTY = ("autograder", "coursekit")
+# Third-party packages a notebook may import that are not walked: the frameworks (the
+# references) and tools (arrays, plots, data sets, widgets, the kernel).
+TOOLS = (
+    "numpy",
+    "jax",
+    "jaxlib",
+    "tensorflow",
+    "keras",
+    "matplotlib",
+    "sklearn",
+    "scipy",
+    "ipywidgets",
+    "IPython",
+)
+COURSE = Path(__file__).resolve().parents[2] / "course"
+LEARNER_NOTEBOOKS = ("*.ipynb", "zh-CN/*.ipynb")  # the learner's copies, in each language
 SCREENED_CASES = 2
 SCREEN_SECONDS = 0.5  # one call on one hand-picked case
 CHECK_SECONDS = 120.0  # the full check of a candidate that passed the screen
@@ -83,13 +128,73 @@ class _Timeout(BaseException):
     candidate's own error."""
 
 
-def _modules(names: Iterable[str]) -> Iterator[types.ModuleType]:
+def _under(name: str, packages: Iterable[str]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def _modules(names: Iterable[str]) -> list[types.ModuleType]:
+    """The modules named, and those inside the packages among them (not `autograder`'s
+    own, nor any LEFT_OUT), once each."""
+    found: dict[str, types.ModuleType] = {}
     for name in names:
-        module = importlib.import_module(name)
-        yield module
+        module = found.get(name) or importlib.import_module(name)
+        found[name] = module
         if name != "autograder" and hasattr(module, "__path__"):
             for info in pkgutil.walk_packages(module.__path__, prefix=f"{name}."):
-                yield importlib.import_module(info.name)
+                if info.name not in found and not _under(info.name, LEFT_OUT):
+                    found[info.name] = importlib.import_module(info.name)
+    return list(found.values())
+
+
+@functools.cache  # read once per run: the slow test and the quick one both need it
+def notebook_imports(folder: Path = COURSE) -> dict[str, set[str]]:
+    """What the learner's notebooks in `folder` import, from their code cells (magics
+    translated as IPython runs them): each module `import`ed or `from`-imported, with the
+    names taken from it (`from x import y`: {"x": {"y"}}; `import x.y`: {"x.y": set()})."""
+    imported: dict[str, set[str]] = {}
+    for pattern in LEARNER_NOTEBOOKS:
+        for path in sorted(folder.glob(pattern)):
+            for cell in nbformat.read(path, as_version=4).cells:
+                if cell.cell_type != "code":
+                    continue
+                for node in ast.walk(ast.parse(TransformerManager().transform_cell(cell.source))):
+                    if isinstance(node, ast.Import):
+                        for alias in node.names:
+                            imported.setdefault(alias.name, set())
+                    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                        names = imported.setdefault(node.module, set())
+                        names.update(alias.name for alias in node.names if alias.name != "*")
+    return imported
+
+
+def notebook_modules(imported: dict[str, set[str]]) -> tuple[list[str], list[str]]:
+    """The modules of `imported` (notebook_imports) to walk: the course's own, not LEFT_OUT,
+    and the submodules `from x import y` names; and the top-level names it imports that are
+    neither the course's, nor the standard library, nor TOOLS (which must be none)."""
+    walked: list[str] = []
+    unknown: list[str] = []
+    for module, names in sorted(imported.items()):
+        top = module.partition(".")[0]
+        if top in sys.stdlib_module_names or top in TOOLS:
+            continue
+        if top not in FIRST_PARTY:
+            unknown.append(top)
+            continue
+        for name in [module, *(f"{module}.{n}" for n in sorted(names) if _is_submodule(module, n))]:
+            if not _under(name, LEFT_OUT) and name not in walked:
+                walked.append(name)
+    return walked, sorted(set(unknown))
+
+
+def _is_submodule(package: str, name: str) -> bool:
+    """Whether `from package import name` imports a module (found without importing it)."""
+    try:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.submodule_search_locations is None:
+            return False
+        return importlib.util.find_spec(f"{package}.{name}") is not None
+    except ImportError:
+        return False
 
 
 def _defined_in(obj: Any, roots: tuple[str, ...]) -> bool:
@@ -286,14 +391,77 @@ def _answers_among(
 # A candidate's own finalizers, and an alarm that lands in one, raise where nothing can catch.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_nothing_importable_passes_a_check(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    modules = list(_modules(WALKED))
-    found = candidates(modules)
+    imported = notebook_imports()
+    from_notebooks, _ = notebook_modules(imported)
+    modules = _modules((*WALKED, *from_notebooks))
+    roots = (*ROOTS, *(name for name in from_notebooks if not _under(name, ROOTS)))
+    roots = tuple(name for name in roots if name != "autograder")
+    found = candidates(modules, roots)
     assert len(found) > 500, "the walk found too few candidates: is a package missing?"
+    _assert_notebook_names_are_candidates(imported, found, roots)
     for exercise in EXERCISES.values():
         screening_table(exercise)  # before any candidate runs
     monkeypatch.chdir(tmp_path)
     hits = answers(EXERCISES.values(), found, _State(modules))
     assert not hits, "These pass an exercise's check (they are answers):\n" + "\n".join(hits)
+
+
+def _assert_notebook_names_are_candidates(
+    imported: dict[str, set[str]], found: list[Candidate], roots: tuple[str, ...]
+) -> None:
+    """Every function, class and partial that a notebook imports by name from the course's
+    own modules (`from coursekit.tape import draw_tape`) is among the candidates."""
+    ids = {id(c.obj) for c in found}
+    missing = []
+    for module, names in imported.items():
+        if module.partition(".")[0] not in FIRST_PARTY or _under(module, LEFT_OUT):
+            continue
+        namespace = vars(importlib.import_module(module))
+        for name, value in _found_in({n: namespace[n] for n in names if n in namespace}, roots):
+            if "." not in name and id(value) not in ids:
+                missing.append(f"{module}.{name}")
+    assert not missing, f"imported by a notebook but not tried: {missing}"
+
+
+def test_every_notebook_import_is_walked_or_left_out() -> None:
+    """The learner's notebooks import the course's packages, the standard library and
+    TOOLS only; what they import from the course is walked (chapter 02's handed-out rule
+    table, chapter 05's exercise, coursekit's demonstrations), and nothing LEFT_OUT is."""
+    imported = notebook_imports()
+    walked, unknown = notebook_modules(imported)
+    assert not unknown, (
+        f"A learner's notebook imports {unknown}: walk it (FIRST_PARTY), or, for a framework "
+        "or a tool with no exercise's math, add it to TOOLS (and say so in the docstring)."
+    )
+    assert {"coursekit.tape", "autograder.harness.ch02_reverse_mode_tape", "numpy"} <= {*imported}
+    assert {"coursekit.tape", "autograder.harness.ch02_reverse_mode_tape"} <= set(walked)
+    assert "autograder.check" in walked  # `from autograder import check`: a module
+    assert not any(_under(name, (*TOOLS, *LEFT_OUT)) for name in walked)
+
+
+def test_a_notebook_import_is_classified(tmp_path: Path) -> None:
+    """Magics are read as IPython runs them; an unknown package is reported, a course
+    module is walked with the submodules named, and LEFT_OUT ones are not."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("%matplotlib inline\nimport numpy as np, somepackage.sub"),
+        nbformat.v4.new_code_cell("from autograder import check, sandbox\nx = 1\nx?"),
+        nbformat.v4.new_code_cell("from coursekit.tape import draw_tape\nimport os.path"),
+        nbformat.v4.new_markdown_cell("import notcode"),
+    ]
+    nbformat.write(notebook, tmp_path / "01_x.ipynb")
+    imported = notebook_imports(tmp_path)
+    assert imported == {
+        "numpy": set(),
+        "somepackage.sub": set(),
+        "autograder": {"check", "sandbox"},
+        "coursekit.tape": {"draw_tape"},
+        "os.path": set(),
+    }
+    assert notebook_modules(imported) == (
+        ["autograder", "autograder.check", "coursekit.tape"],
+        ["somepackage"],
+    )
 
 
 # ---------------------------------------------------------------- the test can fail
