@@ -211,7 +211,10 @@ def backward(root: Tensor) -> None:
 def grad(f: Any, argnums: Any = 0) -> Any:
     def gradient(*args: Any) -> Any:
         tensors = [Tensor(np.asarray(x)) for x in args]
-        backward(f(*tensors))
+        out = f(*tensors)
+        if out.value.shape != ():
+            raise TypeError(f"grad needs a scalar output, not one of shape {out.value.shape}")
+        backward(out)
         if isinstance(argnums, int):
             return tensors[argnums].grad
         return tuple(tensors[i].grad for i in argnums)
@@ -266,9 +269,58 @@ def backward_breadth_first(root: Tensor) -> None:
                 parent.grad = parent.grad + c
 
 
+def grad_int_as_tuple(f: Any, argnums: Any = 0) -> Any:
+    """An int argnums made a tuple of one, and a tuple always returned: grad(f) gives (g,)."""
+    wanted = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    def gradient(*args: Any) -> Any:
+        tensors = [Tensor(np.asarray(x)) for x in args]
+        out = f(*tensors)
+        if out.value.shape != ():
+            raise TypeError("grad needs a scalar output")
+        backward(out)
+        return tuple(tensors[i].grad for i in wanted)
+
+    return gradient
+
+
+def grad_one_as_bare(f: Any, argnums: Any = 0) -> Any:
+    """A tuple of one unpacked: grad(f, argnums=(2,)) gives the array, not (array,)."""
+
+    def gradient(*args: Any) -> Any:
+        tensors = [Tensor(np.asarray(x)) for x in args]
+        out = f(*tensors)
+        if out.value.shape != ():
+            raise TypeError("grad needs a scalar output")
+        backward(out)
+        if isinstance(argnums, int):
+            return tensors[argnums].grad
+        grads = tuple(tensors[i].grad for i in argnums)
+        return grads[0] if len(grads) == 1 else grads
+
+    return gradient
+
+
+def grad_any_output(f: Any, argnums: Any = 0) -> Any:
+    """No scalar check: an output of any shape is seeded with ones, where jax.grad raises a
+    TypeError."""
+
+    def gradient(*args: Any) -> Any:
+        tensors = [Tensor(np.asarray(x)) for x in args]
+        backward(f(*tensors))
+        if isinstance(argnums, int):
+            return tensors[argnums].grad
+        return tuple(tensors[i].grad for i in argnums)
+
+    return gradient
+
+
 SEED_001 = {"matmul_vjp": "matmul_vjp_all_axes", "unbroadcast": "unbroadcast_leading_only"}
 ASSIGNING = {"backward": "backward_assigning"}
 BREADTH_FIRST = {"backward": "backward_breadth_first"}
+INT_ARGNUMS_AS_TUPLE = {"grad": "grad_int_as_tuple"}
+ONE_TUPLE_AS_BARE = {"grad": "grad_one_as_bare"}
+ANY_OUTPUT = {"grad": "grad_any_output"}
 
 
 def engine(swaps: dict[str, str] | None = None) -> dict[str, Any]:
@@ -297,3 +349,20 @@ def unbroadcast_by_axes(g: np.ndarray, shape: tuple) -> np.ndarray:
         lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1
     )
     return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g
+
+
+def grad_as_lists(f: Any, argnums: Any = 0) -> Any:
+    """Right, written otherwise: a list for a tuple argnums, and any output with an axis
+    refused (shape (1, 1) too, as jax.grad does)."""
+
+    def gradient(*args: Any) -> Any:
+        tensors = [Tensor(np.asarray(x)) for x in args]
+        out = f(*tensors)
+        if out.value.ndim:
+            raise TypeError("grad: f must return a 0-d Tensor")
+        backward(out)
+        if isinstance(argnums, int):
+            return tensors[argnums].grad
+        return [tensors[i].grad for i in argnums]
+
+    return gradient

@@ -40,6 +40,14 @@ ENGINE_HINTS = {
     "VJP sums the cotangent back to that input's shape.",
     "dtype": "Keep the inputs' dtype (float64): start every .grad with np.zeros_like(value).",
     "value": "Wrong gradients. The report says at which value of the program they start.",
+    # grad held to jax.grad's contract (harness/programs.py raises these two by name).
+    "exception:ArgnumsError": "Return what jax.grad returns for each argnums: for an int "
+    "(grad(f), grad(f, argnums=1)) the one array of that argument, not a tuple; for a tuple "
+    "(grad(f, argnums=(0, 2)), and also a tuple of one, (2,)) a tuple of arrays in that order. "
+    "Test which it is with isinstance(argnums, int).",
+    "exception:ScalarOutputError": "grad differentiates a scalar function only: after calling "
+    "f, check that its output's shape is (), and raise TypeError (as jax.grad does) before "
+    "the backward pass when it is not.",
 }
 
 

@@ -67,6 +67,17 @@ class ProgramError(ValueError):
     """A program outside the grammar: a bug of the course, or a tampered case."""
 
 
+class ArgnumsError(TypeError):
+    """What the learner's grad gave for an int argnums, or a tuple of one, is not what
+    jax.grad gives: one array for an int, a tuple for a tuple (the exercise's hint for
+    `exception:ArgnumsError` says what to do)."""
+
+
+class ScalarOutputError(Exception):
+    """The learner's grad did not refuse with a TypeError, as jax.grad does, an f whose
+    output is not a scalar (the hint for `exception:ScalarOutputError` says what to do)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def statements(program: str) -> tuple[Line, ...]:
     """(name, expression) for each line of the program, checked against the grammar (read
@@ -228,7 +239,9 @@ def invoke_engine(
     fn: Callable[..., Any], program: str, x0: np.ndarray, x1: np.ndarray, x2: np.ndarray
 ) -> tuple:
     """The learner's grad(f, argnums=(0, 1, 2)) of f = the program, and the .grad of every
-    line's value after the learner's backward(root) on the program traced afresh."""
+    line's value after the learner's backward(root) on the program traced afresh. Between
+    them, grad is held to jax.grad's argnums and scalar output (ArgnumsError,
+    ScalarOutputError, each with its hint in the exercise's declaration)."""
     ops = fn.__globals__
     functions = learner_functions(ops)
     tensor, backward = learner_name(ops, "Tensor"), learner_name(ops, "backward")
@@ -245,10 +258,115 @@ def invoke_engine(
                 type=_described(gradients),
             )
         )
+    _argnums_as_jax(fn, f, (x0, x1, x2), gradients)
+    _scalar_only(fn, functions, program, (x0, x1, x2))
     values = run(program, functions, [tensor(np.copy(x)) for x in (x0, x1, x2)])
     backward(values[-1])
     nodes = [_grad_of(value, line) for line, value in enumerate(values[len(INPUTS) :], 1)]
     return (*gradients, flat(nodes))
+
+
+def _fresh(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [np.copy(x) for x in inputs]
+
+
+def _argnums_as_jax(
+    fn: Callable[..., Any], f: Callable[..., Any], inputs: Sequence[np.ndarray], together: Any
+) -> None:
+    """grad(f) (argnums 0, an int) gives one array, and grad(f, argnums=(2,)) a tuple of one:
+    those grad(f, argnums=(0, 1, 2)) gives at those positions, as jax.grad does."""
+    alone = fn(f)(*_fresh(inputs))
+    if isinstance(alone, tuple | list):
+        raise ArgnumsError(
+            english(
+                "grad(f) returned a {type} of length {length}, where jax.grad returns one "
+                "array: an int argnums (0, the default) asks for the gradient of that one "
+                "argument.",
+                type=type(alone).__name__,
+                length=len(alone),
+            )
+        )
+    _same_as_together(alone, together, 0, "grad(f)")
+    single = fn(f, argnums=(2,))(*_fresh(inputs))
+    if not isinstance(single, tuple | list) or len(single) != 1:
+        raise ArgnumsError(
+            english(
+                "grad(f, argnums=(2,)) returned a value of type {type}, where jax.grad "
+                "returns a tuple holding one array: a tuple argnums gives a tuple, even of "
+                "one argument.",
+                type=_described(single),
+            )
+        )
+    _same_as_together(single[0], together, 2, "grad(f, argnums=(2,))[0]")
+
+
+def _same_as_together(alone: Any, together: Any, index: int, call: str) -> None:
+    """`alone` is what grad(f, argnums=(0, 1, 2)) gave at `index` (not judged when that is no
+    array: the values' judgement says what is wrong with it)."""
+    expected = together[index]
+    if not isinstance(expected, np.ndarray):
+        return
+    try:
+        same = np.shape(alone) == expected.shape and bool(
+            np.allclose(alone, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+        )
+    except Exception:  # not comparable with an array: not the same
+        same = False
+    if not same:
+        raise ArgnumsError(
+            english(
+                "{call} is not what grad(f, argnums=(0, 1, 2)) gives for x{index}: like "
+                "jax.grad, each call traces f afresh and returns the gradient of the "
+                "argument(s) argnums names, in that order.",
+                call=call,
+                index=index,
+            )
+        )
+
+
+def _scalar_only(
+    fn: Callable[..., Any],
+    functions: dict[str, Any],
+    program: str,
+    inputs: Sequence[np.ndarray],
+) -> None:
+    """grad(f) raises a TypeError, as jax.grad does, for f = the program's last value but one
+    (the value the final line sums) when it has more than one entry ((1, 1) is left to the
+    learner)."""
+    names = [name for name, _ in statements(program)]
+    if len(names) < 2:
+        return
+    with np.errstate(all="ignore"):
+        shape = np.shape(forward(program, list(inputs))[-2])
+    if int(np.prod(shape)) <= 1:
+        return
+
+    def vector(*tensors: Any) -> Any:
+        return run(program, functions, tensors)[-2]
+
+    try:
+        fn(vector)(*_fresh(inputs))
+    except TypeError:
+        return
+    except Exception as error:
+        raise ScalarOutputError(
+            english(
+                "grad(f) raised {error}, not a TypeError, for f = this program without its "
+                "last line, whose output {name} has shape {shape}: jax.grad raises a "
+                "TypeError for an output that is not a scalar.",
+                error=type(error).__name__,
+                name=names[-2],
+                shape=shape,
+            )
+        ) from error
+    raise ScalarOutputError(
+        english(
+            "grad(f) returned gradients for f = this program without its last line, whose "
+            "output {name} has shape {shape}, not a scalar: jax.grad raises a TypeError there.",
+            name=names[-2],
+            shape=shape,
+        )
+    )
 
 
 def _grad_of(value: Any, line: int) -> np.ndarray:

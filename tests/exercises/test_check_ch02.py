@@ -1,6 +1,7 @@
 """The chapter 02 checks: the learner's whole engine on random programs (`grad`: right engines
 pass; breadth-first order, `=` instead of `+=` and seed 001's matmul rule fail, each shown as
-the smallest program), and the finite-difference checks `directional_derivative` and
+the smallest program; a grad that breaks jax.grad's argnums or scalar output fails, named),
+and the finite-difference checks `directional_derivative` and
 `find_wrong_rule`: right answers written in different ways pass, each known wrong one fails
 with the hint that names it. The rules' own exercises are tested in test_check_ch02_rules.py."""
 
@@ -19,7 +20,15 @@ from autograder.exercises.ch02_reverse_mode_tape import (
 from autograder.exercises.engine_reports import ProgramReport
 from autograder.harness import ch02_reverse_mode_tape, programs
 from autograder.harness.programs import operations
-from tests.engines import ASSIGNING, BREADTH_FIRST, SEED_001, engine
+from tests.engines import (
+    ANY_OUTPUT,
+    ASSIGNING,
+    BREADTH_FIRST,
+    INT_ARGNUMS_AS_TUPLE,
+    ONE_TUPLE_AS_BARE,
+    SEED_001,
+    engine,
+)
 
 
 def failed_with(report, words):
@@ -49,6 +58,48 @@ def test_wrong_engines_fail_on_a_small_program_shown_as_code(swaps, most):
     program = report.failure.case.arg("program")
     assert operations(program) <= most, program
     assert all(f"  {line}\n" in str(report) for line in program.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("swaps", "raised", "words"),
+    [
+        (INT_ARGNUMS_AS_TUPLE, "ArgnumsError", "grad(f) returned a tuple of length 1,"),
+        (ONE_TUPLE_AS_BARE, "ArgnumsError", "(2,)) returned a value of type ndarray"),
+        (ANY_OUTPUT, "ScalarOutputError", "has shape"),
+    ],
+    ids=["int argnums gives a 1-tuple", "tuple argnums gives a bare array", "no TypeError"],
+)
+def test_a_grad_that_is_not_jax_grads_fails_named_with_what_to_do(swaps, raised, words):
+    """jax.grad's contract: an int argnums gives one array, a tuple (of one too) a tuple, and
+    an output that is not a scalar is a TypeError. Right gradients do not hide a breach: the
+    report names it (the message) and says what to do (the hint declared for it), on the
+    smallest program."""
+    report = check.grad(engine(swaps)["grad"])
+    assert not report.passed, str(report)
+    failure = report.failure
+    assert failure.message.startswith(f"raised {raised}: ") and words in failure.message
+    assert failure.hint == GRAD.hints_by_kind[f"exception:{raised}"], failure.hint
+    assert operations(failure.case.arg("program")) <= 2, failure.case.arg("program")
+
+
+def test_a_type_error_of_the_engine_itself_gets_the_engines_hint():
+    """The contract's breaches have names of their own, so a TypeError the learner's engine
+    raises (here: no `**`) is not taken for one: its hint points at the traceback."""
+    namespace = engine()
+    del namespace["Tensor"].__pow__
+    try:
+        report = check.grad(namespace["grad"])
+    finally:
+        namespace["Tensor"].__pow__ = engine()["Tensor"].__pow__
+    assert report.failure is not None and report.failure.message.startswith("raised TypeError")
+    assert report.failure.hint == GRAD.hints_by_kind["error"], report.failure.hint
+
+
+def test_a_grad_returning_lists_and_refusing_every_output_of_an_axis_passes():
+    """A list where jax.grad gives a tuple, and a TypeError for an output of shape (1, 1)
+    too (as jax.grad does; the check leaves a size-1 output to the learner), are right."""
+    report = check.grad(engine({"grad": "grad_as_lists"})["grad"])
+    assert report.passed, str(report)
 
 
 def test_the_engine_exercise_holds_no_answer_of_its_own():
