@@ -112,7 +112,13 @@ def directional_derivative(
     """The reference of the exercise directional_derivative: a central difference whose
     step balances truncation (h**2) against rounding (eps / h) for x's dtype, relative to
     x's magnitude. It stands in for the learner's only while find_wrong_rule is checked;
-    imported and called as an answer, it raises (harness.stand_in_only)."""
+    imported and called as an answer, it raises (harness.stand_in_only).
+
+    A difference, not the frameworks' JVP (the exercise's reference): find_wrong_rule hands
+    it numpy functions of the learner's (the rule table's forward), which jax.jvp cannot
+    trace; find_wrong_rule is a numpy round in the grader's child, where JAX raises
+    FrameworkUsed; and a tolerance's mistake (float64_tolerance) is judged by the error a
+    right finite difference has in float32, which an exact JVP would not show."""
     stand_in_only("directional_derivative")
     x = np.asarray(x)
     h = np.finfo(x.dtype).eps ** (1 / 3) * max(1.0, float(np.abs(x).max(initial=0.0)))

@@ -4,6 +4,13 @@
 exercise unbroadcast declares `reference_implementation="ch03_unbroadcasting:unbroadcast"`), so that
 a wrong unbroadcast costs its own exercise only, not matmul_vjp's too. Called directly (imported
 in a notebook) it raises: it is no answer to unbroadcast (harness.stand_in_only).
+
+It is numpy, not the frameworks' VJP of broadcast_to (the exercise's reference): it also runs
+in the grader's child for matmul_vjp, a numpy round, where any use of JAX or TensorFlow raises
+FrameworkUsed (sandbox/confined/guards.py), and under JAX's default float32 it would narrow
+float64 cotangents. Its source is no more an answer than the course's own: the learner's copy
+ships with solutions/ (authoring/bundle.py), and what guards a check is that nothing importable
+passes one (tests/exercises/test_no_importable_answers.py).
 """
 
 from __future__ import annotations
