@@ -363,10 +363,20 @@ def local_names(node: ast.FunctionDef | ast.ClassDef) -> set[str]:
 
 
 def depends_on(
-    name: str, others: set[str], reads: dict[str, set[str]], roots: tuple[str, ...] = ()
+    name: str,
+    others: set[str],
+    reads: dict[str, set[str]],
+    roots: tuple[str, ...] = (),
+    classes: frozenset[str] | set[str] = frozenset(),
 ) -> bool:
     """Whether `name`'s code (or the names its invoke reads from the notebook, `roots`)
-    reaches one of `others` through the notebook's functions."""
+    reaches one of `others` through the notebook's functions, or a root is one of them or of
+    `classes`. `classes` (stubbed classes) are reached through the roots only: the notebook's
+    code makes an instance where a value already is one (chapter 02's `apply` records a
+    Tensor only when an argument is a Tensor; the rules are called with arrays), while an
+    invoke that reads the class by name (grad's `Tensor`) makes one itself."""
+    if set(roots) & (set(others) | set(classes)) - {name}:
+        return True
     seen, pending = set(), [name, *roots]
     while pending:
         current = pending.pop()
@@ -376,8 +386,29 @@ def depends_on(
         found = reads.get(current, set())
         if found & (others - {name}):
             return True
-        pending.extend(found)
+        pending.extend(found - set(classes))
     return False
+
+
+def stubs(source: str) -> tuple[set[str], set[str]]:
+    """The functions and the classes a learner cell defines as stubs (a definition whose code
+    raises NotImplementedError): chapter 02's learner copy leaves its operations, `record`,
+    `backward` and its Tensor's methods so, besides the exercises themselves."""
+    try:
+        tree = ast.parse(re.sub(r"^(\s*)[%!].*$", r"\1pass", source, flags=re.M))
+    except SyntaxError:
+        return set(), set()
+    functions: set[str] = set()
+    classes: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and any(
+            isinstance(inner, ast.Raise)
+            and inner.exc is not None
+            and "NotImplementedError" in ast.unparse(inner.exc)
+            for inner in ast.walk(node)
+        ):
+            (classes if isinstance(node, ast.ClassDef) else functions).add(node.name)
+    return functions, classes
 
 
 def make_variant(
@@ -389,29 +420,36 @@ def make_variant(
     replaced: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[NotebookNode, dict[str, float]]:
     """A copy of the solution with the stubbed exercise cells taken from the learner copy,
-    and the score each exercise must get: 0 where stubbed or where its code reaches an
-    exercise that is stubbed, else 1. An exercise's declared dependencies (`replaced`, its
-    `depends_on`: chapter 03's matmul_vjp calls unbroadcast, chapter 02's backward runs the
-    notebook's ops, which call vjp_rule) are replaced by references while it is graded, so
-    a stubbed dependency costs it nothing."""
+    and the score each exercise must get: 0 where stubbed or where its code reaches a stub
+    of a stubbed cell (an exercise, or a function or class the cell leaves to write: chapter
+    02's operations, `backward`, its Tensor), else 1. An exercise's declared dependencies
+    (`replaced`, its `depends_on`: chapter 03's matmul_vjp calls unbroadcast, chapter 02's
+    find_wrong_rule calls directional_derivative) are replaced by references while it is
+    graded, so a stubbed dependency costs it nothing."""
     notebook = copy.deepcopy(solution)
     answered: set[str] = set()
     unanswered: set[str] = set()
+    stubbed_functions: set[str] = set()
+    stubbed_classes: set[str] = set()
     pairs = zip(exercise_cells(notebook), exercise_cells(learner), strict=True)
     for position, (mine, theirs) in enumerate(pairs):
         defined = defined_names(solution.cells[mine].source, names)
         (unanswered if position in stubbed else answered).update(defined)
         if position in stubbed:
             notebook.cells[mine].source = learner.cells[theirs].source
+            functions, classes = stubs(learner.cells[theirs].source)
+            stubbed_functions |= functions
+            stubbed_classes |= classes
     reads, roots, replaced = reads_by_function(solution), roots or {}, replaced or {}
     broken = {
         n
         for n in answered
         if depends_on(
             n,
-            unanswered - set(replaced.get(n, ())),
+            (unanswered | stubbed_functions) - set(replaced.get(n, ())),
             without_calls(reads, replaced.get(n, ())),
             roots.get(n, ()),
+            stubbed_classes,
         )
     }
     return notebook, {n: 0.0 if n in unanswered | broken else 1.0 for n in answered | unanswered}

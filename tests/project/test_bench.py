@@ -425,6 +425,40 @@ def test_chapter_02s_engine_exercises_are_scored_through_the_learners_namespace(
     assert expected["sub05"]["vjp_add"] == 0.0
 
 
+def test_chapter_02s_stubs_inside_cells_count_as_unanswered(tmp_path):
+    """Chapter 02's learner copy leaves more than its exercises as stubs: its Tensor's
+    methods, `record`, the operations and `backward`. A stubbed Tensor (the first exercise
+    cell) costs the exercises whose invoke makes Tensors (grad, hessian_vector_product), not
+    the rules, which are called with arrays; a stubbed operation costs every rule that calls
+    it (through unbroadcast), a stubbed backward costs grad. The gradebook of `grade
+    --seed 1234` on these five submissions gave exactly these scores."""
+    _, expected = bench.write_batch("02", tmp_path, 5)
+    first_only = expected["sub04"]  # the Tensor cell stubbed
+    assert first_only["grad"] == first_only["hessian_vector_product"] == 0.0
+    assert {n for n, score in first_only.items() if score == 0.0} == {
+        "grad",
+        "hessian_vector_product",
+    }
+    every_other = expected["sub02"]  # Tensor, the operations, backward stubbed (and more)
+    assert every_other["grad"] == every_other["vjp_div"] == every_other["vjp_sum"] == 0.0
+    assert every_other["vjp_log"] == every_other["directional_derivative"] == 1.0
+    the_others = expected["sub03"]  # record and apply, unbroadcast stubbed (and more)
+    assert the_others["vjp_add"] == the_others["vjp_exp"] == 0.0
+    assert the_others["vjp_neg"] == the_others["find_wrong_rule"] == 1.0
+
+
+def test_a_stubbed_class_is_reached_through_an_invokes_names_only():
+    reads = {"rule": {"apply"}, "apply": {"record"}, "record": {"Tensor"}, "grad": set()}
+    classes = {"Tensor"}
+    assert not bench.depends_on("rule", set(), reads, (), classes)
+    assert bench.depends_on("grad", set(), reads, ("Tensor",), classes)
+    assert bench.depends_on("rule", {"record"}, reads)  # a stubbed function is reached by calls
+    assert bench.stubs(
+        "class T:\n    def m(self):\n        raise NotImplementedError('x')\n\n"
+        "def f():\n    raise NotImplementedError\n\ndef g():\n    return 1\n"
+    ) == ({"f"}, {"T"})
+
+
 def test_latency_only_and_grading_only_exclude_each_other():
     assert bench.arguments(["--latency-only"]).latency_only
     with pytest.raises(SystemExit):
