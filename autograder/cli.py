@@ -89,7 +89,7 @@ def translation_status(*, root: Path) -> int:
     return 1 if problems else 0
 
 
-def sync_chapter(*, root: Path, chapter: str) -> int:
+def sync_chapter(*, root: Path, chapter: str, rebuild: bool = False) -> int:
     """One chapter from its edited sources to every generated file (authoring/sync.py)."""
     from autograder.authoring.sync import SyncError, sync
     from autograder.catalogue import sync_messages
@@ -102,7 +102,9 @@ def sync_chapter(*, root: Path, chapter: str) -> int:
         print(f"The exercise modules do not load: {error}", file=sys.stderr)
         return 1
     try:
-        return sync(root=root, chapter=chapter, names=names, messages=sync_messages)
+        return sync(
+            root=root, chapter=chapter, names=names, messages=sync_messages, rebuild=rebuild
+        )
     except SyncError as error:
         print(error, file=sys.stderr)
         return 2
@@ -131,6 +133,12 @@ def parser() -> argparse.ArgumentParser:
     )
     sync.add_argument("chapter", metavar="NN", help="the chapter's two digits, e.g. 03")
     sync.add_argument("--root", type=Path, default=ROOT, help="the checkout (default: here)")
+    sync.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="execute both editions' notebooks even when their inputs are unchanged since "
+        "their last build (after changing shared code: the engine, check, coursekit)",
+    )
     commands.add_parser("warm-up", help="compile the notebook checks' references once")
     bundle = commands.add_parser(
         "bundle",

@@ -6,6 +6,8 @@ Both copies are executed here, so their stored outputs are what nbval compares a
 the learner copy's check cells show "not answered yet", the solutions' show "passed".
 Each stubbed cell also keeps its stub in its metadata (`course.stub`), so `reset` can give a
 learner the original cell back from the notebook alone, without solutions/ (authoring/reset.py).
+Both notebooks of a build record a digest of what the build read (`built_from`, below), so
+`sync NN` can leave an edition whose inputs have not changed since as it is.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 DEF_LINE = re.compile(r"^\s*def\s+(\w+)\s*\(")
 EXECUTION_TIMEOUT = 600  # seconds per cell
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+BUILT_FROM = "built_from"  # notebook metadata: the digest of the inputs its build read
+COURSEKIT_MODULE = re.compile(r"\bcoursekit\.(\w+)|\bfrom\s+coursekit\s+import\s+([\w, ]+)")
 
 
 class SolutionMarkerError(ValueError):
@@ -152,7 +156,9 @@ def pairs(solutions: Path, course: Path) -> list[Pair]:
 
 def build(pair: Pair) -> None:
     """Execute the solution (storing its outputs), then generate and execute the learner copy."""
-    _execute_both(nbformat.read(pair.solution, as_version=4), pair.solution, pair.learner)
+    solution = nbformat.read(pair.solution, as_version=4)
+    solution.metadata[BUILT_FROM] = inputs_digest(_root_of(pair), solution, pair.solution.name)
+    _execute_both(solution, pair.solution, pair.learner)
 
 
 def build_edition(root: Path, edition: Edition) -> None:
@@ -160,7 +166,100 @@ def build_edition(root: Path, edition: Edition) -> None:
     executed, then its learner copy generated and executed, like the English pair."""
     from autograder.authoring.translations import edition_notebook
 
-    _execute_both(edition_notebook(root, edition), edition.solution, edition.learner)
+    solution = edition_notebook(root, edition)
+    solution.metadata[BUILT_FROM] = inputs_digest(
+        root, solution, edition.source.name, edition.language
+    )
+    _execute_both(solution, edition.solution, edition.learner)
+
+
+def _root_of(pair: Pair) -> Path:
+    return pair.solution.parent.parent  # <root>/solutions/NN_name.ipynb
+
+
+def build_inputs(root: Path, notebook: NotebookNode, name: str, language: str = "en") -> list[Path]:
+    """The files besides the notebook that a build of chapter `name` reads and that belong to
+    the chapter: its exercise modules and harness (`autograder/exercises/chNN_*.py`,
+    `autograder/harness/chNN_*.py`), the `coursekit` modules its code names, and, for an
+    edition in another language, that language's message catalogue (every .po file: the
+    reports look a message up in all of them). Shared code (the judging engine, `check`,
+    the kernel's packages) is not among them: after changing it, rebuild (`sync NN
+    --rebuild`, `build-course`)."""
+    number = name[:2]
+    package = root / "autograder"
+    found = [
+        *sorted((package / "exercises").glob(f"ch{number}_*.py")),
+        *sorted((package / "harness").glob(f"ch{number}_*.py")),
+    ]
+    named: set[str] = set()
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            for match in COURSEKIT_MODULE.finditer(cell.source):
+                named.update(
+                    [match.group(1)] if match.group(1) else re.findall(r"\w+", match.group(2))
+                )
+    found += [
+        path
+        for module in sorted(named)
+        for path in (root / "coursekit" / f"{module}.py", root / "coursekit" / module)
+        if path.is_file() or path.is_dir()
+    ]
+    if language != "en":
+        found += sorted((package / "locale" / language).glob("*.po"))
+    return [
+        file for path in found for file in (sorted(path.rglob("*.py")) if path.is_dir() else [path])
+    ]
+
+
+def inputs_digest(root: Path, notebook: NotebookNode, name: str, language: str = "en") -> str:
+    """Sixteen hex digits of SHA-256 over what a build of `notebook` reads: its cells and
+    metadata without what a build writes (outputs, execution counts, run records, the kernel's
+    `language_info`, this digest), and the content of each of `build_inputs`, named by its
+    path under `root` (so a copy of the checkout gets the same digest)."""
+    bare = without_run_records(copy.deepcopy(notebook))
+    for key in ("language_info", BUILT_FROM):
+        bare.metadata.pop(key, None)
+    for cell in bare.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    digest = hashlib.sha256(json.dumps(bare, sort_keys=True, ensure_ascii=False).encode())
+    for path in build_inputs(root, notebook, name, language):
+        digest.update(f"\0{path.relative_to(root).as_posix()}\0".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def built_from(*paths: Path) -> str | None:
+    """The digest the notebooks at `paths` were all built from; None when one is missing,
+    records none (built before digests were recorded) or records another."""
+    found = {
+        nbformat.read(path, as_version=4).metadata.get(BUILT_FROM) if path.exists() else None
+        for path in paths
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def pair_is_current(pair: Pair) -> bool:
+    """Whether the pair's two notebooks were built from the solution and chapter sources as
+    they are now (so building again would execute the same inputs)."""
+    if not pair.solution.exists():
+        return False
+    solution = nbformat.read(pair.solution, as_version=4)
+    recorded = built_from(pair.solution, pair.learner)
+    return recorded is not None and recorded == inputs_digest(
+        _root_of(pair), solution, pair.solution.name
+    )
+
+
+def edition_is_current(root: Path, edition: Edition) -> bool:
+    """Whether the edition's two notebooks were built from what they would be built from now
+    (the English source, the translation, the chapter's sources and the catalogue)."""
+    from autograder.authoring.translations import edition_notebook
+
+    recorded = built_from(edition.solution, edition.learner)
+    return recorded is not None and recorded == inputs_digest(
+        root, edition_notebook(root, edition), edition.source.name, edition.language
+    )
 
 
 def _execute_both(solution: NotebookNode, solution_path: Path, learner_path: Path) -> None:

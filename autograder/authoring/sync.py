@@ -16,6 +16,13 @@ makes everything else from them, in order:
    chapter's Chinese is complete (before that it would show English to Chinese learners);
 6. the sync check (what `check-sync` and the tests compare) for the chapter.
 
+Steps 4 and 5 execute notebooks, which takes minutes: an edition whose two notebooks record
+the digest of exactly what its build would read now (notebooks.inputs_digest: the solution's
+cells and metadata, the chapter's exercise modules, harness and the coursekit modules it
+names, and for the Chinese its translated notebook and the catalogue) is left as it is and
+said to be unchanged. `rebuild=True` (`sync NN --rebuild`) builds both anyway: the digest
+does not cover shared code (the judging engine, `check`, the installed packages).
+
 It prints each file it changed, then what is left to do by hand (a message or a cell without
 its Chinese, an exercise the notebook does not check, a cell that raised), and returns 1 while
 anything is: run it again after doing it.
@@ -200,8 +207,22 @@ def sync_check(root: Path, chapter: Chapter) -> list[str]:
     return [f"sync check: {problem}" for problem in problems]
 
 
+def unchanged(what: str, number: str) -> list[str]:
+    """Say that an edition is not rebuilt: its inputs are what its notebooks were built from."""
+    print(
+        f"{what}: unchanged since its last build (the digest of its inputs matches), not "
+        f"rebuilt; `python -m autograder sync {number} --rebuild` builds it anyway",
+        flush=True,
+    )
+    return []
+
+
 def run(
-    root: Path, chapter: Chapter, names: list[str], messages: Callable[[], list[str]]
+    root: Path,
+    chapter: Chapter,
+    names: list[str],
+    messages: Callable[[], list[str]],
+    rebuild: bool = False,
 ) -> Outcome:
     """Every step in order (module docstring)."""
     outcome = Outcome(todo=exercise_list(chapter, names))
@@ -210,14 +231,17 @@ def run(
     outcome.todo += message_lines + prose_lines
     outcome.chinese_ready = messages_ready and prose_ready
     pair = chapter.pair
-    outcome.todo += build(
-        f"{_relative(root, pair.solution)} and its learner copy", lambda: notebooks.build(pair)
-    )
+    what = f"{_relative(root, pair.solution)} and its learner copy"
+    if not rebuild and notebooks.pair_is_current(pair):
+        outcome.todo += unchanged(what, chapter.number)
+    else:
+        outcome.todo += build(what, lambda: notebooks.build(pair))
     if outcome.chinese_ready:
-        outcome.todo += build(
-            f"the Chinese edition, {_relative(root, chapter.edition.solution)}",
-            lambda: notebooks.build_edition(root, chapter.edition),
-        )
+        what = f"the Chinese edition, {_relative(root, chapter.edition.solution)}"
+        if not rebuild and notebooks.edition_is_current(root, chapter.edition):
+            outcome.todo += unchanged(what, chapter.number)
+        else:
+            outcome.todo += build(what, lambda: notebooks.build_edition(root, chapter.edition))
     else:
         outcome.todo.append(
             f"The Chinese edition ({_relative(root, chapter.edition.solution)}, "
@@ -233,17 +257,25 @@ def _relative(root: Path, path: Path) -> str:
     return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
 
 
-def sync(*, root: Path, chapter: str, names: list[str], messages: Callable[[], list[str]]) -> int:
+def sync(
+    *,
+    root: Path,
+    chapter: str,
+    names: list[str],
+    messages: Callable[[], list[str]],
+    rebuild: bool = False,
+) -> int:
     """Sync chapter `chapter` of the checkout at `root`; `names` are its module's exercises in
     order, `messages` updates the catalogue and returns what lacks its Chinese. Prints what
-    it wrote and what is left to do; 1 while anything is."""
+    it wrote and what is left to do; 1 while anything is. An edition whose inputs are
+    unchanged since its last build is not rebuilt unless `rebuild`."""
     found = find_chapter(root, chapter)
     print(
         f"sync {chapter}: from {_relative(root, found.pair.solution)} and {_module_name(found)}",
         flush=True,
     )
     before = snapshot(outputs(found, root))
-    outcome = run(root, found, names, messages)
+    outcome = run(root, found, names, messages, rebuild)
     after = snapshot(before)
     for path in before:
         if before[path] != after[path]:

@@ -6,8 +6,9 @@ markdown cell, the exercise cell, its check cell) and the exercise module (the E
 runs `python -m autograder sync 03`. Sync writes the new messages into ch03.po and a section
 holding the English into the chapter's translation, builds the English notebooks, says what
 is left (the Chinese) and exits 1. The maintainer writes the Chinese in the two files it names
-and runs sync again, which builds the Chinese edition and exits 0. Then exactly the files
-the guide names have changed, and the exercise's tests, the check (in both languages), the
+and runs sync again, which leaves the English notebooks as they are (their inputs have not
+changed since the first sync built them), builds the Chinese edition and exits 0. Then exactly
+the files the guide names have changed, and the exercise's tests, the check (in both languages), the
 grader (both editions) and the sync check pass, in the copy.
 
 The exercise is written once, in the block marked "the exercise, in one place": moving it to
@@ -210,8 +211,10 @@ def _content(path: Path) -> object:
     return path.read_bytes()
 
 
-CHECK = f'''
-import sys
+CHECK = f'''"""The check of {NAME} in both languages, in the copy: written there by
+tests/exercises/test_adding_an_exercise.py and run in the same pytest as the exercise's tests
+(one interpreter importing the frameworks once)."""
+
 from pathlib import Path
 
 import nbformat
@@ -220,20 +223,26 @@ import numpy as np
 import autograder
 from autograder import check
 
-copy = Path(sys.argv[1])
-assert Path(autograder.__file__).is_relative_to(copy), autograder.__file__
-notebook = nbformat.read(copy / {str(NOTEBOOK)!r}, as_version=4)
-(cell,) = [c.source for c in notebook.cells if c.source.startswith("def {NAME}")]
-namespace = {{"np": np}}
-exec(cell, namespace)
-right = check.{NAME}(namespace["{NAME}"])
-assert right.passed, right
-for language, hint in {WRONG_HINT!r}.items():
-    check.language(language)
-    wrong = check.{NAME}(lambda g, x: np.broadcast_to(g, x.shape).copy())
-    assert not wrong.passed and hint in str(wrong), (language, str(wrong))
-print("checked")
+COPY = Path(__file__).resolve().parents[2]
+
+
+def test_{NAME}_is_checked_in_both_languages():
+    assert Path(autograder.__file__).is_relative_to(COPY), autograder.__file__
+    notebook = nbformat.read(COPY / {str(NOTEBOOK)!r}, as_version=4)
+    (cell,) = [c.source for c in notebook.cells if c.source.startswith("def {NAME}")]
+    namespace = {{"np": np}}
+    exec(cell, namespace)
+    right = check.{NAME}(namespace["{NAME}"])
+    assert right.passed, right
+    try:
+        for language, hint in {WRONG_HINT!r}.items():
+            check.language(language)
+            wrong = check.{NAME}(lambda g, x: np.broadcast_to(g, x.shape).copy())
+            assert not wrong.passed and hint in str(wrong), (language, str(wrong))
+    finally:
+        check.language("en")
 '''
+CHECK_FILE = Path(f"tests/exercises/test_walk_checks_{NAME}.py")
 
 
 def graded_scores(copy: Path, tmp_path: Path) -> dict[str, dict[str, tuple[float, str]]]:
@@ -302,6 +311,9 @@ def test_an_exercise_added_as_the_guide_says_is_synced_checked_and_graded(tmp_pa
     second = in_the_copy(copy, "-m", "autograder", "sync", "03")
     assert second.returncode == 0, second.stdout + second.stderr[-4000:]
     assert "chapter 03 is complete" in second.stdout
+    unchanged = f"{NOTEBOOK} and its learner copy: unchanged since its last build"
+    assert unchanged in second.stdout, second.stdout  # the Chinese is no input of the English
+    assert "executing the Chinese edition" in second.stdout, second.stdout
     assert changed_files(before, copy) == {MODULE, NOTEBOOK, MESSAGES, PROSE} | GENERATED
 
     chinese = nbformat.read(copy / "solutions/zh-CN/03_unbroadcasting.ipynb", as_version=4)
@@ -309,14 +321,14 @@ def test_an_exercise_added_as_the_guide_says_is_synced_checked_and_graded(tmp_pa
     assert re.search(r"[\u4e00-\u9fff]", json.dumps(checked.outputs, ensure_ascii=False))
     assert CHINESE_PROSE in [c.source for c in chinese.cells]
 
-    checks = in_the_copy(copy, "-c", CHECK, str(copy))
-    assert checks.returncode == 0 and "checked" in checks.stdout, checks.stderr[-4000:]
+    (copy / CHECK_FILE).write_text(CHECK)  # run with the tests below, after them
     tests = in_the_copy(
         copy,
         "-m",
         "pytest",
         "-q",
         "-x",
+        "-rp",
         "tests/locale/test_catalogue.py",
         "tests/authoring/test_translations.py",
         "tests/exercises/test_exercise_chapters.py",
@@ -324,10 +336,14 @@ def test_an_exercise_added_as_the_guide_says_is_synced_checked_and_graded(tmp_pa
         "tests/architecture/test_code_in_strings.py",
         "tests/authoring/test_notebook_pipeline.py::test_every_solution_has_an_up_to_date_learner_copy",
         "tests/judging/test_mistakes.py",
+        str(CHECK_FILE),
         "-k",
         f"{NAME} or not test_mistakes",
     )
     assert tests.returncode == 0, tests.stdout[-6000:]
+    assert f"PASSED {CHECK_FILE}::test_{NAME}_is_checked_in_both_languages" in tests.stdout, (
+        tests.stdout[-6000:]
+    )
     synced = in_the_copy(copy, "-m", "autograder", "check-sync")
     assert synced.returncode == 0, synced.stderr
 
