@@ -1,5 +1,13 @@
 """How long the random-program check of a learner's engine takes:
-`python -m benchmarks.engine_check [--cache DIR] [--repeats N]`.
+`python -m benchmarks.engine_check [--cache DIR] [--repeats N] [--notebook [--json]]`.
+
+`--notebook` times what chapter 02's check cell costs, `check.grad(grad)` on the worked
+engine (every code cell of solutions/02_reverse_mode_tape.ipynb that defines something, run
+in one namespace as a kernel runs them): its first run in this fresh interpreter, after the
+imports (`--after-check`: and after an earlier check cell, as running the notebook from the
+top gives), then its re-runs; `--json` prints that as one line for `make bench`
+(benchmarks/bench.py, section 1), which judges it against ENGINE_FIRST_TARGET and
+ENGINE_RERUN_TARGET. Without `--notebook`:
 
 It runs in a fresh interpreter, as a fresh kernel would: it times the imports a chapter's
 first cells make (numpy, JAX, TensorFlow, the check), then the first check of a right engine
@@ -13,13 +21,85 @@ a warm cache (what `make lab`'s warm-up gives a learner), once with an empty one
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
+from pathlib import Path
+from typing import Any
 
 
 def _seconds(since: float) -> float:
     return round(time.perf_counter() - since, 3)
+
+
+NOTEBOOK = "solutions/02_reverse_mode_tape.ipynb"
+
+
+def worked_engine() -> dict[str, Any]:
+    """The solution notebook's engine as a kernel has it when its check cell runs: every
+    exercise cell whole, the other code cells' imports, functions and classes (their
+    demonstrations and the check cells left out), in one namespace."""
+    import ast
+
+    import nbformat
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    kept = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef)
+    namespace: dict[str, Any] = {"__name__": "__main__"}
+    path = Path(__file__).resolve().parent.parent / NOTEBOOK
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(TransformerManager().transform_cell(cell.source))
+        if "### BEGIN SOLUTION" not in cell.source:
+            tree.body = [node for node in tree.body if isinstance(node, kept)]
+        exec(compile(tree, path.name, "exec"), namespace)
+    return namespace
+
+
+EARLIER_CHECK = "vjp_neg"  # a check cell above check.grad's, as a notebook run top to bottom has
+
+
+def notebook_check(repeats: int, frameworks_used: bool, after_check: bool) -> dict[str, Any]:
+    """check.grad(grad) on the worked engine in this fresh interpreter: the imports, (the
+    frameworks' first use, or an earlier check cell, when asked: what running the notebook's
+    cells above it pays), the first run, the re-runs; wall and CPU seconds. What a learner
+    waits for after running the check cell."""
+    result: dict[str, Any] = {}
+    started = time.perf_counter()
+    import jax  # noqa: F401
+    import numpy  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    from autograder import check
+
+    result["imports"] = _seconds(started)
+    namespace = worked_engine()
+    if frameworks_used:
+        started = time.perf_counter()
+        _use_the_frameworks()
+        result["frameworks_used"] = _seconds(started)
+    if after_check:
+        started = time.perf_counter()
+        earlier = getattr(check, EARLIER_CHECK)(namespace[EARLIER_CHECK])
+        result["earlier_check"] = {"exercise": EARLIER_CHECK, "seconds": _seconds(started)}
+        if not earlier.passed:
+            raise SystemExit(f"check.{EARLIER_CHECK} failed on the solution:\n{earlier}")
+    started, cpu = time.perf_counter(), time.process_time()
+    report = check.grad(namespace["grad"])
+    result["first"], result["first_cpu"] = _seconds(started), round(time.process_time() - cpu, 3)
+    if not report.passed:
+        raise SystemExit(f"check.grad failed on the solution's engine:\n{report}")
+    result["cases"] = report.cases_checked
+    again = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        check.grad(namespace["grad"])
+        again.append(time.perf_counter() - started)
+    result["repeats"] = again
+    result["load_average"] = os.getloadavg()[0]
+    return result
 
 
 def main() -> None:
@@ -32,9 +112,29 @@ def main() -> None:
         help="use TensorFlow and JAX once before the check, as an earlier "
         "check cell of the notebook would have",
     )
+    parser.add_argument(
+        "--notebook",
+        action="store_true",
+        help="time check.grad(grad) on the solution notebook's engine, as its check cell",
+    )
+    parser.add_argument(
+        "--after-check",
+        action="store_true",
+        help=f"with --notebook: run check.{EARLIER_CHECK} first, as the cells above would have",
+    )
+    parser.add_argument("--json", action="store_true", help="with --notebook: one JSON line")
     args = parser.parse_args()
     if args.cache:
         os.environ["XDG_CACHE_HOME"] = args.cache
+    if args.notebook:
+        result = notebook_check(args.repeats, args.frameworks_used, args.after_check)
+        if args.json:
+            from benchmarks.bench import JSON_MARKER
+
+            print(JSON_MARKER + json.dumps(result), flush=True)
+        else:
+            print(result)
+        return
     started = time.perf_counter()
     import jax  # noqa: F401
     import numpy  # noqa: F401

@@ -459,10 +459,48 @@ def test_a_stubbed_class_is_reached_through_an_invokes_names_only():
     ) == ({"f"}, {"T"})
 
 
+def engine_run(first: float, repeats: list[float], earlier: bool = True) -> dict:
+    run = {"imports": 12.0, "first": first, "first_cpu": first / 2, "cases": 32}
+    run |= {"repeats": repeats, "load_average": 1.0}
+    return run | ({"earlier_check": {"exercise": "vjp_neg", "seconds": 0.9}} if earlier else {})
+
+
+def test_chapter_02s_check_cell_is_judged_on_its_first_run_after_the_cells_above_it():
+    """The first run after an earlier check cell decides (as running the notebook from the
+    top has it); the first run with nothing before it is shown, not judged; every re-run
+    must stay under half a second."""
+    alone, after = engine_run(2.6, [0.1, 0.12], earlier=False), engine_run(1.5, [0.09, 0.11])
+    lines, passed = bench.engine_check_lines(alone, after)
+    assert passed
+    text = "\n".join(lines)
+    assert "first run after an earlier check cell (check.vjp_neg: 0.90 s): 1.50 s" in text
+    assert "TensorFlow, JAX and Hypothesis not yet used): 2.60 s" in text
+    assert lines[-2].endswith("1.50 s -> PASS") and lines[-1].endswith("re-runs -> PASS")
+    _, passed = bench.engine_check_lines(alone, engine_run(2.1, [0.09]))
+    assert not passed
+    lines, passed = bench.engine_check_lines(engine_run(1.0, [0.6], earlier=False), after)
+    assert not passed and lines[-1].endswith("0.600 s over 3 re-runs -> FAIL")
+
+
+@pytest.mark.slow
+def test_the_engine_check_child_times_the_worked_engines_check_cell():
+    """What section 1b reads: the solution notebook's engine, defined as a kernel defines
+    it, passes check.grad, after an earlier check cell, with every time measured."""
+    from benchmarks import engine_check
+
+    result = engine_check.notebook_check(repeats=1, frameworks_used=False, after_check=True)
+    assert result["earlier_check"]["exercise"] == engine_check.EARLIER_CHECK
+    assert result["cases"] >= 25 and len(result["repeats"]) == 1
+    assert result["first"] > 0 and result["first_cpu"] > 0
+
+
 def test_latency_only_and_grading_only_exclude_each_other():
     assert bench.arguments(["--latency-only"]).latency_only
     with pytest.raises(SystemExit):
         bench.arguments(["--latency-only", "--grading-only"])
+    assert bench.arguments(["--engine-check-only"]).engine_check_only
+    with pytest.raises(SystemExit):
+        bench.arguments(["--engine-check-only", "--grading-only"])
 
 
 def test_side_by_side_measures_alternate_and_keep_each_ones_fastest(monkeypatch):
