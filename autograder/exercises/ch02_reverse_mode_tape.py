@@ -78,14 +78,20 @@ def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
 
 
 def _hvp_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    """Reverse over reverse: the gradient of (grad f(x) . v), nested GradientTapes. A second
+    method beside JAX's forward over reverse, and no tf.function tracing: TensorFlow's
+    ForwardAccumulator traces one per operation and case (8.8 s for the 33 notebook cases
+    against 0.36 s; the values agree to 4e-16)."""
     x0, x1, x2 = (tf.constant(case.arg(name)) for name in INPUTS)
     zero = tf.UnconnectedGradients.ZERO
-    with tf.autodiff.ForwardAccumulator(x0, tf.constant(case.arg("v"))) as accumulator:
-        with tf.GradientTape() as tape:
-            tape.watch(x0)
+    with tf.GradientTape() as outer:
+        outer.watch(x0)
+        with tf.GradientTape() as inner:
+            inner.watch(x0)
             y = run(case.arg("program"), _tf_functions(tf), [x0, x1, x2], index=_tf_index(tf))[-1]
-        gradient = tf.convert_to_tensor(tape.gradient(y, x0, unconnected_gradients=zero))
-    return (accumulator.jvp(gradient, unconnected_gradients=zero).numpy(),)
+        gradient = tf.convert_to_tensor(inner.gradient(y, x0, unconnected_gradients=zero))
+        along_v = tf.reduce_sum(gradient * tf.constant(case.arg("v")))
+    return (tf.convert_to_tensor(outer.gradient(along_v, x0, unconnected_gradients=zero)).numpy(),)
 
 
 HESSIAN_VECTOR_PRODUCT = Exercise(
@@ -96,11 +102,11 @@ HESSIAN_VECTOR_PRODUCT = Exercise(
     reference=two_references(
         tf=_hvp_tf,
         jax=_hvp_jax,
-        why="forward over reverse: TensorFlow nests a GradientTape in a ForwardAccumulator, "
-        "JAX composes jax.jvp and jax.grad; TensorFlow indexes with tf.gather",
+        why="two methods: TensorFlow reverse over reverse (nested GradientTapes), JAX "
+        "forward over reverse (jax.jvp of jax.grad); TensorFlow indexes with tf.gather",
     ),
-    references_text="jax.jvp(jax.grad(f), (x,), (v,)) and tf.autodiff.ForwardAccumulator "
-    "over tf.GradientTape, for f a random program of x (x1 and x2 held fixed)",
+    references_text="jax.jvp(jax.grad(f), (x,), (v,)) and two nested tf.GradientTapes (the "
+    "gradient of grad(f)(x) . v), for f a random program of x (x1 and x2 held fixed)",
     hints_by_kind={
         "error": "The traceback names the line of your engine that raised, on the program "
         "shown. hessian_vector_product(f, x, v) differentiates grad(f)(x) again, so "
