@@ -26,8 +26,9 @@ CELL_ERRORS = "cells.json"
 
 # A case that raises one of these ends its exercise's run, as it ends the notebook check:
 # the stub's NotImplementedError means "not answered", and the others (the grader's
-# engine.INPUT_INDEPENDENT) fail every case the same way. Up to a hundred more calls into
-# TensorFlow or JAX, each raising and formatting its traceback, would change nothing.
+# attempts.INPUT_INDEPENDENT, judging/attempts.py) fail every case the same way. Up to a
+# hundred more calls into TensorFlow or JAX, each raising and formatting its traceback, would
+# change nothing.
 STOPPING_ERRORS = frozenset(
     {
         "NotImplementedError",
