@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -224,6 +225,45 @@ def parser() -> argparse.ArgumentParser:
         "--jobs, where the machine allows it (and --sandbox is not "
         "bubblewrap); --no-fork-server never",
     )
+    grade.add_argument(
+        "--shard",
+        default=None,
+        metavar="K/N",
+        help="grade shard K of N of the batch (0-based: 0/4 to 3/4; shard K takes the "
+        "submissions at positions K, K+N, ... of the list given), to merge later with "
+        "`merge`; needs --seed and --assignment",
+    )
+    grade.add_argument(
+        "--shards",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the batch is cut into N shards and this task's index is in the environment "
+        "(JOB_COMPLETION_INDEX of a Kubernetes Indexed Job, else SLURM_ARRAY_TASK_ID); "
+        "default: $AUTOGRADER_SHARDS, else no sharding",
+    )
+    merge = commands.add_parser(
+        "merge",
+        help="combine the folders of a batch's shards (grade --shard) into one gradebook, "
+        "the one grading the whole batch at once writes; refuses shards that do not fit",
+    )
+    merge.add_argument("out", type=Path, metavar="OUT", help="a new or empty folder")
+    merge.add_argument("shards", nargs="+", type=Path, metavar="SHARD_DIR")
+    export = commands.add_parser(
+        "export",
+        help="a gradebook for an LMS from a graded folder's grades.csv: canvas (its "
+        "gradebook import CSV) or generic (student id, score, max, late)",
+    )
+    export.add_argument("graded", type=Path, metavar="OUT", help="the folder grade wrote")
+    export.add_argument("--format", dest="kind", choices=("canvas", "generic"), required=True)
+    export.add_argument("--to", type=Path, default=None, help="the file to write (default: in OUT)")
+    export.add_argument(
+        "--column",
+        default=None,
+        help="canvas: the assignment's column header; to update an existing assignment use "
+        "its header in Canvas's own export, `Name (id)` (default: `Chapter NN`, which "
+        "Canvas imports as a new assignment)",
+    )
     prepare = commands.add_parser(
         "prepare", help="compute and cache a chapter's hidden cases and references for a seed"
     )
@@ -268,6 +308,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
     if command == "grade":
+        from autograder.grading import shards
+
+        try:
+            args["shard"] = shards.resolve(args.pop("shard"), args.pop("shards"), os.environ)
+        except shards.ShardError as error:
+            print(f"Cannot grade: {error}", file=sys.stderr)
+            return 2
+        if refused := shards.refusal(args["shard"], args["seed"], args["assignment"]):
+            print(refused, file=sys.stderr)
+            return 2
         from autograder.grading.start import start
 
         started = start(**args)  # the sandbox and warm children, before the grader's imports
@@ -286,6 +336,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"prepared the references of {warm_up(EXERCISES.values())} notebook cases")
         return 0
+    if command == "merge":
+        from autograder.grading.merge import merge
+
+        return merge(**args)
+    if command == "export":
+        from autograder.grading.lms import export
+
+        return export(**args)
     if command == "gradescope":
         from autograder.grading.gradescope import build_zip
 

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from autograder.exercises import for_chapter
-from autograder.grading import slicing
+from autograder.grading import refcache, shards, slicing
 from autograder.grading import start as starting
 from autograder.grading.assignment import Assignment, prepare
 from autograder.grading.grade import SubmissionResult, grade_submission, new_seed
@@ -43,13 +43,17 @@ def grade(
     unsafe_no_sandbox: bool = False,
     reference_cache: Path | None = None,
     fork_server: bool | None = None,
+    shard: shards.Shard | None = None,
     started: starting.Start | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all.
     `fork_server` None: as the command line without the flag (start.forks_by_default).
     `started`: the submissions, sandbox and warm children `start.start` made for these
-    arguments."""
+    arguments. `shard`: grade that shard of the batch only, and record it (shards.py)."""
+    if refused := shards.refusal(shard, seed, assignment):
+        print(refused, file=sys.stderr)
+        return 2
     if started is None:
         started = starting.start(
             submissions=submissions,
@@ -60,6 +64,7 @@ def grade(
             reference_cache=reference_cache,
             fork_server=fork_server,
             assignment=assignment,
+            shard=shard,
         )
     if started.sandbox is None:
         print(started.problem, file=sys.stderr)
@@ -109,8 +114,46 @@ def _grade_with(
     )
     results = run_all(run, out, submissions, jobs)
     write_gradebook(out, results)
+    if started.sharded is not None:
+        shards.write_record(out, shard_record(started.sharded, run, timeout, results))
     print_summary(results, out)
     return 1 if any(r.grading_error for r in results) else 0
+
+
+def shard_record(
+    sharded: shards.ShardRun, run: GradingRun, timeout: float, results: list[SubmissionResult]
+) -> dict:
+    """What merge needs of a shard: what must be equal across the shards (seed, assignment,
+    grader, time limit, batch), and each submission's gradebook row as data, with its place
+    in the whole batch (the gradebook's order and its slow-submission notes are the batch's)."""
+    return {
+        "format": shards.FORMAT,
+        "shard": sharded.shard.index,
+        "shards": sharded.shard.count,
+        "seed": run.seed,
+        "assignment": run.assignment,
+        "grader": refcache.digest(),
+        "timeout": timeout,
+        "batch": {"size": sharded.batch_size, "fingerprint": sharded.fingerprint},
+        "submissions": [
+            _row(position, result)
+            for position, result in zip(sharded.positions, results, strict=True)
+        ],
+    }
+
+
+def _row(position: int, result: SubmissionResult) -> dict:
+    return {
+        "position": position,
+        "stem": result.stem,
+        "file": str(result.path),
+        "chapter": result.chapter,
+        "exercises": [[e.name, e.score, e.max_score, e.passed] for e in result.exercises],
+        "error": result.error,
+        "grading_error": result.grading_error,
+        "seconds": result.seconds,
+        "review": result.review,
+    }
 
 
 def grade_one(run: GradingRun, out: Path, submission: Submission) -> SubmissionResult:

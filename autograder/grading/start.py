@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder.grading import cache_folders
+from autograder.grading.shards import Shard, ShardRun, read_shard
 from autograder.grading.submissions import Submission, read_submissions
 from autograder.grading.warm_groups import course_chapters, warm_groups
 from autograder.sandbox import capacity, errors
@@ -38,6 +39,8 @@ class Start:
     assignment: str | None = None
     # The chapters to prepare (chapters_needed), decided here once for the whole run.
     chapters: frozenset[str] = frozenset()
+    # --shard: which part of the batch this run grades (shards.py); None for all of it.
+    sharded: ShardRun | None = None
 
 
 def start(
@@ -50,16 +53,21 @@ def start(
     reference_cache: Path | None,
     fork_server: bool | None,
     assignment: str | None,
+    shard: Shard | None = None,
     **_: object,
 ) -> Start:
     """Read the submissions that are notebooks or files, choose the sandbox for this run and
     start its warm children. `fork_server` None: fork where it pays and is allowed
-    (`forks_by_default`)."""
+    (`forks_by_default`). `shard`: read and grade that shard of the batch only."""
     paths = [p for p in submissions if p.suffix == ".ipynb" or p.is_file()]
     jobs = capacity.default_jobs() if jobs is None else max(1, jobs)
     if not paths:
         return Start([], jobs, None, "No submissions given: pass .ipynb files.")
-    read = read_submissions(paths)
+    sharded = None
+    if shard is None:
+        read = read_submissions(paths)
+    else:
+        read, sharded = read_shard(paths, shard)
     if assignment is None:
         assignment, problem = batch_chapter(read)
         if problem:
@@ -77,7 +85,7 @@ def start(
     except (OSError, errors.SandboxUnavailable) as error:
         return Start(read, jobs, None, f"Cannot grade: {error}")
     start_warm_children(sandbox, read, chapters, jobs)
-    return Start(read, jobs, sandbox, assignment=assignment, chapters=chapters)
+    return Start(read, jobs, sandbox, assignment=assignment, chapters=chapters, sharded=sharded)
 
 
 def batch_chapter(submissions: list[Submission]) -> tuple[str | None, str]:
