@@ -139,12 +139,15 @@ def write_canvas(target: Path, rows: list[Row], column: str) -> None:
 
 
 def write_generic(target: Path, rows: list[Row]) -> None:
+    """A grading error's row has no exercises (max 0): it gets the assignment's maximum."""
+    assignment_max = next((row.max for row in rows if not row.grading_error), "")
     with target.open("w", **TEXT) as file:
         writer = csv.writer(file)
         writer.writerow(GENERIC)
         for row in rows:
             late = "" if row.late is None else ("yes" if row.late else "no")
-            writer.writerow([row.student, row.score, row.max, late, row.submission])
+            maximum = assignment_max if row.grading_error else row.max
+            writer.writerow([row.student, row.score, maximum, late, row.submission])
 
 
 def _note_unmatched(rows: list[Row]) -> None:
