@@ -8,6 +8,7 @@ call and its judgement (shared with the grader) are in attempts.py.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from functools import cache
@@ -16,7 +17,7 @@ from typing import Any
 from hypothesis import Phase
 
 from autograder.harness import new_check
-from autograder.judging import references
+from autograder.judging import references, stored_references
 from autograder.judging.attempts import (
     EVIDENCE,
     INPUT_INDEPENDENT,
@@ -71,7 +72,12 @@ def _passes(exercise: Exercise, fn: Any) -> bool:
 
 @cache
 def _notebook_cases(exercise: Exercise, profile: Profile) -> tuple[list[Case], int]:
-    """The edge cases, then the drawn ones, and how many are edge cases (drawn once)."""
+    """The edge cases, then the drawn ones, and how many are edge cases (drawn once per
+    machine: kept in this process, and on disk by stored_references)."""
+    return stored_references.cases_for(exercise, profile, _draw_notebook_cases)
+
+
+def _draw_notebook_cases(exercise: Exercise, profile: Profile) -> tuple[list[Case], int]:
     edge = exercise.edge_cases()
     return edge + draw_cases(exercise.strategy(profile), profile), len(edge)
 
@@ -83,9 +89,10 @@ def notebook_case_count(exercise: Exercise, profile: Profile = NOTEBOOK) -> int:
 
 @cache
 def _notebook_table(exercise: Exercise, profile: Profile) -> tuple[list[Case], list[Outputs], int]:
-    """Cases and references for a profile, computed once per process (they never change)."""
+    """Cases and references for a profile, computed once per machine (they never change):
+    kept in this process, and on disk by stored_references."""
     cases, edge_count = _notebook_cases(exercise, profile)
-    return cases, reference_outputs(exercise, cases), edge_count
+    return cases, stored_references.references_for(exercise, cases, reference_outputs), edge_count
 
 
 def check_function(exercise: Exercise, fn: Any, profile: Profile = NOTEBOOK) -> Report:
@@ -133,6 +140,8 @@ def _check(exercise: Exercise, fn: Any, profile: Profile) -> Report:
     if not exercise.frameworks and (used := frameworks_used(fn)):
         return framework_refused(exercise, name, used)
     new_check()  # the same code gets the same verdict, first check or tenth, as in the grader
+    if "jax" in sys.modules:  # the learner's JAX programs compile into the persistent cache
+        references.jax_module()  # too, though stored references no longer configure it first
     source = fingerprint(fn)
     known = remembered(exercise, profile)
     if known is None:
@@ -247,11 +256,12 @@ def _remember(
 
 
 def warm_up(exercises: Iterable[Exercise], profile: Profile = NOTEBOOK) -> int:
-    """Draw these exercises' notebook cases and compile their references once.
+    """Draw these exercises' notebook cases and compute their references once.
 
     The notebook cases are the same on every machine, so `make lab` (and Binder's postBuild)
-    run this to fill JAX's persistent compilation cache: a learner's first check then loads
-    compiled references instead of compiling them. Returns the number of cases prepared.
+    run this to store their references on disk (stored_references.py): a learner's first
+    check then reads them instead of importing TensorFlow and compiling with JAX. Returns
+    the number of cases prepared.
     """
     return sum(len(_notebook_table(exercise, profile)[0]) for exercise in exercises)
 
