@@ -179,7 +179,13 @@ def parser() -> argparse.ArgumentParser:
         "cell carries, else solutions/ beside the notebook's folder)",
     )
     grade = commands.add_parser("grade", help="grade submitted notebooks (sandboxed)")
-    grade.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION.ipynb")
+    grade.add_argument(
+        "submissions",
+        nargs="*",
+        type=Path,
+        metavar="SUBMISSION.ipynb",
+        help="the notebooks (with --regrade, default: the files PREVIOUS_OUT graded)",
+    )
     grade.add_argument("--out", type=Path, required=True, help="folder for the results")
     grade.add_argument(
         "--jobs",
@@ -241,6 +247,16 @@ def parser() -> argparse.ArgumentParser:
         help="the batch is cut into N shards and this task's index is in the environment "
         "(JOB_COMPLETION_INDEX of a Kubernetes Indexed Job, else SLURM_ARRAY_TASK_ID); "
         "default: $AUTOGRADER_SHARDS, else no sharding",
+    )
+    grade.add_argument(
+        "--regrade",
+        type=Path,
+        default=None,
+        metavar="PREVIOUS_OUT",
+        help="grade again what PREVIOUS_OUT graded (or the submissions given), with its seed, "
+        "after the tests or the course changed, into a new or empty --out; PREVIOUS_OUT is "
+        "left as it is, and OUT gets changes.csv and changes.md: each changed score, old and "
+        "new, and why; students added or missing",
     )
     merge = commands.add_parser(
         "merge",
@@ -304,6 +320,31 @@ def without_keras() -> None:
     sys.modules.setdefault("keras", None)
 
 
+def planned_regrade(args: dict) -> str:
+    """Fill in a regrade's seed, assignment and submissions from PREVIOUS_OUT, and hand
+    `grade` PREVIOUS_OUT read once; or say why it cannot be regraded ("" when it can)."""
+    from autograder.grading import regrade
+
+    try:
+        planned = regrade.plan(
+            args["regrade"],
+            out=args["out"],
+            seed=args["seed"],
+            assignment=args["assignment"],
+            submissions=args["submissions"],
+            shard=args["shard"],
+        )
+    except regrade.Refused as error:
+        return f"Cannot regrade: {error}"
+    args.update(
+        regrade=planned.previous,
+        seed=planned.seed,
+        assignment=planned.assignment,
+        submissions=planned.submissions,
+    )
+    return ""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = vars(parser().parse_args(argv))
     command = args.pop("command")
@@ -316,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Cannot grade: {error}", file=sys.stderr)
             return 2
         if refused := shards.refusal(args["shard"], args["seed"], args["assignment"]):
+            print(refused, file=sys.stderr)
+            return 2
+        if args["regrade"] is not None and (refused := planned_regrade(args)):
             print(refused, file=sys.stderr)
             return 2
         from autograder.grading.start import start

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from autograder.exercises import for_chapter
 from autograder.grading import refcache, shards, slicing
+from autograder.grading import regrade as regrading
 from autograder.grading import start as starting
 from autograder.grading.assignment import Assignment, prepare
 from autograder.grading.grade import SubmissionResult, grade_submission, new_seed
@@ -45,15 +46,33 @@ def grade(
     fork_server: bool | None = None,
     shard: shards.Shard | None = None,
     started: starting.Start | None = None,
+    regrade: Path | regrading.GradedRun | None = None,
 ) -> int:
     """Grade every submission: 0 when each was graded, whatever the scores; 1 when the
     grader failed on any (counted and named); 2 when nothing could be graded at all.
     `fork_server` None: as the command line without the flag (start.forks_by_default).
     `started`: the submissions, sandbox and warm children `start.start` made for these
-    arguments. `shard`: grade that shard of the batch only, and record it (shards.py)."""
+    arguments. `shard`: grade that shard of the batch only, and record it (shards.py).
+    `regrade`: PREVIOUS_OUT (or it read already, as the command line does before `start`):
+    grade with its seed, and write what changed since into OUT (regrade.py)."""
     if refused := shards.refusal(shard, seed, assignment):
         print(refused, file=sys.stderr)
         return 2
+    if isinstance(regrade, Path):
+        try:
+            planned = regrading.plan(
+                regrade,
+                out=out,
+                seed=seed,
+                assignment=assignment,
+                submissions=submissions,
+                shard=shard,
+            )
+        except regrading.Refused as error:
+            print(f"Cannot regrade: {error}", file=sys.stderr)
+            return 2
+        regrade, seed, assignment = planned.previous, planned.seed, planned.assignment
+        submissions = planned.submissions
     if started is None:
         started = starting.start(
             submissions=submissions,
@@ -70,9 +89,12 @@ def grade(
         print(started.problem, file=sys.stderr)
         return 2
     try:
-        return _grade_with(started, out, seed, timeout, started.assignment, reference_cache)
+        code = _grade_with(started, out, seed, timeout, started.assignment, reference_cache)
     finally:
         started.sandbox.close()
+    if regrade is not None and code != 2:
+        regrading.write_change_log(out, regrade)
+    return code
 
 
 def _start_fork_servers(sandbox: Sandbox, chapters: frozenset[str]) -> None:
