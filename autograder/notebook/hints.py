@@ -58,7 +58,8 @@ class Hint:
 
     def __str__(self) -> str:
         title = say("Hint for {exercise}", exercise=self.exercise)
-        return (say("{title}:", title=title) + f" {self.text()}\n{self.footer()}").rstrip()
+        header = say("{title}: {text}", title=title, text=self.text())  # "：" takes no space
+        return f"{header}\n{self.footer()}".rstrip()
 
     def __repr__(self) -> str:
         return str(self)

@@ -41,7 +41,10 @@ def _prediction(name: str) -> Prediction:
 
 def _question(prediction: Prediction) -> str:
     lines = [say(prediction.question)]
-    lines += [f"  {key!r}: {say(text)}" for key, text in prediction.choices.items()]
+    lines += [
+        say("  '{key}': {choice}", key=key, choice=say(text))  # Chinese: "  （a）…"
+        for key, text in prediction.choices.items()
+    ]
     return "\n".join(lines)
 
 
