@@ -18,8 +18,9 @@ $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 
 install: $(STAMP)
 
-# Compile the notebook checks' references into JAX's persistent cache once (not every launch).
-$(VENV)/.warm: $(STAMP) $(wildcard autograder/exercises/*.py) autograder/judging/references.py
+# Store the notebook checks' cases and references once (autograder/judging/stored_references.py),
+# so a learner's first check neither draws cases nor imports TensorFlow; again when they change.
+$(VENV)/.warm: $(STAMP) $(wildcard autograder/exercises/*.py autograder/judging/*.py autograder/harness/*.py coursekit/*.py)
 	$(PY) -m autograder warm-up
 	touch $@
 

@@ -7,15 +7,16 @@ of a chapter waited for Hypothesis's draws, TensorFlow's import and JAX's compil
 (`python -m autograder warm-up`) fills this store; a check whose cases and references are
 stored imports neither framework (only a failing check does, to shrink its counterexample).
 
-Two entries per exercise and profile: its cases (named by the exercise, the profile, the
-course's sources, autograder and coursekit, and the versions of the libraries that draw
-cases or compute references), and its references (named by the same sources and versions
-and the content of every case, so changed cases never meet old outputs). Only the registered
-exercise is stored (a test's altered copy with the same name computes its own). Reading
-checks each entry (counts, numeric arrays, no pickles, each case's content hash); anything
-else is recomputed. Writing is atomic (a temporary file renamed), and a store that cannot be
-written (a read-only home) just means computing, as before. The grader does not use it: it
-keeps its hidden cases' references in its own cache (grading/refcache.py).
+Two entries per exercise and profile: its cases, named by the exercise, the profile, the
+sources that make them (exercises, judging, harness, coursekit) and the versions of the
+libraries that draw cases or compute references; and its references, named by the same
+sources and versions and the content of every case, so changed cases never meet old outputs.
+Only the registered exercise is stored (a test's altered copy with the same name computes
+its own). Reading checks each entry (counts, numeric arrays, no pickles, each case's content
+hash); anything else is recomputed. Writing is atomic (a temporary file renamed), and a
+store that cannot be written (a read-only home) just means computing, as before. The grader
+does not use it: it keeps its hidden cases' references in its own cache
+(grading/refcache.py).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ if TYPE_CHECKING:
 Outputs = tuple[np.ndarray, ...]
 FORMAT = 1
 VERSIONED = ("numpy", "hypothesis", "tensorflow", "jax", "jaxlib")
-SOURCES = ("autograder", "coursekit")
+# What cases and references are made of (tests/architecture/test_layout.py: exercises import
+# judging and harness, judging imports harness; the harness uses coursekit's helpers).
+SOURCES = ("autograder/exercises", "autograder/judging", "autograder/harness", "coursekit")
 ROOT = Path(__file__).resolve().parents[2]
 # Set to "0" to compute every reference afresh (a maintainer timing the cold path).
 SWITCH = "AUTODIFF_COURSE_STORED_REFERENCES"
