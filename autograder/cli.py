@@ -307,6 +307,32 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="hidden cases' seed for the whole assignment (drawn and printed when left out)",
     )
+    learn = commands.add_parser(
+        "prairielearn",
+        help="build PrairieLearn's external grader: the image's Dockerfile (the Gradescope "
+        "zip's recipe), its entrypoint, and an example question's info.json and question.html",
+    )
+    learn.add_argument("--assignment", required=True, help="chapter, e.g. 03")
+    learn.add_argument("--out", type=Path, default=Path("prairielearn"), help="a folder")
+    learn.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
+    learn.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="hidden cases' seed for the whole assignment (drawn and printed when left out)",
+    )
+    runner = commands.add_parser(
+        "prairielearn-grade",
+        help="inside PrairieLearn's grading container: grade the one notebook in "
+        "ROOT/student and write ROOT/results/results.json in PrairieLearn's format",
+    )
+    runner.add_argument("--root", type=Path, default=Path("/grade"), help="default: /grade")
+    runner.add_argument("--assignment", required=True, help="chapter, e.g. 03")
+    runner.add_argument("--seed", type=int, required=True, help="the hidden cases' seed")
+    runner.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
+    runner.add_argument(
+        "--reference-cache", type=Path, default=None, help="the cache folder (default as for grade)"
+    )
     return top
 
 
@@ -392,6 +418,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         from autograder.grading.gradescope import build_zip
 
         return build_zip(**args)
+    if command == "prairielearn":
+        from autograder.grading.prairielearn import build
+
+        return build(**args)
+    if command == "prairielearn-grade":
+        from autograder.grading.prairielearn import grade as grade_for_prairielearn
+
+        return grade_for_prairielearn(**args)
     if command == "reset":
         from autograder.authoring.reset import main as reset
 

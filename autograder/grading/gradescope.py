@@ -127,6 +127,17 @@ def build_zip(
 ) -> int:
     """Write the Gradescope autograder zip for one chapter, its hidden cases fixed by `seed`
     (drawn now and printed when not given: every submission then meets the same cases)."""
+    seed = write_zip(assignment=assignment, out=out, timeout=timeout, seed=seed)
+    print(
+        f"wrote {out}: upload it as the autograder of the chapter {assignment} assignment "
+        f"(base image Ubuntu 22.04); hidden cases' seed {seed} (--seed {seed} rebuilds it)"
+    )
+    return 0
+
+
+def write_zip(*, assignment: str, out: Path, timeout: float, seed: int | None) -> int:
+    """The zip itself, and the seed it fixes: also the recipe of the images that grade
+    elsewhere (deploy/Dockerfile, PrairieLearn's image), which run its setup.sh."""
     missing = [name for name in SOURCES if not (ROOT / name).is_file()]
     if missing:
         raise SystemExit(
@@ -144,11 +155,7 @@ def build_zip(
         for package in PACKAGES:  # the code, and the Chinese message catalogue
             for path in sorted([*(ROOT / package).rglob("*.py"), *(ROOT / package).rglob("*.po")]):
                 archive.write(path, str(path.relative_to(ROOT)))
-    print(
-        f"wrote {out}: upload it as the autograder of the chapter {assignment} assignment "
-        f"(base image Ubuntu 22.04); hidden cases' seed {seed} (--seed {seed} rebuilds it)"
-    )
-    return 0
+    return seed
 
 
 def _add_script(archive: zipfile.ZipFile, name: str, text: str) -> None:
