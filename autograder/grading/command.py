@@ -93,7 +93,11 @@ def grade(
     finally:
         started.sandbox.close()
     if regrade is not None and code != 2:
-        regrading.write_change_log(out, regrade)
+        try:
+            regrading.write_change_log(out, regrade)
+        except (regrading.Refused, OSError) as error:
+            print(f"No change log written: {error}", file=sys.stderr)
+            return 1
     return code
 
 

@@ -234,8 +234,23 @@ def plan(
             f"{regrade} was graded as. Leave --assignment out to regrade it as that chapter."
         )
     _check_out(out, regrade)
-    given = submissions or [Path(row.file) for row in previous.rows]
+    given = submissions or _previous_files(previous)
     return Plan(previous, previous.seed, assignment or previous.assignment, given)
+
+
+def _previous_files(previous: GradedRun) -> list[Path]:
+    """The files PREVIOUS_OUT graded, as its gradebook names them: all still there, or
+    Refused (a missing one would be graded as an unreadable file, and its 0 would show as a
+    change)."""
+    files = [Path(row.file) for row in previous.rows]
+    missing = [path for path in files if not path.is_file()]
+    if missing:
+        raise Refused(
+            f"{len(missing)} of the {len(files)} files {previous.folder} graded are not where "
+            f"its {GRADEBOOK} says (the first: {missing[0]}). Run from the folder it was "
+            "graded from, or name the submissions to regrade."
+        )
+    return files
 
 
 def _check_out(out: Path, previous: Path) -> None:

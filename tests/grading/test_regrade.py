@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -193,3 +194,14 @@ def test_a_regrade_without_submissions_grades_what_the_previous_run_graded(runs,
     )
     assert [path.stem for path in planned.submissions] == list(FIRST)
     assert planned.seed == SEED and planned.assignment == "03"
+
+
+def test_a_regrade_of_files_no_longer_there_is_refused(runs, tmp_path):
+    """Without submissions named, the previous gradebook's files must all still be there."""
+    copy = tmp_path / "previous"
+    shutil.copytree(runs["previous"], copy)
+    gradebook = (copy / "grades.csv").read_text(encoding="utf-8")
+    moved = str(runs["folder"] / "leaver.ipynb")
+    (copy / "grades.csv").write_text(gradebook.replace(moved, moved + ".gone"), encoding="utf-8")
+    with pytest.raises(regrade.Refused, match=r"1 of the 5 files .* are not where"):
+        regrade.plan(copy, out=tmp_path / "out", seed=None, assignment=None, submissions=[])
