@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from autograder.exercises import EXERCISES
 from autograder.judging.engine import check_function, notebook_case_count
+from autograder.judging.references import cache_compiled_programs
 from autograder.judging.report import Report
 from autograder.notebook.waiting import message, waiting
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from autograder.notebook.hints import Hint
     from autograder.notebook.predictions import Shown
     from autograder.notebook.progress import Progress
+
+
+cache_compiled_programs()
 
 
 def _checker(name: str) -> Callable[[Any], Report]:

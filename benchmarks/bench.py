@@ -9,7 +9,9 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    from the solution notebooks, wrong ones the mistakes the exercises declare. Then chapter
    02's random-program check (benchmarks/engine_check.py --notebook): check.grad on the
    worked engine, its first run in a fresh interpreter and its re-runs, against
-   ENGINE_FIRST_TARGET and ENGINE_RERUN_TARGET.
+   ENGINE_FIRST_TARGET and ENGINE_RERUN_TARGET. Then every check cell of every solution
+   notebook as a fresh kernel running the notebook from the top meets it (benchmarks/
+   first_checks.py), the slowest against FIRST_CHECK_TARGET_SECONDS.
 2. The tile / reshape / unbroadcast fixes of chapter 03: time and peak memory.
 3. Grading speed, per chapter with exercises, of the command the instructor guide
    (docs/instructor-guide.md) gives (`grade SUBMISSIONS --out DIR --seed N`, no other flag):
@@ -29,7 +31,7 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
 
 Run with `python -m benchmarks.bench` (or `make bench`); `--chapters 03,06` limits section 3
 to those chapters, `--grading-only` skips sections 1 and 2, `--latency-only` runs section 1
-alone, `--engine-check-only` chapter 02's check.grad timing (1b) alone.
+(1, 1b, 1c) alone, `--engine-check-only` chapter 02's check.grad timing (1b) alone.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
+from benchmarks.first_checks import FIRST_CHECK_TARGET_SECONDS
 from benchmarks.grader_memory import bench_grader_memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -281,6 +284,52 @@ def bench_engine_check() -> bool:
     alone = measure_engine_check(child_env(), after_check=False)
     after = measure_engine_check(child_env(), after_check=True)
     lines, passed = engine_check_lines(alone, after)
+    print("\n".join(lines), flush=True)
+    return passed
+
+
+# ---------------------------------------------------------------- 1c. first check cells
+
+
+def measure_first_checks(env: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+    """benchmarks.first_checks --json: every solution notebook run from the top in a fresh
+    kernel, each check cell's seconds (after the warm-up section 1 ran, as `make lab` does)."""
+    command = [sys.executable, "-m", "benchmarks.first_checks", "--json"]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"first_checks exited {done.returncode}:\n{tail(done.stderr)}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def first_check_lines(results: dict[str, list[dict[str, Any]]]) -> tuple[list[str], bool]:
+    """Each chapter's slowest check cell, and the slowest of all judged against the target."""
+    lines, worst = [], ("", {"seconds": 0.0, "exercise": "none", "cell": -1})
+    for chapter, checks in results.items():
+        slowest = max(checks, key=lambda check: check["seconds"], default=None)
+        if slowest is None:
+            continue
+        lines.append(
+            f"chapter {chapter}: {len(checks)} check cells, slowest check."
+            f"{slowest['exercise']} (cell {slowest['cell']}) {slowest['seconds']:.2f} s"
+        )
+        if slowest["seconds"] >= worst[1]["seconds"]:
+            worst = (chapter, slowest)
+    chapter, slowest = worst
+    passed = slowest["seconds"] <= FIRST_CHECK_TARGET_SECONDS
+    lines.append(
+        target_line(
+            f"every check cell's first run in a fresh kernel running its notebook <= "
+            f"{FIRST_CHECK_TARGET_SECONDS} s",
+            f"worst chapter {chapter} check.{slowest['exercise']} {slowest['seconds']:.2f} s",
+            passed,
+        )
+    )
+    return lines, passed
+
+
+def bench_first_checks() -> bool:
+    section("1c. First run of every check cell (each solution notebook in a fresh kernel)")
+    lines, passed = first_check_lines(measure_first_checks(child_env()))
     print("\n".join(lines), flush=True)
     return passed
 
@@ -1006,6 +1055,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         latency_ok = bench_latency()
     if not options.grading_only:
         latency_ok = bench_engine_check() and latency_ok is not False
+    if not (options.grading_only or options.engine_check_only):
+        latency_ok = bench_first_checks() and latency_ok is not False
     if not (options.grading_only or options.latency_only or options.engine_check_only):
         bench_fixes()
     memory_ok = None

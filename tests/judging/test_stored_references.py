@@ -160,3 +160,35 @@ def test_a_store_that_cannot_be_written_only_means_computing(
     assert store.is_file()
     monkeypatch.setenv(stored_references.SWITCH, "0")
     _same_table(computed, _table())
+
+
+# Whether JAX's persistent compilation cache is on in a notebook's kernel: cell 1 imports JAX,
+# then the checks, then the chapter's demonstrations compile before any check runs.
+JAX_FIRST = """
+import jax, jax.numpy as jnp
+from autograder import check
+jax.jit(lambda x: x + 1)(jnp.ones(3))  # a demonstration compiles first
+print(bool(jax.config.jax_compilation_cache_dir))
+"""
+CHECK_FIRST = """
+from autograder import check
+import jax, jax.numpy as jnp
+jax.jit(lambda x: x + 1)(jnp.ones(3))
+print(bool(jax.config.jax_compilation_cache_dir))
+"""
+
+
+@pytest.mark.parametrize("cell", [JAX_FIRST, CHECK_FIRST], ids=["jax_first", "check_first"])
+def test_jax_compiles_into_the_persistent_cache_from_the_check_import_on(
+    cell: str, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", cell],
+        cwd=ROOT,
+        env={"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stdout.split() == ["True"], result.stderr[-2000:]
+    assert any((tmp_path / "autodiff-course" / "jax").iterdir()), "nothing was cached"

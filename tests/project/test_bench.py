@@ -538,3 +538,38 @@ def test_the_grader_memory_cases_are_what_they_claim(tmp_path):
     assert "nested too deeply" in deep.problem
     (large,) = submissions.read_submissions([paths["large_cell"]])
     assert max(len(cell.source) for cell in large.notebook.cells) > slicing.SLICED_LIMIT
+
+
+# ---------------------------------------------------------------- first check cells (1c)
+
+
+def test_first_checks_finds_the_check_cells_not_hints_or_demos():
+    from benchmarks import first_checks
+
+    notebook = new_notebook(
+        cells=[
+            new_code_cell("from autograder import check"),
+            new_code_cell("check.hint('unbroadcast')"),
+            new_code_cell("check.unbroadcast(unbroadcast)"),
+            new_code_cell("for f in fs:\n    check.unbroadcast(f)"),
+            new_markdown_cell("check.matmul_vjp(matmul_vjp)"),
+            new_code_cell("# a comment\ncheck.matmul_vjp(matmul_vjp)\ncheck.reset('x')"),
+        ]
+    )
+    assert first_checks.check_cells(notebook) == {2: "unbroadcast", 5: "matmul_vjp"}
+
+
+def test_first_check_lines_judge_the_slowest_cell_of_all_chapters():
+    results = {
+        "03": [{"cell": 4, "exercise": "unbroadcast", "seconds": 0.4}],
+        "05": [
+            {"cell": 14, "exercise": "log1pexp", "seconds": 1.3},
+            {"cell": 31, "exercise": "clip_gradient", "seconds": 0.2},
+        ],
+    }
+    lines, passed = bench.first_check_lines(results)
+    assert not passed
+    assert "chapter 05 check.log1pexp 1.30 s" in lines[-1] and "FAIL" in lines[-1]
+    results["05"][0]["seconds"] = 0.9
+    lines, passed = bench.first_check_lines(results)
+    assert passed and "PASS" in lines[-1]
