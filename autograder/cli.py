@@ -142,7 +142,9 @@ def parser() -> argparse.ArgumentParser:
         help="execute both editions' notebooks even when their inputs are unchanged since "
         "their last build (after changing shared code: the engine, check, coursekit)",
     )
-    commands.add_parser("warm-up", help="compile the notebook checks' references once")
+    commands.add_parser(
+        "warm-up", help="store the notebook checks' cases and references once (make lab runs it)"
+    )
     bundle = commands.add_parser(
         "bundle",
         help="zip every notebook and what runs them, for "
