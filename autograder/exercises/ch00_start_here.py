@@ -34,7 +34,7 @@ def _cube_edges() -> list[Case]:
 
 WARMUP_CUBE_VJP = Exercise(
     signature="warmup_cube_vjp(g, x) -> ndarray",
-    outputs=("grad_x",),
+    outputs=("g_x",),
     cases=same_shape_arrays("g", "x"),
     edges=_cube_edges,
     reference=vjp_reference(lambda xp, x: x * x * x, wrt=("x",)),

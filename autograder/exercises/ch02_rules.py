@@ -1,7 +1,7 @@
 """Chapter 02 exercises, breadth: one VJP rule per operation of the learner's engine.
 
 The learner writes `vjp_<op>(g, *primals, **params)`, returning a tuple with one cotangent per
-primal ((grad_x,) for a unary operation), numpy arrays in and out; a cotangent may also be a
+primal ((g_x,) for a unary operation), numpy arrays in and out; a cotangent may also be a
 learner's Tensor whose `.value` is the array (autograder/harness/ch02_rules.py reads it), so
 the same rules written with the engine's own operations pass too. Binary operations broadcast
 as numpy does, so each cotangent is summed back to its operand's shape.
@@ -159,7 +159,7 @@ IGNORES_G = (
 )
 TUPLE_HINT = (
     "Return a tuple with one cotangent per primal, each of its primal's shape and dtype: "
-    "(grad_a, grad_b) for a binary operation, (grad_x,) for a unary one."
+    "(g_a, g_b) for a binary operation, (g_x,) for a unary one."
 )
 BINARY_HINTS = {"error": TUPLE_HINT, "shape": UNBROADCAST_HINT, "structure": TUPLE_HINT}
 UNARY_HINTS = {"error": TUPLE_HINT, "shape": TUPLE_HINT}
@@ -168,8 +168,8 @@ UNARY_HINTS = {"error": TUPLE_HINT, "shape": TUPLE_HINT}
 # ---------------------------------------------------------------- add, sub, mul, div
 
 VJP_ADD = Exercise(
-    signature="vjp_add(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="vjp_add(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_binary_edges(21),
     reference=vjp_reference(lambda xp, a, b: a + b, wrt=("a", "b")),
@@ -191,8 +191,8 @@ VJP_ADD = Exercise(
 )
 
 VJP_SUB = Exercise(
-    signature="vjp_sub(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="vjp_sub(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_binary_edges(22),
     reference=vjp_reference(lambda xp, a, b: a - b, wrt=("a", "b")),
@@ -214,8 +214,8 @@ VJP_SUB = Exercise(
 )
 
 VJP_MUL = Exercise(
-    signature="vjp_mul(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="vjp_mul(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_binary_edges(23),
     reference=vjp_reference(lambda xp, a, b: a * b, wrt=("a", "b")),
@@ -240,14 +240,14 @@ VJP_MUL = Exercise(
     ),
     hints_by_kind={
         **BINARY_HINTS,
-        "value": "y = a * b: grad_a = g * b and grad_b = g * a, each "
+        "value": "y = a * b: g_a = g * b and g_b = g * a, each "
         "summed over the axes its operand was broadcast along.",
     },
 )
 
 VJP_DIV = Exercise(
-    signature="vjp_div(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="vjp_div(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=_broadcasting(away=0.5),
     edges=_binary_edges(24, b_shift=0.5),
     reference=vjp_reference(lambda xp, a, b: a / b, wrt=("a", "b")),
@@ -268,7 +268,7 @@ VJP_DIV = Exercise(
     ),
     hints_by_kind={
         **BINARY_HINTS,
-        "value": "y = a / b: grad_a = g / b and grad_b = -g * a / "
+        "value": "y = a / b: g_a = g / b and g_b = -g * a / "
         "b**2, each summed over the axes its operand was broadcast along.",
     },
 )
@@ -277,8 +277,8 @@ VJP_DIV = Exercise(
 # ---------------------------------------------------------------- neg, power, exp, log, tanh, relu
 
 VJP_NEG = Exercise(
-    signature="vjp_neg(g, x) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_neg(g, x) -> (g_x,)",
+    outputs=("g_x",),
     cases=_elementwise(-10.0, 10.0),
     edges=_elementwise_edges(31, -3.0, 3.0),
     reference=vjp_reference(lambda xp, x: -x, wrt=("x",)),
@@ -288,14 +288,14 @@ VJP_NEG = Exercise(
         Mistake("wrong_sign", "y = -x: its cotangent is -g, not g.", lambda g, x: (g,)),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: (-np.ones_like(x),)),
     ),
-    hints_by_kind={**UNARY_HINTS, "value": "y = -x: grad_x = -g."},
+    hints_by_kind={**UNARY_HINTS, "value": "y = -x: g_x = -g."},
 )
 
 EXPONENTS = (2.0, 3.0, 0.5, -1.0, 1.5, -0.5)
 
 VJP_POWER = Exercise(
-    signature="vjp_power(g, x, exponent) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_power(g, x, exponent) -> (g_x,)",
+    outputs=("g_x",),
     cases=_elementwise(0.5, 3.0, exponent=st.sampled_from(EXPONENTS)),
     edges=_elementwise_edges(32, 0.5, 3.0, (("exponent", 3.0),), (("exponent", -0.5),)),
     reference=vjp_reference(lambda xp, x, exponent: x**exponent, wrt=("x",)),
@@ -320,15 +320,15 @@ VJP_POWER = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
-        "value": "y = x ** c: grad_x = g * c * x ** (c - 1), with c the exponent given.",
+        "value": "y = x ** c: g_x = g * c * x ** (c - 1), with c the exponent given.",
         "dtype": "exponent is a Python float: x ** exponent keeps x's dtype, and so does "
         "multiplying by it; an np.float64(exponent) would not.",
     },
 )
 
 VJP_EXP = Exercise(
-    signature="vjp_exp(g, x) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_exp(g, x) -> (g_x,)",
+    outputs=("g_x",),
     cases=_elementwise(-5.0, 5.0),
     edges=_elementwise_edges(33, -3.0, 3.0),
     reference=vjp_reference(lambda xp, x: xp.exp(x), wrt=("x",)),
@@ -345,13 +345,13 @@ VJP_EXP = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
-        "value": "y = exp(x): grad_x = g * np.exp(x), with x the input the rule receives.",
+        "value": "y = exp(x): g_x = g * np.exp(x), with x the input the rule receives.",
     },
 )
 
 VJP_LOG = Exercise(
-    signature="vjp_log(g, x) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_log(g, x) -> (g_x,)",
+    outputs=("g_x",),
     cases=_elementwise(0.125, 10.0),
     edges=_elementwise_edges(34, 0.1, 4.0),
     reference=vjp_reference(lambda xp, x: xp.log(x), wrt=("x",)),
@@ -361,12 +361,12 @@ VJP_LOG = Exercise(
         Mistake("times_x", "d(log x)/dx = 1 / x: divide g by x.", lambda g, x: (g * x,)),
         Mistake("ignores_cotangent", IGNORES_G, lambda g, x: (1 / x,)),
     ),
-    hints_by_kind={**UNARY_HINTS, "value": "y = log(x): grad_x = g / x."},
+    hints_by_kind={**UNARY_HINTS, "value": "y = log(x): g_x = g / x."},
 )
 
 VJP_TANH = Exercise(
-    signature="vjp_tanh(g, x) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_tanh(g, x) -> (g_x,)",
+    outputs=("g_x",),
     cases=_elementwise(-4.0, 4.0),
     edges=_elementwise_edges(35, -3.0, 3.0),
     reference=vjp_reference(lambda xp, x: xp.tanh(x), wrt=("x",)),
@@ -388,8 +388,7 @@ VJP_TANH = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
-        "value": "y = tanh(x): grad_x = g * (1 - np.tanh(x)**2), with x the input the rule "
-        "receives.",
+        "value": "y = tanh(x): g_x = g * (1 - np.tanh(x)**2), with x the input the rule receives.",
     },
 )
 
@@ -402,8 +401,8 @@ def _relu_edges() -> list[Case]:
 
 
 VJP_RELU = Exercise(
-    signature="vjp_relu(g, x) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_relu(g, x) -> (g_x,)",
+    outputs=("g_x",),
     cases=_elementwise(-3.0, 3.0),
     edges=_relu_edges,
     reference=vjp_reference(lambda xp, x: xp.where(x > 0, x, xp.zeros_like(x)), wrt=("x",)),
@@ -453,8 +452,8 @@ def _maximum_edges() -> list[Case]:
 # At a tie jnp.maximum gives each operand half the cotangent and tf.maximum all of it to the
 # first (x >= y): measured with TF 2.21 and JAX 0.10 (tests/exercises/test_check_ch02_rules.py).
 VJP_MAXIMUM = Exercise(
-    signature="vjp_maximum(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="vjp_maximum(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_maximum_edges,
     reference=two_references(
@@ -540,8 +539,8 @@ NOT_EXPANDED = (
 )
 
 VJP_SUM = Exercise(
-    signature="vjp_sum(g, x, axis=None, keepdims=False) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_sum(g, x, axis=None, keepdims=False) -> (g_x,)",
+    outputs=("g_x",),
     cases=_reduction,
     edges=_reduction_edges,
     reference=vjp_reference(
@@ -571,8 +570,8 @@ VJP_SUM = Exercise(
 )
 
 VJP_MEAN = Exercise(
-    signature="vjp_mean(g, x, axis=None, keepdims=False) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_mean(g, x, axis=None, keepdims=False) -> (g_x,)",
+    outputs=("g_x",),
     cases=_reduction,
     edges=_reduction_edges,
     reference=vjp_reference(
@@ -623,8 +622,8 @@ def _reshape_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 
 VJP_RESHAPE = Exercise(
-    signature="vjp_reshape(g, x, shape) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_reshape(g, x, shape) -> (g_x,)",
+    outputs=("g_x",),
     cases=_reshape_case,
     edges=_picked(
         61,
@@ -646,7 +645,7 @@ VJP_RESHAPE = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
-        "value": "A reshape only moves entries: grad_x is g reshaped to x's shape.",
+        "value": "A reshape only moves entries: g_x is g reshaped to x's shape.",
     },
 )
 
@@ -661,8 +660,8 @@ def _transpose_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 
 VJP_TRANSPOSE = Exercise(
-    signature="vjp_transpose(g, x, axes) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_transpose(g, x, axes) -> (g_x,)",
+    outputs=("g_x",),
     cases=_transpose_case,
     edges=_picked(
         62,
@@ -701,7 +700,7 @@ VJP_TRANSPOSE = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
-        "value": "Undo the permutation: grad_x = np.transpose(g, np.argsort(axes)).",
+        "value": "Undo the permutation: g_x = np.transpose(g, np.argsort(axes)).",
     },
 )
 
@@ -720,8 +719,8 @@ def _broadcast_to_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 
 VJP_BROADCAST_TO = Exercise(
-    signature="vjp_broadcast_to(g, x, shape) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_broadcast_to(g, x, shape) -> (g_x,)",
+    outputs=("g_x",),
     cases=_broadcast_to_case,
     edges=_picked(
         63,
@@ -794,8 +793,8 @@ def _assigns(g: np.ndarray, x: np.ndarray, key: Any) -> tuple[np.ndarray]:
 
 
 VJP_INDEX = Exercise(
-    signature="vjp_index(g, x, key) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_index(g, x, key) -> (g_x,)",
+    outputs=("g_x",),
     cases=_index_case,
     edges=_picked(
         71,
@@ -849,8 +848,8 @@ MATRICES = (
 )
 
 VJP_MATMUL = Exercise(
-    signature="vjp_matmul(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="vjp_matmul(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=_broadcasting(signature="(m,n),(n,p)->(m,p)"),
     edges=_binary_edges(81, pairs=MATRICES, op=np.matmul),
     reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
@@ -886,7 +885,7 @@ VJP_MATMUL = Exercise(
         **BINARY_HINTS,
         "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ g) "
         "and that ^T swaps only the last two axes.",
-        "exception": "grad_a = g @ b^T and grad_b = a^T @ g, with ^T swapping the last two "
+        "exception": "g_a = g @ b^T and g_b = a^T @ g, with ^T swapping the last two "
         "axes only (np.swapaxes(x, -1, -2)); then sum each to its operand's shape.",
     },
 )
@@ -931,8 +930,8 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 
 VJP_LOG_SOFTMAX = Exercise(
-    signature="vjp_log_softmax(g, x, axis=-1) -> (grad_x,)",
-    outputs=("grad_x",),
+    signature="vjp_log_softmax(g, x, axis=-1) -> (g_x,)",
+    outputs=("g_x",),
     cases=_log_softmax_case,
     edges=_log_softmax_edges,
     reference=vjp_reference(_log_softmax, wrt=("x",)),
@@ -948,7 +947,7 @@ VJP_LOG_SOFTMAX = Exercise(
         Mistake(
             "diagonal_only",
             "Each output of log_softmax depends on every entry along the "
-            "axis: grad_x = g - softmax(x) * g.sum(axis, keepdims=True). You kept only "
+            "axis: g_x = g - softmax(x) * g.sum(axis, keepdims=True). You kept only "
             "the diagonal, g * (1 - softmax(x)).",
             lambda g, x, axis=-1: (g - _softmax(x, axis) * g,),
         ),
@@ -960,7 +959,7 @@ VJP_LOG_SOFTMAX = Exercise(
     ),
     hints_by_kind={
         **UNARY_HINTS,
-        "value": "grad_x = g - softmax(x) * g.sum(axis, keepdims=True), along the axis given, "
+        "value": "g_x = g - softmax(x) * g.sum(axis, keepdims=True), along the axis given, "
         "with softmax computed stably (x minus its maximum along the axis).",
         "nonfinite": "np.exp overflows for large x: subtract the "
         "maximum along the axis before exponentiating.",

@@ -89,6 +89,15 @@ def _left_aligned(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return summed.sum(axis=_size_one_axes(shape), keepdims=True)
 
 
+def _left_aligned_reshaped(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    # Self-contained, as a learner's cell is. Published rules written this way sum where
+    # `shape` has 1 counting g's axes from the left, sum g's trailing axes away, and force the
+    # shape: a reshape that raises wherever the sizes no longer fit.
+    ones = tuple(i for i, n in enumerate(shape) if n == 1)
+    summed = g.sum(axis=ones, keepdims=True)
+    return summed.sum(axis=tuple(range(len(shape), g.ndim))).reshape(shape)
+
+
 UNBROADCAST = Exercise(
     signature="unbroadcast(g, shape) -> ndarray",
     outputs=("result",),
@@ -132,6 +141,14 @@ UNBROADCAST = Exercise(
             "axes g has in addition are its leading ones.",
             _left_aligned,
         ),
+        Mistake(
+            "left_aligned_reshaped",
+            "You did sum, but over the wrong axes: you lined the shapes up from the left, then "
+            "reshaped to `shape`, which raises where the sizes no longer fit. Broadcasting "
+            "aligns shapes from the right: g's extra axes are its leading ones, and axis i of "
+            "`shape` is axis i + (g.ndim - len(shape)) of g.",
+            _left_aligned_reshaped,
+        ),
         # Section 2's line for (6, 4, 5) -> (4, 1), copied: the axes of one pair of shapes.
         Mistake(
             "copied_hand_computation",
@@ -146,7 +163,8 @@ UNBROADCAST = Exercise(
         "leading axes, then over every axis where `shape` has a 1 (keepdims=True), and return an "
         "array of exactly `shape`.",
         "exception": "g cannot simply be reshaped or indexed to `shape`: its extra axes hold "
-        "contributions that must be added up (summed).",
+        "contributions that must be added up (summed). If you did sum, check over which axes: "
+        "broadcasting aligns shapes from the right, so g's extra axes are its leading ones.",
         "shape": "The result must have exactly `shape`: sum away g's extra leading axes, then sum "
         "with keepdims=True every axis where `shape` has 1 and g does not.",
         "value": "The shape is right but the values are not: sum (do not average, do not pick) "
@@ -191,8 +209,8 @@ def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.nd
 
 
 MATMUL_VJP = Exercise(
-    signature="matmul_vjp(g, a, b) -> (grad_a, grad_b)",
-    outputs=("grad_a", "grad_b"),
+    signature="matmul_vjp(g, a, b) -> (g_a, g_b)",
+    outputs=("g_a", "g_b"),
     cases=broadcast_cases("g", "a", "b", signature="(m,n),(n,p)->(m,p)"),
     edges=_matmul_edges,
     reference=vjp_reference(lambda xp, a, b: xp.matmul(a, b), wrt=("a", "b")),
@@ -220,7 +238,7 @@ MATMUL_VJP = Exercise(
         ),
         Mistake(
             "swapped_outputs",
-            "You returned (grad_b, grad_a). Return the cotangent of a first.",
+            "You returned (g_b, g_a). Return the cotangent of a first.",
             lambda g, a, b: _matmul_rule(g, a, b, _swap)[::-1],
         ),
         Mistake(
@@ -233,15 +251,15 @@ MATMUL_VJP = Exercise(
         ),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. grad_a = g @ "
-        "np.swapaxes(b, -1, -2) and grad_b = np.swapaxes(a, -1, -2) @ g (the last two axes only), "
+        "error": "The traceback names the line of your code that raised. g_a = g @ "
+        "np.swapaxes(b, -1, -2) and g_b = np.swapaxes(a, -1, -2) @ g (the last two axes only), "
         "each then unbroadcast to its input's shape; print the shapes of the product that failed.",
         "exception": "A matmul shape error inside the rule usually means one of two things: "
         "np.transpose(x) and x.T reverse ALL axes, while a batch of matrices must swap only the "
-        "last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the wrong order (grad_a = g @ "
-        "b^T, grad_b = a^T @ g).",
-        "shape": "grad_a must have a's shape and grad_b b's shape. For y = a @ b: grad_a = g @ b^T "
-        "and grad_b = a^T @ g with ^T swapping the last two axes, then each reduced to its "
+        "last two (np.swapaxes(x, -1, -2) or x.mT); or a product in the wrong order (g_a = g @ "
+        "b^T, g_b = a^T @ g).",
+        "shape": "g_a must have a's shape and g_b b's shape. For y = a @ b: g_a = g @ b^T "
+        "and g_b = a^T @ g with ^T swapping the last two axes, then each reduced to its "
         "operand's shape (unbroadcast) over broadcast batch axes.",
         "value": "Right shapes, wrong values: check the order of each product (g @ b^T, a^T @ g) "
         "and that ^T swaps only the last two axes.",

@@ -180,7 +180,7 @@ _logaddexp = functools.partial(_custom, "logaddexp(a, b)")
 
 LOGADDEXP = _exercise(
     signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
-    outputs=("y", "grad_a", "grad_b"),
+    outputs=("y", "g_a", "g_b"),
     cases=_elementwise(a=_wide, b=_wide),
     edges=_logaddexp_edges,
     reference=vjp_reference(_logsumexp, wrt=("a", "b"), value=True),
@@ -188,7 +188,7 @@ LOGADDEXP = _exercise(
     mistakes=(
         Mistake(
             "wrong_input",
-            "Your grad_fn returns the gradient of the wrong input: grad_a and grad_b are swapped. "
+            "Your grad_fn returns the gradient of the wrong input: g_a and g_b are swapped. "
             "grad_fn returns one gradient per input, in the order of the inputs (a first): d/da = "
             "sigmoid(a - b), d/db = sigmoid(b - a).",
             _logaddexp(_stable, lambda *args: _sigmoids(*args)[::-1]),
@@ -220,7 +220,7 @@ LOGADDEXP = _exercise(
         "gradients with tf ops on tensors (not numpy or Python if), so the function also runs "
         "inside tf.function, and return (y, grad_fn) from the @tf.custom_gradient function.",
         "exception": "grad_fn must return one gradient per input, in the order of the inputs: "
-        "(grad_a, grad_b), each with the shape of its input.",
+        "(g_a, g_b), each with the shape of its input.",
         "nonfinite": "NaN or Inf at the edges: somewhere exp() of a large number overflows. Keep "
         "every exp argument <= 0: max(a, b) + log1p(exp(-|a - b|)), gradient sigmoid(a - b).",
         "value": "For y = log(exp(a) + exp(b)): dy/da = exp(a - y) = sigmoid(a - b) and dy/db = "
@@ -336,7 +336,7 @@ SAFE_NORMALIZE = _exercise(
     signature=(
         "safe_normalize(v) -> tensor: each row of v divided by its norm, 0 for an all-zero row"
     ),
-    outputs=("y", "grad_v"),
+    outputs=("y", "g_v"),
     cases=_cases(NORMALIZE_SHAPES, NORMALIZE_GRADING, v=_rows),
     edges=_normalize_edges,
     reference=vjp_reference(_double_where, wrt=("v",), value=True),
@@ -470,7 +470,7 @@ CLIP_COTANGENT_NORM = _exercise(
         "clip_cotangent_norm(x, max_norm) -> tensor x, its cotangent rescaled to an L2 norm of at "
         "most max_norm"
     ),
-    outputs=("y", "grad_x"),
+    outputs=("y", "g_x"),
     cases=_elementwise(x=_beyond_every_limit, max_norm=st.sampled_from([0.5, 1.0, 2.5, 40.0])),
     edges=_clip_edges,
     reference=two_references(
@@ -528,7 +528,7 @@ CLIP_COTANGENT_NORM = _exercise(
         "number, not an input with a gradient: grad_fn returns one gradient, for x.",
         "nonfinite": "NaN where the cotangent is all zeros: its norm is 0, and dividing by it "
         "gives 0 / 0. A zero cotangent is below any max_norm and passes unchanged.",
-        "value": "y must equal x; grad_x must be g when its L2 norm (over all elements) is at most"
+        "value": "y must equal x; g_x must be g when its L2 norm (over all elements) is at most"
         " max_norm, else g * max_norm / norm.",
     },
 )
@@ -592,7 +592,7 @@ QUANTIZE_STE = _exercise(
         "quantize_ste(x, levels) -> tensor: x clipped to [0, 1] and rounded to `levels` levels, "
         "straight through"
     ),
-    outputs=("y", "grad_x"),
+    outputs=("y", "g_x"),
     cases=_elementwise(x=_window_inputs, levels=st.sampled_from([2, 3, 5, 17])),
     edges=_quantize_edges,
     reference=two_references(
@@ -695,7 +695,7 @@ TD_LOSS = _exercise(
         "td_loss(values, rewards, gamma) -> tensor: the squared TD error at each step, its target "
         "held constant"
     ),
-    outputs=("loss", "grad_values", "grad_rewards"),
+    outputs=("loss", "g_values", "g_rewards"),
     cases=_cases(
         TD_SHAPES,
         TD_GRADING,
@@ -771,7 +771,7 @@ def _tanh_edges() -> list[Case]:
 
 def _layer(value: Callable[..., Any], gradients: Callable[..., tuple[Any, Any]]) -> Callable:
     """A learner's tanh_layer(x, w): `value(tf, x, w)`, with a grad_fn(g, variables=None)
-    returning (grad_x, [grad_w]) from `gradients(tf, g, x, w, y)`."""
+    returning (g_x, [g_w]) from `gradients(tf, g, x, w, y)`."""
 
     def tanh_layer(tf: Any, x: Any, w: Any) -> Any:
         @tf.custom_gradient
@@ -779,8 +779,8 @@ def _layer(value: Callable[..., Any], gradients: Callable[..., tuple[Any, Any]])
             y = value(tf, x, w)
 
             def grad_fn(g: Any, variables: Any = None) -> Any:
-                grad_x, grad_w = gradients(tf, g, x, w, y)
-                return grad_x, [grad_w]
+                g_x, g_w = gradients(tf, g, x, w, y)
+                return g_x, [g_w]
 
             return y, grad_fn
 
@@ -801,7 +801,7 @@ TANH_LAYER = _exercise(
     signature=(
         "tanh_layer(x, w) -> tensor tanh(x @ w), w a tf.Variable read inside a custom gradient"
     ),
-    outputs=("y", "grad_x", "grad_w"),
+    outputs=("y", "g_x", "g_w"),
     # |x|, |w| <= 1: x @ w stays within a few units, where tanh is not yet flat.
     cases=_cases(
         LAYER_SIZES,
@@ -832,8 +832,8 @@ TANH_LAYER = _exercise(
         ),
         Mistake(
             "untransposed",
-            "Transpose in the VJP of a matmul: for z = x @ w with cotangent g_z, grad_x = g_z @ "
-            "w^T and grad_w = x^T @ g_z.",
+            "Transpose in the VJP of a matmul: for z = x @ w with cotangent g_z, g_x = g_z @ "
+            "w^T and g_w = x^T @ g_z.",
             _layer(_tanh, lambda tf, g, x, w, y: (g * (1 - y**2) @ w, x @ (g * (1 - y**2)))),
         ),
         Mistake(
@@ -846,13 +846,13 @@ TANH_LAYER = _exercise(
     hints_by_kind={
         "error": "The traceback names the line of your code that raised. Inside "
         "@tf.custom_gradient, tanh_layer's forward returns (y, grad_fn), and grad_fn(g, "
-        "variables=None) returns (grad_x, [grad_w]); use tf ops on tensors, not numpy.",
+        "variables=None) returns (g_x, [g_w]); use tf ops on tensors, not numpy.",
         "value": "Right shapes, wrong numbers: the cotangent of z = x @ w is g times tanh's "
         "derivative at z, and the matmul's VJP takes it from there (with transposes).",
         "exception": "With a tf.Variable read inside, grad_fn must be `def grad_fn(g, "
         "variables=None)` and return a pair: (gradient of x, [gradient of w]) -- the variable "
         "gradients in a list, one per variable in `variables`.",
-        "shape": "grad_x must have x's shape (n, k) and grad_w w's shape (k, m): the matmul's VJP "
+        "shape": "g_x must have x's shape (n, k) and g_w w's shape (k, m): the matmul's VJP "
         "multiplies by w^T on the right for x, by x^T on the left for w.",
     },
 )

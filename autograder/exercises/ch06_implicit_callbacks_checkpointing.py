@@ -409,7 +409,7 @@ REMAT_NET = Exercise(
         "remat_net(w, x) -> the net's loss, whose backward pass keeps at most 4 arrays, recomputes"
         " no checkpointed piece of more than 3 layers, and each layer at most once"
     ),
-    outputs=("value", "vjp_primal", "grad_w", "grad_x"),
+    outputs=("value", "vjp_primal", "g_w", "g_x"),
     cases=_remat_case,
     edges=_remat_edges,
     reference=two_references(

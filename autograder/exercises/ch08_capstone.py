@@ -88,7 +88,7 @@ def _loss_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
 
 CROSS_ENTROPY = Exercise(
     signature="cross_entropy(logits, labels) -> scalar Tensor",
-    outputs=("loss", "grad_logits"),
+    outputs=("loss", "g_logits"),
     cases=_loss_case,
     edges=_loss_edges,
     reference=two_references(
@@ -149,7 +149,7 @@ CROSS_ENTROPY = Exercise(
         "shape": "The loss is a scalar: the mean over the N examples of each example's loss.",
         "value": "For each example (row), -sum over the classes of labels * log_softmax(logits,"
         " axis=-1); then the mean over the rows.",
-        "value:grad_logits": "The loss is right but its gradient is not: look at the rules of "
+        "value:g_logits": "The loss is right but its gradient is not: look at the rules of "
         "your engine that this loss uses (log_softmax, sum, mean, * and "
         "unary minus); chapter 02's checks test each one alone.",
     },

@@ -29,7 +29,7 @@ from autograder.judging.cases import NOTEBOOK, Case, Profile
 from autograder.judging.compare import compare_array
 from autograder.judging.engine import check_function
 from autograder.judging.exercise import Evidence, Exercise, KnownOutputs, Mistake
-from autograder.judging.report import FAILED, Failure, Report
+from autograder.judging.report import Failure, Report
 from autograder.locale import say
 
 SIGNATURE = "grad(f, argnums=0) -> the gradient of f with respect to argument argnums"
@@ -198,10 +198,9 @@ class ProgramReport(Report):
     """A check's report whose failing case is shown as the program's code and its inputs,
     with the cotangents of the first value that differs, expected and got."""
 
-    def sections(self) -> list[tuple[str, str]]:
-        parts = super().sections()
-        failure = self.failure
-        if failure is None or self.status != FAILED or failure.input_independent:
+    def failure_sections(self, failure: Failure) -> list[tuple[str, str]]:
+        parts = super().failure_sections(failure)
+        if failure.input_independent:
             return parts
         program = failure.case.arg("program")
         # Left out: the inputs the program does not use, the program's repr, and every

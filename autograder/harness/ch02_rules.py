@@ -1,7 +1,7 @@
 """Chapter 02's VJP rules, one exercise per operation (autograder/exercises/ch02_rules.py): how
 a learner's `vjp_<op>(g, *primals, **params)` is called, and how its result is read.
 
-A rule returns a tuple with one cotangent per primal ((grad_x,) for a unary operation). Each
+A rule returns a tuple with one cotangent per primal ((g_x,) for a unary operation). Each
 cotangent is a numpy array, or a learner's Tensor whose `.value` is one: the same rules written
 with the engine's own operations (for gradients of gradients) are checked as they are.
 """
@@ -58,7 +58,7 @@ def invoke_unary_rule(fn: Callable[..., Any], *values: Any) -> Any:
         )
         raise TypeError(
             english(
-                "{exercise} returns one cotangent per primal, in a tuple: (grad_x,) for this "
+                "{exercise} returns one cotangent per primal, in a tuple: (g_x,) for this "
                 "operation of one primal (mind the comma). It returned {what}.",
                 exercise=getattr(fn, "__name__", "rule"),
                 what=what,

@@ -68,7 +68,7 @@ def invoke_layer(fn: Callable[..., Any], *args: Any) -> tuple[np.ndarray, ...]:
                 "its input, but your grad_fn never received `variables`: w was an input of "
                 "forward (or its value was read before the call), so TensorFlow took w's gradient "
                 "through its own read of the variable. Call forward(x), and return "
-                "(grad_x, [grad_w]) from grad_fn(g, variables=None)."
+                "(g_x, [g_w]) from grad_fn(g, variables=None)."
             ),
             result,
         )
@@ -329,7 +329,7 @@ def _explained(
 
 _VARIABLE_GRADS = english(
     "grad_fn must return (input_grads, variable_grads): the variable gradients in a list, "
-    "one per variable in `variables`, e.g. (grad_x, [grad_w])."
+    "one per variable in `variables`, e.g. (g_x, [g_w])."
 )
 _MEANINGS = [
     (

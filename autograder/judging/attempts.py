@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
 from autograder.harness import MethodNotFollowed, learner_traceback, plain_call, raised_in
 from autograder.judging.cases import Case
 from autograder.judging.compare import compare_outputs
@@ -153,7 +155,7 @@ def judge(
         return Failure(
             case=case,
             message=raised_message(type_name, attempt.error),
-            hint=named or exception_hint(exercise, type_name),
+            hint=named or dtype_crash_hint(case, others) or exception_hint(exercise, type_name),
             traceback=attempt.traceback,
             printed=attempt.printed,
             input_independent=type_name in INPUT_INDEPENDENT,
@@ -169,6 +171,7 @@ def judge(
         got=attempt.value,
         output_names=exercise.outputs,
         printed=attempt.printed,
+        tolerance=mismatch.tolerance,
     )
 
 
@@ -193,6 +196,41 @@ def method_failure(case: Case, attempt: Attempt) -> Failure | None:
         printed=attempt.printed,
         input_independent=True,
         method=True,
+    )
+
+
+def float_dtype(case: Case) -> str:
+    """The one floating dtype of the case's arrays ("" when it has none, or several)."""
+    found = {str(a.dtype) for a in case.arrays().values() if np.issubdtype(a.dtype, np.floating)}
+    return found.pop() if len(found) == 1 else ""
+
+
+def dtype_crash_hint(case: Case, others: Sequence[Evidence]) -> str:
+    """When the function raised on this case's dtype but ran, and was wrong, on another dtype:
+    the crash is then one mistake (constants or casts fixed to one dtype, the usual cause)
+    hiding a second, and the exercise's hint for an exception, written for code that cannot
+    run at all, would send the learner the wrong way. Decided from what the function did on
+    the failing cases seen, never from the exception's message. "" when that is not the case."""
+    crashed = float_dtype(case)
+    ran = {
+        float_dtype(other)
+        for other, got in others
+        if not isinstance(got, Raised) and float_dtype(other) not in ("", crashed)
+    }
+    raised_elsewhere = any(
+        isinstance(got, Raised) and float_dtype(other) != crashed for other, got in others
+    )
+    if not crashed or len(ran) != 1 or raised_elsewhere:
+        return ""
+    return say(
+        "Your function raised on this {crashed} case, while on {ran} cases it ran and returned "
+        "wrong values: the crash hides a second mistake. A crash at one dtype usually comes from "
+        "mixing dtypes, such as a constant or a cast fixed to {ran} meeting {crashed} inputs: "
+        "make every constant follow the inputs' dtype (x.dtype). Until your function runs on "
+        "{crashed}, nothing after the crash, your gradient included, is tested there; fix the "
+        "crash, and the next check shows what is wrong with the values.",
+        crashed=crashed,
+        ran=ran.pop(),
     )
 
 

@@ -61,13 +61,19 @@ TOLERANCES = {
 class Mismatch:
     """What is wrong with one output: `kind` is one of structure, type, shape, dtype,
     nonfinite, value. For a value mismatch, `max_error` is the largest |got - ref| and
-    `excess` the largest ratio of an entry's error to what it is allowed (> 1 fails)."""
+    `excess` the largest ratio of an entry's error to what it is allowed (> 1 fails).
+
+    `message` is what a learner acts on (which output, how many entries, the worst one got
+    against expected) and leads the report; `tolerance` is the arithmetic behind the verdict
+    (how far the worst entry is off, what it is allowed and why), which a learner rarely needs
+    and the report shows last."""
 
     kind: str
     output: str
     message: str
     max_error: float | None = None
     excess: float | None = None
+    tolerance: str = ""
 
 
 def tolerance(dtype: np.dtype) -> Tolerance:
@@ -161,31 +167,63 @@ def _compare_values(name: str, got: np.ndarray, expected: np.ndarray) -> Mismatc
         return None
     ratios = excess(got, expected, tol)
     worst = np.unravel_index(int(np.argmax(ratios)), ratios.shape)
-    error = abs(float(got[worst]) - float(expected[worst]))
     where = f"{name}[{', '.join(map(str, worst))}]" if worst else name
     return Mismatch(
         "value",
         name,
-        say(
-            "{name} differs from the reference at {count} of {size} entries; the worst is "
-            "{where} = {got}, expected {expected}, off by {error:.3g} (allowed {allowed:.2g} "
-            "there: rtol {rtol:.0e} of the entry + atol {atol:.0e} of the output's largest "
-            "magnitude, for {dtype}).",
-            name=name,
-            count=int((~close).sum()),
-            size=close.size,
-            where=where,
-            got=str(got[worst]),
-            expected=str(expected[worst]),
-            error=error,
-            allowed=float(tol.allowed(expected)[worst]),
-            rtol=tol.rtol,
-            atol=tol.atol,
-            dtype=expected.dtype,
-        ),
+        _wrong_entries(name, where, int((~close).sum()), close.size, got[worst], expected[worst]),
         max_error=float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64)))),
         excess=float(ratios[worst]),
+        tolerance=say(
+            "{where} is off by {error:.3g}; {allowed:.2g} is allowed there. For {dtype}, an "
+            "entry may be off by {rtol:.0e} * |its expected value| + {atol:.0e} * max(1, the "
+            "largest magnitude in the expected {name}).",
+            where=where,
+            error=abs(float(got[worst]) - float(expected[worst])),
+            allowed=float(tol.allowed(expected)[worst]),
+            dtype=expected.dtype,
+            rtol=tol.rtol,
+            atol=tol.atol,
+            name=name,
+        ),
     )
+
+
+def _wrong_entries(
+    name: str, where: str, count: int, size: int, got: np.generic, expected: np.generic
+) -> str:
+    """The headline of a value mismatch, in the course's words: the output (a cotangent
+    `g_x` named as x's), how many of its entries are wrong and the worst one, got against
+    expected. The tolerance is left to Mismatch.tolerance."""
+    what = output_words(name)
+    if size == 1:
+        return say(
+            "{what} is wrong: {where} = {got}, expected {expected}.",
+            what=what,
+            where=where,
+            got=str(got),
+            expected=str(expected),
+        )
+    return say(
+        "{what} is wrong at {count} of {size} entries; the worst is {where} = {got}, expected "
+        "{expected}.",
+        what=what,
+        count=count,
+        size=size,
+        where=where,
+        got=str(got),
+        expected=str(expected),
+    )
+
+
+def output_words(name: str) -> str:
+    """An output as the course speaks of it: `g_x` is the cotangent of x (the notebooks'
+    and JAX's naming), said once so a learner maps the name onto the idea; any other name
+    (`y`, `jacobian`, `grad_W`) as it is declared."""
+    primal = name[2:] if name.startswith("g_") else ""
+    if not primal.isidentifier():
+        return name
+    return say("{name} (the cotangent of {primal})", name=name, primal=primal)
 
 
 def compare_outputs(

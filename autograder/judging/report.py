@@ -1,8 +1,10 @@
 """The report a check returns: `.passed`, and feedback as text or as HTML in Jupyter.
 
-Feedback names the learner's function, the case (smallest found), expected vs got, the
-largest error and a hint. Nothing in it depends on timing, so stored notebook outputs stay
-comparable by nbval.
+Feedback leads with what helps: the headline says what is wrong in the learner's words (which
+output, how many entries, the worst one got against expected), then come the smallest failing
+case and the hint, then the inputs and the expected and got arrays, and last the tolerance
+arithmetic, which explains a verdict but rarely changes what to fix. Nothing in it depends on
+timing, so stored notebook outputs stay comparable by nbval.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Failure:
     # is shown, as none would say anything about it.
     input_independent: bool = False
     method: bool = False  # the values are right, the method the exercise asks is not followed
+    tolerance: str = ""  # the arithmetic behind a value mismatch, shown last (Mismatch.tolerance)
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ class Report:
         )
 
     def sections(self) -> list[tuple[str, str]]:
-        """(title, body) pairs shared by the text and HTML renderings."""
+        """(title, body) pairs shared by the text and HTML renderings, in the order a learner
+        uses them: the failing case and the hint, the arrays, what the function raised or
+        printed, the note on other exercises, and the tolerance last."""
         notes = (
             [(say("Your other exercises"), localize(self.dependencies))]
             if self.dependencies
@@ -95,15 +100,22 @@ class Report:
         failure = self.failure
         if failure is None or self.status != FAILED:
             return notes
-        parts = [] if failure.input_independent else _case_sections(failure)
-        parts += _comparison(failure)
+        tolerance = [(say("Tolerance"), localize(failure.tolerance))] if failure.tolerance else []
+        return self.failure_sections(failure) + notes + tolerance
+
+    def failure_sections(self, failure: Failure) -> list[tuple[str, str]]:
+        """The failure's own sections: the case and the hint first, since they say what to
+        change; then the inputs, expected and got, the traceback and what was printed."""
+        case = [] if failure.input_independent else _case_sections(failure)
+        parts = case[:1]
+        if failure.hint:
+            parts.append((say("Hint"), localize(failure.hint)))
+        parts += case[1:] + _comparison(failure)
         if failure.traceback:
             parts.append((say("Your function raised"), failure.traceback))
         if failure.printed:
             parts.append((say("Your function printed"), failure.printed))
-        if failure.hint:
-            parts.append((say("Hint"), localize(failure.hint)))
-        return parts + notes
+        return parts
 
     def __str__(self) -> str:
         lines = [self.headline()]
@@ -138,7 +150,7 @@ class Report:
 # Prose wraps between words; arrays and tracebacks keep their columns and scroll sideways.
 PROSE = "white-space:normal;word-break:normal;overflow-wrap:break-word"
 FIXED = "margin:0;white-space:pre;word-break:normal;overflow-x:auto;max-width:100%"
-PROSE_SECTIONS = ("Hint", "Your other exercises")
+PROSE_SECTIONS = ("Hint", "Your other exercises", "Tolerance")
 
 
 def _html_body(title: str, body: str) -> str:

@@ -154,13 +154,25 @@ def _localized(text: str, least: int) -> str:
         if match:
             return translation.format(
                 **{
-                    name: value if name in VERBATIM_FIELDS else _localized(value, 1)
+                    name: value
+                    if name in VERBATIM_FIELDS or _number(value)
+                    else _localized(value, 1)
                     for name, value in match.groupdict().items()
                 }
             )
     if "\n" in text:
         return "\n".join(_localized(line, least) for line in text.split("\n"))
     return text
+
+
+def _number(text: str) -> bool:
+    """Whether a field's text is a number: printed as it is, never looked up (a catalogue may
+    translate "4" as a prediction's choice, "4 倍", which a count of entries is not)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def language_of(metadata: dict[str, Any]) -> str:

@@ -178,7 +178,7 @@ def test_a_rule_may_return_the_learners_tensors(name: str) -> None:
 def test_a_unary_rule_returns_a_one_tuple_and_is_told_so() -> None:
     report = check_function(EXERCISES["vjp_exp"], lambda g, x: g * np.exp(x))
     assert report.status == FAILED and report.failure is not None
-    assert "(grad_x,)" in str(report)
+    assert "(g_x,)" in str(report)
 
 
 def test_a_rule_that_hands_back_the_courses_own_code_is_refused() -> None:

@@ -116,7 +116,7 @@ def returns_one_array(g, a, b):
 
 
 MATMUL_BUGS = [
-    (returns_one_array, "should return a tuple (grad_a, grad_b)"),
+    (returns_one_array, "should return a tuple (g_a, g_b)"),
 ]
 
 
@@ -160,9 +160,9 @@ def test_a_copied_demo_does_not_pass_unbroadcast():
 @pytest.mark.parametrize(
     ("fn", "hint"),
     [
-        (copied_tape_rule, "grad_a must have a's shape"),
-        (copied_tape_rule_bare, "grad_a must have a's shape"),
-        (copied_per_matrix_loop, "grad_a must have a's shape"),
+        (copied_tape_rule, "g_a must have a's shape"),
+        (copied_tape_rule_bare, "g_a must have a's shape"),
+        (copied_per_matrix_loop, "g_a must have a's shape"),
     ],
     ids=["tape_rule", "tape_rule_bare", "per_matrix_loop"],
 )
@@ -172,6 +172,26 @@ def test_a_copied_demo_does_not_pass_matmul_vjp(fn, hint):
     report = check.matmul_vjp(fn)
     assert not report.passed
     assert hint in report.failure.hint, report.failure.hint
+
+
+def unbroadcast_from_the_left(g, shape):
+    # Published rules that line the shapes up from the left, then force the shape.
+    out = g
+    for axis in range(len(shape)):
+        if shape[axis] == 1 and out.shape[axis] != 1:
+            out = np.sum(out, axis=axis, keepdims=True)
+    while out.ndim > len(shape):
+        out = np.sum(out, axis=out.ndim - 1)
+    return np.reshape(out, shape)
+
+
+def test_a_left_aligned_rule_is_told_it_summed_over_the_wrong_axes():
+    """It does sum, so the hint for a shape error ("contributions that must be added up")
+    misled it: the hint names the left alignment."""
+    report = check.unbroadcast(unbroadcast_from_the_left)
+    assert "raised ValueError" in report.headline()
+    assert "You did sum, but over the wrong axes" in report.failure.hint, report.failure.hint
+    assert "from the left" in report.failure.hint
 
 
 def test_all_axes_transpose_is_caught_on_the_qa_case():

@@ -544,6 +544,32 @@ def test_round_has_no_gradient_and_the_ste_window_is_the_clip_s():
     np.testing.assert_array_equal(grad, [0, 2, 3, 4, 0])
 
 
+def quantize_ste_float32_only(x, levels):
+    # A float32 constant meets float64 inputs (a crash there), and the cotangent passes
+    # everywhere (wrong values on float32, where it runs).
+    steps = tf.constant(levels - 1, tf.float32)
+
+    @tf.custom_gradient
+    def forward(x):
+        def grad_fn(g):
+            return g
+
+        return tf.round(tf.clip_by_value(x, 0.0, 1.0) * steps) / steps, grad_fn
+
+    return forward(x)
+
+
+def test_a_float64_crash_hiding_a_gradient_mistake_is_named():
+    """It was told only to use tf ops on tensors, which it does: the report names the dtype
+    crash and says the gradient is untested until the function runs."""
+    report = check_function(QUANTIZE_STE, quantize_ste_float32_only)
+    assert "raised InvalidArgumentError" in report.headline()
+    hint = report.failure.hint
+    assert hint.startswith("Your function raised on this float64 case, while on float32"), hint
+    assert "your gradient included, is tested there" in hint
+    assert "Use tf ops" not in hint
+
+
 def test_clip_cotangent_norm_is_identity_forward_and_keeps_a_small_cotangent():
     x = SAFE.normal(size=5)
     g = SAFE.normal(size=5)

@@ -85,7 +85,7 @@ def test_the_signature_gives_name_parameters_and_returns():
     assert (MATMUL_VJP.name, MATMUL_VJP.parameters, MATMUL_VJP.returns) == (
         "matmul_vjp",
         ("g", "a", "b"),
-        "(grad_a, grad_b)",
+        "(g_a, g_b)",
     )
 
 
