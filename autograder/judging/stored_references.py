@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
@@ -51,21 +52,30 @@ SWITCH = "AUTODIFF_COURSE_STORED_REFERENCES"
 
 
 def folder() -> Path:
-    """Beside JAX's persistent compilation cache (references.py), under XDG_CACHE_HOME."""
+    """Beside JAX's persistent compilation cache (references.py), under XDG_CACHE_HOME, one
+    folder per set of library versions: two environments of one machine (`make test`'s and
+    `make versions`'s) keep their entries apart instead of replacing each other's."""
     base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "autodiff-course" / "notebook-references"
+    return base / "autodiff-course" / "notebook-references" / versions_digest()[:16]
+
+
+@cache
+def versions_digest() -> str:
+    """The versions of Python and of the libraries that draw cases or compute references."""
+    hasher = hashlib.sha256(sys.version.encode())
+    for name in VERSIONED:
+        hasher.update(f"{name}={_version(name)}".encode())
+    return hasher.hexdigest()
 
 
 @cache
 def sources_digest() -> str:
-    """The course's Python sources and the libraries' versions, once per process."""
+    """The course's sources that make cases and references, once per process."""
     hasher = hashlib.sha256(f"format {FORMAT}".encode())
     for package in SOURCES:
         for path in sorted((ROOT / package).rglob("*.py")):
             hasher.update(str(path.relative_to(ROOT)).encode())
             hasher.update(path.read_bytes())
-    for name in VERSIONED:
-        hasher.update(f"{name}={_version(name)}".encode())
     return hasher.hexdigest()
 
 
@@ -226,7 +236,8 @@ def save(path: Path, outputs: Sequence[Outputs]) -> None:
 
 def _write(path: Path, members: dict[str, np.ndarray]) -> None:
     """Atomically (a temporary file renamed), then this exercise's entries of older sources
-    are removed (other profiles' entries, under the same sources, stay)."""
+    are removed from this versions' folder (other profiles' entries, under the same sources,
+    stay)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".partial-", suffix=".npz")

@@ -66,9 +66,7 @@ def test_a_second_kernel_reads_the_stored_references_and_imports_no_tensorflow(
     tmp_path: Path,
 ) -> None:
     assert _check_in_a_fresh_process(tmp_path) == ["passed", "True", "True"]
-    stored = sorted(
-        p.name for p in (tmp_path / "autodiff-course" / "notebook-references").iterdir()
-    )
+    stored = sorted(p.name for p in (tmp_path / "autodiff-course").rglob("*.npz"))
     assert [name.split("-")[0] for name in stored] == ["log1pexp", "log1pexp"]
     assert _check_in_a_fresh_process(tmp_path) == ["passed", "False", "False"]
 
@@ -79,7 +77,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     engine._notebook_cases.cache_clear()
     engine._notebook_table.cache_clear()
-    yield tmp_path / "autodiff-course" / "notebook-references"
+    yield stored_references.folder()
     engine._notebook_cases.cache_clear()
     engine._notebook_table.cache_clear()
 
@@ -149,6 +147,17 @@ def test_entries_of_older_sources_are_removed_when_new_ones_are_written(
     _table()
     new = sorted(store.glob("unbroadcast-*.npz"))
     assert len(new) == 2 and not set(old) & set(new)
+
+
+def test_another_environment_keeps_its_own_entries(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _table()
+    first = sorted(store.glob("unbroadcast-*.npz"))
+    monkeypatch.setattr(stored_references, "versions_digest", lambda: "e" * 64)
+    _table()
+    assert sorted(store.glob("unbroadcast-*.npz")) == first  # untouched by the other's writes
+    assert len(list(stored_references.folder().glob("unbroadcast-*.npz"))) == 2
 
 
 def test_a_store_that_cannot_be_written_only_means_computing(
