@@ -61,12 +61,13 @@ def check_sync(*, solutions: Path, course: Path) -> int:
 
 
 def course_map(*, root: Path) -> int:
-    """Rewrite the README's course map, and each notebook's Colab cell, badges and solutions
-    link, from course/ and the repository setting."""
+    """Rewrite both READMEs' course maps (README.md from the English notebooks, README.zh-CN.md
+    from the Chinese ones), and each notebook's Colab cell, badges and solutions link, from
+    course/ and the repository setting."""
     from autograder.authoring import coursemap
 
-    changed = coursemap.update_readme(root)
-    print("README course map " + ("updated" if changed else "already up to date"))
+    for name, changed in coursemap.update_readmes(root):
+        print(f"{name} course map " + ("updated" if changed else "already up to date"))
     for path in coursemap.update_colab_cells(root):
         print(f"updated the Colab cell of {path}")
     for path in coursemap.update_notebook_links(root):
@@ -125,9 +126,9 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument("--course", type=Path, default=ROOT / "course")
         if name == "build-course":
             sub.add_argument("--only", nargs="*", default=(), help="chapter prefixes, e.g. 03")
-    commands.add_parser("course-map", help="rewrite the README's course map").add_argument(
-        "--root", type=Path, default=ROOT
-    )
+    commands.add_parser(
+        "course-map", help="rewrite the course maps of README.md and README.zh-CN.md"
+    ).add_argument("--root", type=Path, default=ROOT)
     sync = commands.add_parser(
         "sync",
         help="one chapter from its edited solution notebook and exercise module to "

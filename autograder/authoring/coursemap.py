@@ -1,11 +1,15 @@
-"""The README's course map: chapters, notebook links, Binder and Colab links.
+"""The READMEs' course maps: chapters, notebook links, Binder and Colab links.
 
-Links are built from one setting, `[tool.course] repository` in pyproject.toml, so moving
-the repository means changing one line and running `python -m autograder course-map`.
+README.md's map lists the English notebooks (with a column for the Chinese ones); README.zh-CN.md
+has its own, with the Chinese titles read from the Chinese notebooks, so a learner reading
+Chinese never meets an English chapter title. Links are built from one setting,
+`[tool.course] repository` in pyproject.toml, so moving the repository means changing one line
+and running `python -m autograder course-map`, which rewrites both maps.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from urllib.parse import quote
@@ -101,6 +105,47 @@ def _chinese_links(config: dict[str, str], name: str) -> str:
         f"[Binder]({binder_url(config['repository'], config['branch'], notebook)}) · "
         f"[Colab]({colab_url(config['repository'], config['branch'], notebook)})"
     )
+
+
+# The Chinese map's column of hosted links: last, and saying why a learner in mainland China
+# should not count on them (Google's and mybinder.org's services are usually unreachable there).
+HOSTED_ZH = "Colab / Binder（国内通常无法访问）"
+
+
+def chinese_title(path: Path) -> str:
+    """The chapter's title as the Chinese notebook shows it: its first heading, without the
+    "NN · " prefix. The notebooks' `course.title` metadata is the English title (the grader
+    and the English map read it), so the Chinese title can only come from the heading, which
+    the translation (translations/zh-CN/NN_*.md) supplies."""
+    notebook = nbformat.read(path, as_version=4)
+    first = next(cell for cell in notebook.cells if cell.cell_type == "markdown")
+    heading = first.source.partition("\n")[0].lstrip("#").strip()
+    return re.sub(r"^\d\d\s*·\s*", "", heading)
+
+
+def course_map_zh(root: Path) -> str:
+    """README.zh-CN.md's table: the Chinese notebooks, their solutions, and (last, marked as
+    usually unreachable from mainland China) their Colab and Binder links."""
+    config = settings(root)
+    folder = root / "course" / "zh-CN"
+    written = {path.name[:2]: path for path in sorted(folder.glob("[0-9][0-9]_*.ipynb"))}
+    rows = [
+        f"| 编号 | 章节 | 笔记本 | 参考答案 | {HOSTED_ZH} |",
+        "|---|---|---|---|---|",
+    ]
+    for number in PLANNED:
+        path = written.get(number)
+        if path is None:
+            rows.append(f"| {number} | 尚未编写 | | | |")
+            continue
+        notebook, solution = f"course/zh-CN/{path.name}", f"solutions/zh-CN/{path.name}"
+        colab = colab_url(config["repository"], config["branch"], notebook)
+        binder = binder_url(config["repository"], config["branch"], notebook)
+        rows.append(
+            f"| {number} | {chinese_title(path)} | [{path.name}]({notebook}) "
+            f"| [答案]({solution}) | [Colab]({colab}) · [Binder]({binder}) |"
+        )
+    return "\n".join(rows)
 
 
 def readme_with_map(readme: str, table: str) -> str:
@@ -224,10 +269,26 @@ def update_notebook_links(root: Path) -> list[Path]:
     return changed
 
 
-def update_readme(root: Path) -> bool:
-    """Rewrite the README's map in place; True when it changed."""
-    path = root / "README.md"
-    old = path.read_text()
-    new = readme_with_map(old, course_map(root))
-    path.write_text(new)
-    return new != old
+# Each README the course map is written into, with the function that builds its table.
+READMES = (("README.md", course_map), ("README.zh-CN.md", course_map_zh))
+
+
+def stale_readmes(root: Path) -> list[str]:
+    """The READMEs whose map is not what `course-map` would write (tests name them)."""
+    return [
+        name
+        for name, table in READMES
+        if (text := (root / name).read_text(encoding="utf-8")) != readme_with_map(text, table(root))
+    ]
+
+
+def update_readmes(root: Path) -> list[tuple[str, bool]]:
+    """Rewrite each README's map in place; returns each README's name and whether it changed."""
+    results = []
+    for name, table in READMES:
+        path = root / name
+        old = path.read_text(encoding="utf-8")
+        new = readme_with_map(old, table(root))
+        path.write_text(new, encoding="utf-8")
+        results.append((name, new != old))
+    return results

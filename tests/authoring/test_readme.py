@@ -1,4 +1,8 @@
-"""The README tells the truth: its course map is current and every link points at a notebook."""
+"""The READMEs tell the truth: their course maps are current and every link points at a notebook.
+
+README.md's map is built from the English notebooks, README.zh-CN.md's from the Chinese ones
+(their titles are the Chinese notebooks' headings); `python -m autograder course-map` writes both.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,10 @@ def readme() -> str:
     return (ROOT / "README.md").read_text()
 
 
+def readme_zh() -> str:
+    return (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+
+
 def test_readme_opens_with_the_two_commands():
     first_block = readme().split("```bash", 1)[1].split("```", 1)[0]
     assert "make lab" in first_block and "make test" in first_block
@@ -22,6 +30,54 @@ def test_readme_opens_with_the_two_commands():
 def test_course_map_is_up_to_date():
     expected = coursemap.readme_with_map(readme(), coursemap.course_map(ROOT))
     assert readme() == expected, "Run `.venv/bin/python -m autograder course-map`."
+
+
+def test_the_chinese_course_map_is_up_to_date():
+    expected = coursemap.readme_with_map(readme_zh(), coursemap.course_map_zh(ROOT))
+    assert readme_zh() == expected, "Run `.venv/bin/python -m autograder course-map`."
+    assert coursemap.stale_readmes(ROOT) == []
+
+
+def test_the_chinese_map_lists_every_chinese_notebook_with_its_chinese_title():
+    table = readme_zh().split(coursemap.START, 1)[1].split(coursemap.END, 1)[0]
+    notebooks = sorted((ROOT / "course" / "zh-CN").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks
+    for notebook in notebooks:
+        title = coursemap.chinese_title(notebook)
+        assert re.search(r"[\u4e00-\u9fff]", title), f"{notebook}: no Chinese in {title!r}"
+        row = f"| {notebook.name[:2]} | {title} | [{notebook.name}](course/zh-CN/{notebook.name}) "
+        assert row in table, row
+        assert f"(solutions/zh-CN/{notebook.name})" in table
+    # Colab and Binder, usually unreachable from mainland China, come last and say so.
+    assert table.strip().splitlines()[0].endswith(f"| {coursemap.HOSTED_ZH} |")
+
+
+def test_every_link_of_the_chinese_map_points_at_an_existing_notebook():
+    table = readme_zh().split(coursemap.START, 1)[1].split(coursemap.END, 1)[0]
+    links = re.findall(r"\(((?:course|solutions)/zh-CN/[^)]+\.ipynb)\)", table)
+    binder = re.findall(r"labpath=([^)\s]+)", table)
+    colab = re.findall(r"/blob/[^/]+/(course/zh-CN/[^)\s]+\.ipynb)", table)
+    assert links and len(binder) == len(colab) == len(links) // 2
+    for path in links + colab + [b.replace("%2F", "/") for b in binder]:
+        assert (ROOT / path).is_file(), path
+
+
+def test_a_stale_map_is_found_in_either_readme(tmp_path):
+    """What `course-map` fixes, the test names: a README whose map lost a row is stale, and
+    rewriting it makes both current again."""
+    for name in ("README.md", "README.zh-CN.md", "pyproject.toml"):
+        (tmp_path / name).write_text((ROOT / name).read_text(encoding="utf-8"), encoding="utf-8")
+    for folder in ("course", "course/zh-CN"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        for notebook in (ROOT / folder).glob("[0-9][0-9]_*.ipynb"):
+            (tmp_path / folder / notebook.name).write_bytes(notebook.read_bytes())
+    zh = tmp_path / "README.zh-CN.md"
+    stale = "\n".join(line for line in zh.read_text("utf-8").splitlines() if "| 03 |" not in line)
+    zh.write_text(stale + "\n", encoding="utf-8")
+    assert coursemap.stale_readmes(tmp_path) == ["README.zh-CN.md"]
+    changed = dict(coursemap.update_readmes(tmp_path))
+    assert changed == {"README.md": False, "README.zh-CN.md": True}
+    assert coursemap.stale_readmes(tmp_path) == []
 
 
 def test_every_notebook_link_points_at_an_existing_notebook():

@@ -4,7 +4,8 @@ docs/zh-CN/terminology.toml holds the terms (English, the one Chinese term, wher
 the variants to avoid); docs/zh-CN/style.md the rules. Every Chinese text of the course is read:
 the .po catalogues' translations, the prose in translations/zh-CN/, the generated Chinese
 notebooks (markdown, the Chinese lines of code cells, and their stored outputs, which show what
-the reports print) and the learners' glossary. Only lines holding Chinese are judged, so code,
+the reports print), the learners' glossary and README.zh-CN.md (the first Chinese page a learner
+reads, so it speaks as the course does). Only lines holding Chinese are judged, so code,
 framework errors and English left for later are not.
 """
 
@@ -29,6 +30,7 @@ GLOSSARY = ROOT / "course" / "zh-CN" / "glossary.md"
 CATALOGUES = ROOT / "autograder" / "locale" / "zh-CN"
 TRANSLATIONS = ROOT / "translations" / "zh-CN"
 NOTEBOOKS = [ROOT / "solutions" / "zh-CN", ROOT / "course" / "zh-CN"]
+README_ZH = ROOT / "README.zh-CN.md"
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,19 @@ def _glossary_text() -> Text:
     return Text(str(GLOSSARY.relative_to(ROOT)), "glossary", True, "\n".join(lines))
 
 
+def _readme_text() -> Text:
+    """README.zh-CN.md, as markdown; its place is "readme", which no term's `where` names."""
+    return Text(README_ZH.name, "readme", True, README_ZH.read_text("utf-8"))
+
+
 def chinese_texts() -> list[Text]:
-    return [*_catalogue_texts(), *_translation_texts(), *_notebook_texts(), _glossary_text()]
+    return [
+        *_catalogue_texts(),
+        *_translation_texts(),
+        *_notebook_texts(),
+        _glossary_text(),
+        _readme_text(),
+    ]
 
 
 def chinese_lines(text: Text) -> Iterator[tuple[int, str]]:
