@@ -4,6 +4,7 @@ holds both editions and what installs them, and the documented commands are what
 
 from __future__ import annotations
 
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -91,3 +92,67 @@ def test_ci_runs_the_documented_block_word_for_word():
     script = pip_path.script(lines).splitlines()
     assert script[1 : len(lines)] == lines[:-1]
     assert "tests/project/pip_path.py" in (ROOT / ".ci" / "run").read_text()
+
+
+def readme_zh() -> str:
+    return (ROOT / "README.zh-CN.md").read_text(encoding="utf-8")
+
+
+def fenced_blocks(text: str, language: str) -> list[list[str]]:
+    """Every ```language block of `text`, as its non-empty lines."""
+    return [
+        [line for line in block.splitlines() if line.strip()]
+        for block in re.findall(rf"```{language}\n(.*?)```", text, re.DOTALL)
+    ]
+
+
+def test_the_documented_block_sets_a_mirror_only_inside_its_own_environment():
+    """CI runs the mirror line as written: `--site` writes .venv/pip.conf, never the machine's
+    pip configuration, and pip_path.py checks afterwards that the mirror landed there."""
+    lines = pip_path.documented_block(readme_zh())
+    mirror = pip_path.documented_mirror(lines)
+    assert mirror == "https://pypi.tuna.tsinghua.edu.cn/simple", lines
+    assert lines.index(f"python -m pip config --site set global.index-url {mirror}") == 2
+    assert not [line for line in lines if "pip config" in line and "--site" not in line]
+
+
+def test_ci_downloads_from_the_index_the_readme_says_overrides_the_mirror(monkeypatch):
+    """The substitution CI makes is one a learner is told about: README.zh-CN.md documents
+    PIP_INDEX_URL as ranking above `pip config`, and pip_path.py sets it (PyPI by default)."""
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    assert pip_path.environment()["PIP_INDEX_URL"] == "https://pypi.org/simple"
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    assert pip_path.environment()["PIP_INDEX_URL"] == "https://mirror.example/simple"
+    readme = readme_zh()
+    assert "PIP_INDEX_URL" in readme and "优先于" in readme
+    assert "export PIP_INDEX_URL=" in readme and "$env:PIP_INDEX_URL" in readme
+
+
+def test_configured_index_reads_what_pip_config_site_writes(tmp_path):
+    (tmp_path / "pip.conf").write_text(
+        "[global]\nindex-url = https://mirrors.aliyun.com/pypi/simple/\n"
+    )
+    assert pip_path.configured_index(tmp_path) == "https://mirrors.aliyun.com/pypi/simple/"
+    assert pip_path.configured_index(tmp_path / "missing") is None
+
+
+def test_the_windows_and_conda_blocks_install_as_the_tested_block_does():
+    """CI runs only the Linux block; the Windows and conda blocks must end with the same
+    mirror, install and launch lines, so what CI proves holds for them too."""
+    tested = pip_path.documented_block(readme_zh())[2:]
+    windows = next(b for b in fenced_blocks(readme_zh(), "powershell") if "venv" in b[0])
+    conda = next(b for b in fenced_blocks(readme_zh(), "bash") if b[0].startswith("conda config"))
+    assert windows[0] == "py -3.11 -m venv .venv" and windows[2:] == tested
+    assert conda[3:] == tested
+    # The conda-forge mirror is set before the environment is created, and defaults is never used.
+    assert conda[0].startswith("conda config --set custom_channels.conda-forge https://")
+    assert conda[1].startswith("conda create") and "--override-channels" in conda[1]
+
+
+def test_the_readme_names_no_download_address_for_the_zip_that_does_not_exist():
+    """No release page, mirror host or PyPI project is set up yet: the README says so and
+    points at the bundle command instead of inventing an address."""
+    readme = readme_zh()
+    assert "python -m autograder bundle" in readme
+    assert "还没有发布到 PyPI" in readme and "还没有国内可以访问的仓库镜像" in readme
+    assert "releases/download" not in readme and "gitee.com" not in readme
