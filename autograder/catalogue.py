@@ -3,9 +3,9 @@
 The messages are found two ways, so none is left to memory:
 - in the source: the first argument of every `say("...")` (autograder/) and `english("...")`
   (the harness, which runs where this package cannot be imported), read with `ast`;
-- at run time: every exercise's hints (its mistakes and `hints_by_kind`), the labels of its
-  hand-picked cases and its `references_text`, every prediction's question, choices and
-  explanation, and the module-level texts passed to `say` by name.
+- at run time: every exercise's nudge and hints (its mistakes and `hints_by_kind`), the
+  labels of its hand-picked cases and its `references_text`, every prediction's question,
+  choices and explanation, and the module-level texts passed to `say` by name.
 
 A message belongs to its chapter's file (`ch03.po`) when chapters alone say it: what the
 chapter's exercise module says, and its exercises' hints, labels and references text (a text
@@ -129,8 +129,10 @@ def runtime_messages(templates: Iterable[tuple[str, str]] = ()) -> Iterator[tupl
 
 
 def exercise_texts(exercise: Exercise) -> Iterator[str]:
-    """What one exercise says besides its hand-picked cases' labels: its mistakes' hints, its
-    fallback hints and the references it names."""
+    """What one exercise says besides its hand-picked cases' labels: its nudge, its mistakes'
+    hints, its fallback hints and the references it names."""
+    if exercise.nudge:
+        yield exercise.nudge
     yield from (mistake.hint for mistake in exercise.mistakes)
     yield from exercise.hints_by_kind.values()
     yield exercise.references_text

@@ -7,7 +7,8 @@ Each call returns a Report (`.passed`, shown as HTML in Jupyter, as text elsewhe
 answer or an exception inside the learner's function is reported, never raised. While it
 runs, a Jupyter cell shows "checking unbroadcast: 31 cases…" (notebook/waiting.py).
 `check.progress()` shows every chapter's exercises as passed, failed or not answered;
-`check.hint("unbroadcast")` offers a hint before any check fails;
+`check.hint("unbroadcast")` gives a nudge before the exercise's first failing check, and the
+hints for specific mistakes after one (notebook/hints.py);
 `check.predict(name, guess)` commits a guess before a trap and `check.reveal(name, observed)`
 shows it beside what the run shows (notebook/predictions.py);
 `check.language("zh-CN")` makes every report, hint and message Chinese (the Chinese edition
@@ -62,8 +63,8 @@ def progress(folder: str | Path | None = None) -> Progress:
 
 
 def hint(exercise: str, number: int = 1) -> Hint:
-    """An optional hint for `exercise` before (or after) its check: a mistake learners make.
-    `check.hint("unbroadcast", 2)` is the next one."""
+    """A nudge for `exercise` until its check has failed in this kernel (the idea, never the
+    answer); after that, a mistake learners make: `check.hint("unbroadcast", 2)` is the next."""
     from autograder.notebook.hints import hint as exercise_hint
 
     return exercise_hint(exercise, number)

@@ -34,6 +34,10 @@ def _cube_edges() -> list[Case]:
 
 WARMUP_CUBE_VJP = Exercise(
     signature="warmup_cube_vjp(g, x) -> ndarray",
+    nudge=(
+        "A VJP chains two things: the derivative of the cube at each entry of x, and the cotangent "
+        "g arriving at y. Look at how the frameworks' VJP of the square above combined the two."
+    ),
     outputs=("g_x",),
     cases=same_shape_arrays("g", "x"),
     edges=_cube_edges,

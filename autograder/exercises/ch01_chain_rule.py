@@ -83,6 +83,10 @@ def _linear(xp: Any, jacobian: Any, x: Any, x_shape: Shape) -> Any:
 
 PREDICT_TAPE_GRADIENT = Exercise(
     signature="predict_tape_gradient(jacobian, x_shape) -> ndarray",
+    nudge=(
+        "For a y with several entries, the tape gives the gradient of the sum of y's entries. Which"
+        " axes of the Jacobian belong to y, and what does that sum do to them?"
+    ),
     outputs=("gradient",),
     cases=_tape_case,
     edges=_tape_edges,
@@ -254,6 +258,11 @@ SUMMED_HINT = (
 
 QA_GRADIENTS = Exercise(
     signature="qa_gradients(x, W, b, y0) -> (grad_W, grad_b)",
+    nudge=(
+        "Cut the computation at h: first find the loss's cotangent at h, then hand that cotangent "
+        "to the second gradient as its upstream gradient, instead of multiplying two gradients that"
+        " were each already summed."
+    ),
     outputs=("grad_W", "grad_b"),
     cases=_qa_case,
     edges=_qa_edges,
@@ -393,6 +402,10 @@ def _as_f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
 JACOBIAN_BY_ROWS = Exercise(
     signature="jacobian_by_rows(x, W, b) -> ndarray",
+    nudge=(
+        "Row i of the Jacobian is the gradient of output entry i alone. Which cotangent selects one"
+        " entry of y, and how many pullbacks does the whole matrix take?"
+    ),
     outputs=("jacobian",),
     cases=_rows_case,
     edges=_rows_edges,

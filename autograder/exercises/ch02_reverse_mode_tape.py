@@ -96,6 +96,10 @@ def _hvp_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
 
 HESSIAN_VECTOR_PRODUCT = Exercise(
     signature="hessian_vector_product(f, x, v) -> the Hessian of f at x times v",
+    nudge=(
+        "Which scalar function of x has the Hessian times v as its gradient? Rules written with "
+        "your engine's own operations can be differentiated again."
+    ),
     outputs=("hvp",),
     cases=_hvp_strategy,
     edges=_hvp_edges,
@@ -294,6 +298,11 @@ FORWARD_HINT = (
 )
 DIRECTIONAL_DERIVATIVE = Exercise(
     signature="directional_derivative(f, x, v) -> the derivative of f at x along v (one number)",
+    nudge=(
+        "A finite difference trades two errors: truncation, which shrinks with the step, and "
+        "rounding, which grows as the step shrinks. Which difference and which step balance them, "
+        "in float32 and in float64, at any magnitude of x?"
+    ),
     outputs=("directional_derivative",),
     cases=_derivative_strategy,
     edges=_derivative_edges,
@@ -473,6 +482,11 @@ FIND_WRONG_RULE = Exercise(
     signature=(
         "find_wrong_rule(vjp_rule, forward, dtype) -> the name of the first op whose rule fails "
         "your check, or None"
+    ),
+    nudge=(
+        "Compare each rule with a finite difference of its own forward function, one input entry at"
+        " a time, with a random cotangent and a tolerance the dtype can meet, and report the first "
+        "rule that disagrees."
     ),
     outputs=("wrong_rule",),
     cases=_wrong_rule_strategy,

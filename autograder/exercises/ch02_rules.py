@@ -169,6 +169,10 @@ UNARY_HINTS = {"error": TUPLE_HINT, "shape": TUPLE_HINT}
 
 VJP_ADD = Exercise(
     signature="vjp_add(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "How much does the output move when a moves a little, and when b does? Then mind "
+        "broadcasting: each cotangent must come back with its own operand's shape."
+    ),
     outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_binary_edges(21),
@@ -192,6 +196,10 @@ VJP_ADD = Exercise(
 
 VJP_SUB = Exercise(
     signature="vjp_sub(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "How does the output move when a grows, and when b grows? Then mind broadcasting: each "
+        "cotangent must come back with its own operand's shape."
+    ),
     outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_binary_edges(22),
@@ -215,6 +223,10 @@ VJP_SUB = Exercise(
 
 VJP_MUL = Exercise(
     signature="vjp_mul(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "In a product, how fast does the output change with one factor, and which value sets that "
+        "rate? Then mind broadcasting: each cotangent must come back with its own operand's shape."
+    ),
     outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_binary_edges(23),
@@ -247,6 +259,11 @@ VJP_MUL = Exercise(
 
 VJP_DIV = Exercise(
     signature="vjp_div(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "Differentiate the quotient with respect to each operand while holding the other fixed, and"
+        " mind the sign for the denominator. Then mind broadcasting: each cotangent must come back "
+        "with its own operand's shape."
+    ),
     outputs=("g_a", "g_b"),
     cases=_broadcasting(away=0.5),
     edges=_binary_edges(24, b_shift=0.5),
@@ -278,6 +295,10 @@ VJP_DIV = Exercise(
 
 VJP_NEG = Exercise(
     signature="vjp_neg(g, x) -> (g_x,)",
+    nudge=(
+        "Negation flips the direction of every change: what does that do to the cotangent on its "
+        "way back?"
+    ),
     outputs=("g_x",),
     cases=_elementwise(-10.0, 10.0),
     edges=_elementwise_edges(31, -3.0, 3.0),
@@ -295,6 +316,10 @@ EXPONENTS = (2.0, 3.0, 0.5, -1.0, 1.5, -0.5)
 
 VJP_POWER = Exercise(
     signature="vjp_power(g, x, exponent) -> (g_x,)",
+    nudge=(
+        "Recall the power rule for a fixed exponent; a VJP then scales that local derivative by the"
+        " incoming cotangent, entry by entry."
+    ),
     outputs=("g_x",),
     cases=_elementwise(0.5, 3.0, exponent=st.sampled_from(EXPONENTS)),
     edges=_elementwise_edges(32, 0.5, 3.0, (("exponent", 3.0),), (("exponent", -0.5),)),
@@ -328,6 +353,10 @@ VJP_POWER = Exercise(
 
 VJP_EXP = Exercise(
     signature="vjp_exp(g, x) -> (g_x,)",
+    nudge=(
+        "The exponential is its own derivative, but the rule receives the input x, not the output: "
+        "what must it compute from x?"
+    ),
     outputs=("g_x",),
     cases=_elementwise(-5.0, 5.0),
     edges=_elementwise_edges(33, -3.0, 3.0),
@@ -351,6 +380,10 @@ VJP_EXP = Exercise(
 
 VJP_LOG = Exercise(
     signature="vjp_log(g, x) -> (g_x,)",
+    nudge=(
+        "What is the slope of the natural logarithm at a positive point? A VJP scales that slope by"
+        " the incoming cotangent."
+    ),
     outputs=("g_x",),
     cases=_elementwise(0.125, 10.0),
     edges=_elementwise_edges(34, 0.1, 4.0),
@@ -366,6 +399,10 @@ VJP_LOG = Exercise(
 
 VJP_TANH = Exercise(
     signature="vjp_tanh(g, x) -> (g_x,)",
+    nudge=(
+        "The derivative of tanh is easiest to write through tanh itself, and the rule receives the "
+        "input x: compute what you need from it first."
+    ),
     outputs=("g_x",),
     cases=_elementwise(-4.0, 4.0),
     edges=_elementwise_edges(35, -3.0, 3.0),
@@ -402,6 +439,10 @@ def _relu_edges() -> list[Case]:
 
 VJP_RELU = Exercise(
     signature="vjp_relu(g, x) -> (g_x,)",
+    nudge=(
+        "Where does relu let a change through, where does it block it, and what do both frameworks "
+        "decide exactly at zero?"
+    ),
     outputs=("g_x",),
     cases=_elementwise(-3.0, 3.0),
     edges=_relu_edges,
@@ -453,6 +494,11 @@ def _maximum_edges() -> list[Case]:
 # first (x >= y): measured with TF 2.21 and JAX 0.10 (tests/exercises/test_check_ch02_rules.py).
 VJP_MAXIMUM = Exercise(
     signature="vjp_maximum(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "Only the operand that wins decides the output, and at a tie the course follows JAX's "
+        "convention, stated above. Then mind broadcasting: each cotangent must come back with its "
+        "own operand's shape."
+    ),
     outputs=("g_a", "g_b"),
     cases=_broadcasting(),
     edges=_maximum_edges,
@@ -540,6 +586,10 @@ NOT_EXPANDED = (
 
 VJP_SUM = Exercise(
     signature="vjp_sum(g, x, axis=None, keepdims=False) -> (g_x,)",
+    nudge=(
+        "A sum gives every entry it added the whole of the incoming cotangent. Which axes did the "
+        "forward pass remove from g, and how do you line g up with x again before spreading it?"
+    ),
     outputs=("g_x",),
     cases=_reduction,
     edges=_reduction_edges,
@@ -571,6 +621,10 @@ VJP_SUM = Exercise(
 
 VJP_MEAN = Exercise(
     signature="vjp_mean(g, x, axis=None, keepdims=False) -> (g_x,)",
+    nudge=(
+        "A mean is a sum that shares its cotangent among the entries it averaged: how many entries "
+        "does each mean average, given the axes it reduced?"
+    ),
     outputs=("g_x",),
     cases=_reduction,
     edges=_reduction_edges,
@@ -623,6 +677,10 @@ def _reshape_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 VJP_RESHAPE = Exercise(
     signature="vjp_reshape(g, x, shape) -> (g_x,)",
+    nudge=(
+        "A reshape moves no values, it only relabels them: which shape must the cotangent of x "
+        "have?"
+    ),
     outputs=("g_x",),
     cases=_reshape_case,
     edges=_picked(
@@ -661,6 +719,10 @@ def _transpose_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 VJP_TRANSPOSE = Exercise(
     signature="vjp_transpose(g, x, axes) -> (g_x,)",
+    nudge=(
+        "A transpose moves axes around, and the cotangent must travel back: which permutation "
+        "undoes the one given? With three or more axes it is not always the same permutation."
+    ),
     outputs=("g_x",),
     cases=_transpose_case,
     edges=_picked(
@@ -720,6 +782,10 @@ def _broadcast_to_case(draw: st.DrawFn, profile: Profile) -> Case:
 
 VJP_BROADCAST_TO = Exercise(
     signature="vjp_broadcast_to(g, x, shape) -> (g_x,)",
+    nudge=(
+        "Broadcasting copies x along new leading axes and along its size-1 axes. Every copy sends "
+        "back its own cotangent: how do those contributions combine into one of x's shape?"
+    ),
     outputs=("g_x",),
     cases=_broadcast_to_case,
     edges=_picked(
@@ -794,6 +860,11 @@ def _assigns(g: np.ndarray, x: np.ndarray, key: Any) -> tuple[np.ndarray]:
 
 VJP_INDEX = Exercise(
     signature="vjp_index(g, x, key) -> (g_x,)",
+    nudge=(
+        "Indexing reads some entries of x, perhaps the same one more than once. The cotangent of x "
+        "has x's shape: where does each read send its part of g, and what happens to an entry read "
+        "twice?"
+    ),
     outputs=("g_x",),
     cases=_index_case,
     edges=_picked(
@@ -849,6 +920,11 @@ MATRICES = (
 
 VJP_MATMUL = Exercise(
     signature="vjp_matmul(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "Let the shapes guide you: for each operand, which product of g with the other operand has "
+        "exactly that operand's shape? In a batch only the last two axes form the matrices, and "
+        "batch axes may have been broadcast."
+    ),
     outputs=("g_a", "g_b"),
     cases=_broadcasting(signature="(m,n),(n,p)->(m,p)"),
     edges=_binary_edges(81, pairs=MATRICES, op=np.matmul),
@@ -931,6 +1007,11 @@ def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 VJP_LOG_SOFTMAX = Exercise(
     signature="vjp_log_softmax(g, x, axis=-1) -> (g_x,)",
+    nudge=(
+        "Through the normalisation every output along the axis depends on every input along it. How"
+        " is the softmax related to this function, and how do you keep it finite for inputs near "
+        "1000?"
+    ),
     outputs=("g_x",),
     cases=_log_softmax_case,
     edges=_log_softmax_edges,

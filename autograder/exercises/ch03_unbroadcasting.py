@@ -100,6 +100,10 @@ def _left_aligned_reshaped(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 UNBROADCAST = Exercise(
     signature="unbroadcast(g, shape) -> ndarray",
+    nudge=(
+        "Broadcasting lines shapes up from the right and stretches size-1 axes. Which axes of g did"
+        " it add, which did it stretch, and what does a VJP do with the copies it made?"
+    ),
     outputs=("result",),
     cases=_unbroadcast_case,
     edges=_unbroadcast_edges,
@@ -210,6 +214,11 @@ def _first_axis_loop(g: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.nd
 
 MATMUL_VJP = Exercise(
     signature="matmul_vjp(g, a, b) -> (g_a, g_b)",
+    nudge=(
+        "Let the shapes guide you: for each operand, which product of g with the other operand has "
+        "exactly that operand's shape? Only the last two axes are the matrices, and batch axes may "
+        "have been broadcast."
+    ),
     outputs=("g_a", "g_b"),
     cases=broadcast_cases("g", "a", "b", signature="(m,n),(n,p)->(m,p)"),
     edges=_matmul_edges,

@@ -180,6 +180,10 @@ _logaddexp = functools.partial(_custom, "logaddexp(a, b)")
 
 LOGADDEXP = _exercise(
     signature="logaddexp(a, b) -> tensor y (with a custom gradient for a and b)",
+    nudge=(
+        "Write the value so that exp never sees a large positive number. Then ask which familiar "
+        "function each partial derivative turns out to be, and keep it finite too."
+    ),
     outputs=("y", "g_a", "g_b"),
     cases=_elementwise(a=_wide, b=_wide),
     edges=_logaddexp_edges,
@@ -336,6 +340,11 @@ SAFE_NORMALIZE = _exercise(
     signature=(
         "safe_normalize(v) -> tensor: each row of v divided by its norm, 0 for an all-zero row"
     ),
+    nudge=(
+        "At a row of zeros the division is 0 by 0, and the branch a where does not take is still "
+        "differentiated. Think about what the division itself sees in those rows, not only what the"
+        " output shows."
+    ),
     outputs=("y", "g_v"),
     cases=_cases(NORMALIZE_SHAPES, NORMALIZE_GRADING, v=_rows),
     edges=_normalize_edges,
@@ -470,6 +479,10 @@ CLIP_COTANGENT_NORM = _exercise(
         "clip_cotangent_norm(x, max_norm) -> tensor x, its cotangent rescaled to an L2 norm of at "
         "most max_norm"
     ),
+    nudge=(
+        "The forward pass changes nothing; only the cotangent is rescaled, as a whole and only when"
+        " its length is too large, so that its direction survives."
+    ),
     outputs=("y", "g_x"),
     cases=_elementwise(x=_beyond_every_limit, max_norm=st.sampled_from([0.5, 1.0, 2.5, 40.0])),
     edges=_clip_edges,
@@ -592,6 +605,11 @@ QUANTIZE_STE = _exercise(
         "quantize_ste(x, levels) -> tensor: x clipped to [0, 1] and rounded to `levels` levels, "
         "straight through"
     ),
+    nudge=(
+        "Rounding has a zero derivative almost everywhere. The straight-through idea keeps the "
+        "rounded value going forward and borrows a derivative: which part of this quantiser still "
+        "has a true derivative?"
+    ),
     outputs=("y", "g_x"),
     cases=_elementwise(x=_window_inputs, levels=st.sampled_from([2, 3, 5, 17])),
     edges=_quantize_edges,
@@ -694,6 +712,10 @@ TD_LOSS = _exercise(
     signature=(
         "td_loss(values, rewards, gamma) -> tensor: the squared TD error at each step, its target "
         "held constant"
+    ),
+    nudge=(
+        "The target is what the update aims at, not something to move. Which part of the TD error "
+        "must the gradient not flow through?"
     ),
     outputs=("loss", "g_values", "g_rewards"),
     cases=_cases(
@@ -800,6 +822,11 @@ def _matmul_vjp(tf: Any, g: Any, x: Any, w: Any, y: Any = None) -> tuple[Any, An
 TANH_LAYER = _exercise(
     signature=(
         "tanh_layer(x, w) -> tensor tanh(x @ w), w a tf.Variable read inside a custom gradient"
+    ),
+    nudge=(
+        "Go backward in two steps: through tanh first, whose derivative its own output gives, then "
+        "through the matrix product, where the shapes tell you where each transpose goes. The "
+        "variable's gradient is returned apart from the input's."
     ),
     outputs=("y", "g_x", "g_w"),
     # |x|, |w| <= 1: x @ w stays within a few units, where tanh is not yet flat.

@@ -100,6 +100,11 @@ LOG1PEXP_EDGES = [  # x, its dtype, the label; t and g drawn
 
 LOG1PEXP = Exercise(
     signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
+    nudge=(
+        "For large x the naive formula overflows: rewrite both the value and its derivative so that"
+        " exp only sees numbers that are not large and positive. The JVP rule's first output is the"
+        " primal, and it must be stable too."
+    ),
     outputs=LOG1PEXP_OUTPUTS,
     cases=elementwise_cases(x=40.0, t=10.0, g=10.0),
     edges=lambda: edges_at(5, "x", LOG1PEXP_EDGES, "t", "g"),
@@ -261,6 +266,10 @@ def _clip(backward: Fn) -> Fn:
 
 CLIP_GRADIENT = Exercise(
     signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
+    nudge=(
+        "Which of the two passes should change anything here, and what does the backward rule need "
+        "from the forward one? Think about each element of the cotangent on its own."
+    ),
     outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
     cases=menu_cases(CLIP_SHAPES, CLIP_GRADING, params=_bounds, x=3.0, g=10.0),
     edges=_clip_edges,
@@ -398,6 +407,11 @@ ARGMAX_STE = Exercise(
     signature=(
         "argmax_ste(logits) -> the one-hot of each row's argmax, whose logits' cotangent is g "
         "minus its row mean"
+    ),
+    nudge=(
+        "Going forward the value is the hard one-hot; going backward it borrows the derivative of a"
+        " smooth surrogate. Which simple function of the logits has, as its VJP, the cotangent "
+        "minus its row mean?"
     ),
     outputs=("value", "vjp_primal", "vjp"),
     cases=menu_cases(STE_SHAPES, STE_GRADING, logits=5.0, g=10.0),

@@ -93,6 +93,10 @@ FIXED_POINT_OUTPUTS = ("value", "vjp_primal", "vjp", "grad")
 
 FIXED_POINT = Exercise(
     signature="fixed_point(a) -> x with x = a / (1 + x), a jax.custom_vjp function",
+    nudge=(
+        "Do not differentiate the solver's loop. Differentiate the equation the solution satisfies,"
+        " at the solution, and solve for how x moves when a moves: the implicit function theorem."
+    ),
     outputs=FIXED_POINT_OUTPUTS,
     cases=elementwise_cases(
         a=lambda dtype, shape: between(dtype, shape, 0.0625, FIXED_POINT_LARGEST_A), g=10.0
@@ -243,6 +247,10 @@ BESSEL_RULE_PRIMAL_HINT = (
 BESSEL_I0E = Exercise(
     signature=(
         "bessel_i0e(x) -> exp(-|x|) * I0(x) through jax.pure_callback, with a jax.custom_jvp rule"
+    ),
+    nudge=(
+        "The callback is opaque to JAX, so the JVP rule is yours. This function is a product of two"
+        " factors, each with a known derivative: look at the scaled Bessel functions JAX ships."
     ),
     outputs=BESSEL_OUTPUTS,
     cases=elementwise_cases(x=_signed, t=10.0),
@@ -408,6 +416,10 @@ REMAT_NET = Exercise(
     signature=(
         "remat_net(w, x) -> the net's loss, whose backward pass keeps at most 4 arrays, recomputes"
         " no checkpointed piece of more than 3 layers, and each layer at most once"
+    ),
+    nudge=(
+        "A checkpointed piece keeps only its inputs and recomputes the rest in the backward pass. "
+        "How many pieces, of how many layers, meet both limits of the statement?"
     ),
     outputs=("value", "vjp_primal", "g_w", "g_x"),
     cases=_remat_case,

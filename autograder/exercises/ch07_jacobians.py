@@ -366,6 +366,10 @@ JACOBIAN_HINTS = {
 
 JACOBIAN_VIA_VJP = Exercise(
     signature="jacobian_via_vjp(f, x) -> ndarray of shape y.shape + x.shape",
+    nudge=(
+        "A VJP whose cotangent is 1 at one output entry and 0 elsewhere gives one row of the "
+        "Jacobian. How do you get all rows at once, and lay them out with the output's axes first?"
+    ),
     outputs=("jacobian",),
     cases=_named_cases("vector", VECTOR_NAMES, VECTOR_SHAPES, any_rank=ANY_RANK),
     edges=_vector_edges,
@@ -397,6 +401,11 @@ JACOBIAN_VIA_VJP = Exercise(
 
 JACOBIAN_VIA_JVP = Exercise(
     signature="jacobian_via_jvp(f, x) -> ndarray of shape y.shape + x.shape",
+    nudge=(
+        "A JVP whose tangent is 1 at one input entry and 0 elsewhere gives one column of the "
+        "Jacobian. Once you have all columns, where must the column index end up, with the output's"
+        " axes first?"
+    ),
     outputs=("jacobian",),
     cases=_named_cases("vector", VECTOR_NAMES, VECTOR_SHAPES, any_rank=ANY_RANK),
     edges=_vector_edges,
@@ -455,6 +464,11 @@ def _batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
 
 BATCH_JACOBIAN = Exercise(
     signature="batch_jacobian(f, x) -> (jacobian (B, m, n), independent)",
+    nudge=(
+        "The full Jacobian of a batch has a block for every pair of examples. Which blocks are the "
+        "per-example Jacobians, and what do the other blocks say about whether the examples "
+        "interact?"
+    ),
     outputs=("jacobian", "independent"),
     cases=_named_cases("batch", BATCH_NAMES, BATCH_SHAPES),
     edges=_batch_edges,
@@ -532,6 +546,10 @@ def _hvp(answer: Callable[..., Any]) -> Callable[..., Any]:
 
 HVP = Exercise(
     signature="hvp(f, x, v) -> ndarray of x's shape",
+    nudge=(
+        "A Hessian-vector product measures how the gradient changes as x moves along v. Which mode "
+        "measures such a change, and applied to which function?"
+    ),
     outputs=("hvp",),
     cases=_named_cases("scalar", SCALAR_NAMES, HVP_SHAPES, arrays=("x", "v")),
     edges=_hvp_edges,

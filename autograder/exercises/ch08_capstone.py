@@ -88,6 +88,11 @@ def _loss_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple
 
 CROSS_ENTROPY = Exercise(
     signature="cross_entropy(logits, labels) -> scalar Tensor",
+    nudge=(
+        "Work per example first: the classes lie along one axis and the labels are one-hot. Which "
+        "stable operation gives the log-probabilities, and how are the examples combined so that "
+        "the loss does not grow with the batch?"
+    ),
     outputs=("loss", "g_logits"),
     cases=_loss_case,
     edges=_loss_edges,
@@ -362,6 +367,10 @@ def _gradients_at_the_start(
 TRAIN_EPOCH = Exercise(
     signature="train_epoch(loss_and_grads, params, x, y, order, lr, batch_size) -> "
     "(params, losses)",
+    nudge=(
+        "One step per mini-batch, taking the examples in the order given, each step starting from "
+        "the parameters the previous one left. What happens to a last batch that is smaller?"
+    ),
     outputs=("W", "b", "losses"),
     cases=_epoch_case,
     edges=_epoch_edges,

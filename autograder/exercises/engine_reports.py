@@ -175,6 +175,11 @@ def engine_exercise(
     """The declaration of the random-program check, with the known wrong engines given."""
     return ProgramExercise(
         signature=SIGNATURE,
+        nudge=(
+            "Think of grad as a wrapper around your tape: which inputs become recorded tensors, "
+            "what seeds the backward pass, and what must be cleared so that an earlier call leaves "
+            "no cotangent behind?"
+        ),
         outputs=OUTPUTS,
         cases=programs,
         edges=program_edges,

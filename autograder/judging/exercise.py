@@ -96,6 +96,13 @@ class Exercise:
     chapter: str = ""
     mistakes: tuple[Mistake, ...] = ()
     hints_by_kind: dict[str, str] = field(default_factory=dict)
+    # One or two sentences pointing at the idea (which rule, which shape, what to think about),
+    # never a formula or code of the answer: what `check.hint` shows until the exercise's check
+    # has failed in this kernel, because a mistake's hint often states the answer and belongs
+    # in the report of a check whose counterexample matches it. Optional here, so a
+    # declaration under construction imports; tests/notebook/test_hint_nudges.py requires it
+    # of every registered exercise and measures it against the worked answer.
+    nudge: str = ""
     # How to call the learner's function on a case and turn its result into numpy arrays (e.g. under
     # a GradientTape, eagerly and in tf.function): the name of a function `invoke(fn, *values)` in
     # the harness package, "<module>:<function>" ("ch05_custom_derivatives_jax:invoke_log1pexp"),

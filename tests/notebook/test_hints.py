@@ -1,12 +1,27 @@
-"""`check.hint(name)`: hints drawn from the exercise's own declared mistakes, before any check."""
+"""`check.hint(name)`: hints drawn from the exercise's own declared mistakes, once a check of
+the exercise has failed in this kernel (before that, its nudge: test_hint_nudges.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
 from autograder import check
 from autograder.exercises import EXERCISES
+from autograder.judging.cases import NOTEBOOK
+from autograder.judging.counterexamples import Counterexample, forget_counterexamples, remember
 from autograder.judging.report import PROSE
+
+
+@pytest.fixture(autouse=True)
+def every_check_failed() -> Iterator[None]:
+    """Every exercise as after a failing check: its last counterexample is kept (what the
+    judging engine does; which case it was does not matter to the hints)."""
+    for exercise in EXERCISES.values():
+        remember(exercise, NOTEBOOK, Counterexample(None, (), None, None))  # type: ignore[arg-type]
+    yield
+    forget_counterexamples()
 
 
 def test_first_hint_is_the_first_declared_mistake():
