@@ -265,6 +265,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from autograder.grading.lms import export
 
         return export(**args)
+    if command == "similarity":
+        from autograder.grading.similarity import similarity
+
+        return similarity(**args)
     if command == "gradescope":
         from autograder.grading.gradescope import build_zip
 

@@ -1,5 +1,5 @@
-"""The instructor's commands on the command line: `grade`, `merge`, `export`, `prepare`,
-`gradescope`, `prairielearn` and `prairielearn-grade`, their arguments and help.
+"""The instructor's commands on the command line: `grade`, `merge`, `export`, `similarity`,
+`prepare`, `gradescope`, `prairielearn` and `prairielearn-grade`, their arguments and help.
 
 Kept apart from autograder/cli.py, which adds them to its parser beside the learner's and
 the maintainer's commands: the grading commands' options are most of the command line, and
@@ -118,6 +118,7 @@ def add_grading_commands(commands: Any) -> None:
         "its header in Canvas's own export, `Name (id)` (default: `Chapter NN`, which "
         "Canvas imports as a new assignment)",
     )
+    add_similarity(commands)
     prepare = commands.add_parser(
         "prepare", help="compute and cache a chapter's hidden cases and references for a seed"
     )
@@ -170,4 +171,39 @@ def add_grading_commands(commands: Any) -> None:
     runner.add_argument("--timeout", type=float, default=120.0, help="seconds per submission")
     runner.add_argument(
         "--reference-cache", type=Path, default=None, help="the cache folder (default as for grade)"
+    )
+
+
+def add_similarity(commands: Any) -> None:
+    """`similarity`: the pairs of submissions whose exercise code is most alike."""
+    similar = commands.add_parser(
+        "similarity",
+        help="pairs of submissions whose exercise code is unusually alike, beyond the "
+        "handed-out notebook: OUT/similarity.csv and similarity.html, a list to read, "
+        "never a verdict (submissions are read, never run)",
+    )
+    similar.add_argument(
+        "submissions", nargs="*", type=Path, metavar="SUBMISSION.ipynb", help="the notebooks"
+    )
+    similar.add_argument(
+        "--graded",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="instead of naming the notebooks: the files a graded folder's grades.csv lists, "
+        "named as its folders (the report goes into OUT unless --out says otherwise)",
+    )
+    similar.add_argument("--out", type=Path, default=None, help="folder for the report")
+    similar.add_argument("--assignment", default=None, help="chapter, e.g. 03 (else metadata)")
+    similar.add_argument(
+        "--template",
+        action="append",
+        type=Path,
+        default=None,
+        metavar="NOTEBOOK",
+        help="a learner copy handed out, whose code is ignored; repeat it for each edition "
+        "(default: the chapter's notebooks under course/, both editions)",
+    )
+    similar.add_argument(
+        "--top", type=int, default=30, help="pairs shown side by side on the page (default 30)"
     )

@@ -1,7 +1,8 @@
 """pyproject.toml's bounds and the README's "Supported versions" say what was tested.
 
-The pinned set (requirements.txt) is the lower bound of every dependency it pins; each bound
-is closed above, so no release newer than the ones `make versions` tested is admitted.
+The pinned set (requirements.txt) is the lower bound of every dependency it pins, an extra's
+too; each bound is closed above, so no release newer than the ones `make versions` tested is
+admitted.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ def _pins() -> dict[str, str]:
 
 def _bounds() -> dict[str, tuple[str, str | None]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {}).values()
     found = {}
-    for requirement in project["dependencies"]:
+    for requirement in [*project["dependencies"], *(r for extra in extras for r in extra)]:
         match = BOUNDS.match(requirement.replace(" ", ""))
         assert match, f"{requirement!r}: write bounds as name>=pin,<next"
         found[match[1].lower()] = (match[2], match[3])
