@@ -47,6 +47,7 @@ COLUMNS = (
 )
 # The stub, or the course's code pasted back: listed, never compared.
 NOTHING_OF_ITS_OWN = "no code beyond the handed-out notebook"
+CHAPTER = re.compile(r"\d\d")
 TOP_LEVEL_DEF = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_]\w*)", re.M)
 
 
@@ -164,11 +165,14 @@ def sources(submissions: list[Path], graded: Path | None) -> list[tuple[str, Pat
 
 
 def chapter_of(notebooks: list[Notebook | None], assignment: str | None) -> str:
-    """--assignment, else the chapter most of the notebooks name (as `grade` decides)."""
+    """--assignment, else the chapter most of the notebooks name (as `grade` decides). Two
+    digits only: the chapter picks the template's file name, and metadata is the student's."""
     if assignment:
+        if not CHAPTER.fullmatch(assignment):
+            raise Refused(f"--assignment {assignment!r} is not a chapter: two digits, e.g. 03.")
         return assignment
     counts = Counter(nb.chapter for nb in notebooks if nb is not None and nb.chapter)
-    ranked = counts.most_common()
+    ranked = [(chapter, n) for chapter, n in counts.most_common() if CHAPTER.fullmatch(chapter)]
     if not ranked:
         raise Refused("no notebook names its chapter: pass --assignment NN.")
     if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:

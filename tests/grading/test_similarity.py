@@ -285,3 +285,20 @@ def test_a_graded_folder_names_submissions_as_its_gradebook_does(
     ] * 2
     assert "003-gone: unreadable:" in capsys.readouterr().err
     assert cli.main(["similarity", str(tmp_path / "honest2.ipynb"), "--graded", str(graded)]) == 2
+
+
+def test_refusals_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    """Exit 2, saying what to do: no submissions; a chapter that is not two digits (it names
+    the template's files); no learner copy where it runs."""
+    notebook = tmp_path / "honest1.ipynb"
+    learner = nbformat.read(LEARNER_COPY, as_version=4)
+    nbformat.write(answered(learner, HONEST["honest1"]), notebook)
+    out = tmp_path / "out"
+    assert cli.main(["similarity", "--out", str(out)]) == 2
+    assert cli.main(["similarity", str(notebook), "--out", str(out), "--assignment", "*"]) == 2
+    monkeypatch.chdir(tmp_path)  # no course/ here
+    assert cli.main(["similarity", str(notebook), "--out", str(out)]) == 2
+    assert "--template NOTEBOOK.ipynb" in capsys.readouterr().err
+    assert not out.exists()
