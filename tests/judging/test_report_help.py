@@ -80,6 +80,19 @@ def test_an_output_that_is_no_cotangent_is_named_as_declared():
     assert mismatch.message.startswith("y is wrong at 1 of 2 entries; the worst is y[1] = 2.0")
 
 
+def test_outputs_are_named_as_the_course_names_them():
+    """The notebooks call the cotangent of x `g_x`, and reports name outputs as declared, so a
+    cotangent is declared `g_x`, never `grad_x` (chapter 01's qa_gradients alone asks for the
+    gradients of a scalar loss as grad_W and grad_b, and its report says so)."""
+    named_grad = sorted(
+        f"{exercise.name}: {name}"
+        for exercise in EXERCISES.values()
+        for name in exercise.outputs
+        if name.startswith("grad_") and exercise.name != "qa_gradients"
+    )
+    assert named_grad == []
+
+
 def cases_of(dtype: type) -> Case:
     return Case((("g", np.ones((2, 3), dtype)), ("shape", (3,))))
 
