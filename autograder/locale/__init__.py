@@ -96,8 +96,19 @@ def say(template: str, /, **values: Any) -> str:
     return text.format(**values) if values else text
 
 
-# Fields that hold a framework's or Python's own words: kept verbatim (learners search them).
-VERBATIM_FIELDS = {"said", "first", "error", "message", "traceback", "type_name", "type"}
+# Fields that hold a framework's or Python's own words: kept verbatim (learners search them);
+# "crashed" and "ran" hold dtype names (attempts.dtype_crash_hint), code a learner types.
+VERBATIM_FIELDS = {
+    "said",
+    "first",
+    "error",
+    "message",
+    "traceback",
+    "type_name",
+    "type",
+    "crashed",
+    "ran",
+}
 # A template matched against finished text needs this much of its own words: "got {name}"
 # would match any text starting with "got" (a TensorFlow message, say).
 MIN_LITERAL = 16

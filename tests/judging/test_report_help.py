@@ -21,7 +21,7 @@ from autograder.judging.compare import compare_array
 from autograder.judging.engine import check_function
 from autograder.judging.exercise import Raised
 from autograder.judging.report import Report
-from autograder.locale import speaking
+from autograder.locale import localize, speaking
 
 CLIP = EXERCISES["clip_cotangent_norm"]
 
@@ -111,6 +111,8 @@ def test_a_crash_at_one_dtype_that_hides_wrong_values_at_the_other_is_named():
     assert failure.hint.startswith("Your function raised on this float64 case, while on float32")
     assert "your gradient included, is tested there" in failure.hint
     assert UNBROADCAST.hints_by_kind["error"] not in failure.hint
+    with speaking("zh-CN"):  # a report made in English, shown in Chinese: dtypes stay code
+        assert localize(failure.hint).startswith("你的函数在这个 float64 用例上抛出了异常")
 
 
 def test_a_crash_at_every_dtype_keeps_the_exercises_hint():
