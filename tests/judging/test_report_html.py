@@ -35,6 +35,9 @@ class Elements(HTMLParser):
             self.found.append((*self.open[-1], data))
 
 
+TOLERANCE = "grad_x[0, 0] is off by 1; 1e-12 is allowed there."
+
+
 def failed_report() -> Report:
     case = Case(
         (("g", np.arange(24.0).reshape(2, 3, 4)), ("shape", (3, 1))), label="the sizes are 2 and 3"
@@ -47,6 +50,7 @@ def failed_report() -> Report:
         got=np.zeros((3, 1)),
         output_names=("grad_x",),
         shrunk=True,
+        tolerance=TOLERANCE,
     )
     return Report("unbroadcast", "unbroadcast", FAILED, 12, "jax.vjp", failure)
 
@@ -62,7 +66,7 @@ def style_of(text: str) -> tuple[str, str]:
 
 
 def test_headline_hint_and_titles_wrap_between_words():
-    for text in ("FAILED unbroadcast", HINT, "Smallest failing case"):
+    for text in ("FAILED unbroadcast", HINT, "Smallest failing case", TOLERANCE):
         tag, style = style_of(text)
         assert tag != "pre", text
         assert "word-break:normal" in style and "white-space:normal" in style, text
@@ -79,3 +83,4 @@ def test_the_text_rendering_is_unchanged_by_the_html():
     text = str(failed_report())
     assert text.splitlines()[0] == "FAILED unbroadcast: grad_x differs from the reference"
     assert f"Hint:\n  {HINT}" in text
+    assert text.endswith(f"Tolerance:\n  {TOLERANCE}")  # the arithmetic comes last
