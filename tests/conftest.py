@@ -23,9 +23,29 @@ def pytest_configure(config: pytest.Config) -> None:
         tiers.chapter_or_error(chapter)
 
 
+# The longest tests (`make test`'s slowest durations, 45-160 s each), started first: `--dist
+# loadfile` hands modules to the workers in collection order, and these, collected mid-way,
+# kept one worker busy minutes after the other had finished everything else.
+LONGEST_FIRST = (
+    "tests/exercises/test_adding_an_exercise.py",
+    "tests/grading/test_chapters_graded.py",
+    "tests/notebook/test_browser.py",
+    "tests/harness/test_method.py",
+    "tests/exercises/test_no_importable_answers.py",
+    "tests/grading/test_warm_start.py",
+    "tests/grading/test_default_way.py",
+)
+
+
+def _longest_first(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return LONGEST_FIRST.index(path) if path in LONGEST_FIRST else len(LONGEST_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     chapter = config.getoption("chapter")
     if chapter is None:
+        items.sort(key=_longest_first)  # stable: every other test keeps its order
         return
     selected, others = tiers.select_chapter(items, chapter)
     if others:
