@@ -48,9 +48,10 @@ print(report.status, "tensorflow" in sys.modules, bool(draws))
 """
 
 
-def _check_in_a_fresh_process(cache_home: Path) -> list[str]:
+def _printed_by_a_fresh_process(code: str, cache_home: Path) -> list[str]:
+    """What `code` prints, run in a fresh interpreter whose home and caches are `cache_home`."""
     result = subprocess.run(
-        [sys.executable, "-c", CHILD],
+        [sys.executable, "-c", code],
         cwd=ROOT,
         env={"XDG_CACHE_HOME": str(cache_home), "PATH": "/usr/bin:/bin", "HOME": str(cache_home)},
         capture_output=True,
@@ -59,6 +60,10 @@ def _check_in_a_fresh_process(cache_home: Path) -> list[str]:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout.split()
+
+
+def _check_in_a_fresh_process(cache_home: Path) -> list[str]:
+    return _printed_by_a_fresh_process(CHILD, cache_home)
 
 
 @pytest.mark.slow
@@ -191,13 +196,5 @@ print(bool(jax.config.jax_compilation_cache_dir))
 def test_jax_compiles_into_the_persistent_cache_from_the_check_import_on(
     cell: str, tmp_path: Path
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", cell],
-        cwd=ROOT,
-        env={"XDG_CACHE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.stdout.split() == ["True"], result.stderr[-2000:]
+    assert _printed_by_a_fresh_process(cell, tmp_path) == ["True"]
     assert any((tmp_path / "autodiff-course" / "jax").iterdir()), "nothing was cached"
