@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from autograder.judging.cases import Case
+from autograder.judging.cases import Case, param_from_json, param_to_json
 from autograder.sandbox.confined.wire import pack_arrays, unpack_arrays
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -138,29 +138,10 @@ def _case_meta(
             arrays[f"{name}/{index}/a/{arg}"] = value
             args.append([arg, "array", None])
         else:
-            args.append([arg, "param", _encode(value)])
+            args.append([arg, "param", param_to_json(value)])
     for position, output in enumerate(outputs):
         arrays[f"{name}/{index}/r/{position}"] = np.asarray(output)
     return {"args": args, "label": case.label, "outputs": len(outputs)}
-
-
-def _encode(value: Any) -> Any:
-    """Tuples survive JSON as {"tuple": [...]}, so a shape comes back as a tuple."""
-    if isinstance(value, tuple):
-        return {"tuple": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict) and set(value) == {"tuple"}:
-        return tuple(_decode(v) for v in value["tuple"])
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
 
 
 # ---------------------------------------------------------------- reading
@@ -212,7 +193,9 @@ def _read_case(
     ):
         raise Invalid(f"malformed case {index} of {name}")
     args = tuple(
-        (arg, _array(arrays, f"{name}/{index}/a/{arg}") if kind == "array" else _decode(value))
+        (arg, _array(arrays, f"{name}/{index}/a/{arg}"))
+        if kind == "array"
+        else (arg, param_from_json(value))
         for arg, kind, value in record["args"]
     )
     references = tuple(_array(arrays, f"{name}/{index}/r/{j}") for j in range(outputs))

@@ -264,3 +264,24 @@ def draw_cases(strategy: st.SearchStrategy[Case], profile: Profile) -> list[Case
 
     run_property(strategy, collect, profile, phases=(Phase.generate,))
     return list(drawn.values())
+
+
+def param_to_json(value: Any) -> Any:
+    """A static parameter as JSON keeps it: tuples as {"tuple": [...]}, so a shape comes back
+    a tuple (the grader's reference cache and the notebook's stored cases both write them)."""
+    if isinstance(value, tuple):
+        return {"tuple": [param_to_json(v) for v in value]}
+    if isinstance(value, list):
+        return [param_to_json(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def param_from_json(value: Any) -> Any:
+    """What param_to_json wrote, back as the parameter."""
+    if isinstance(value, dict) and set(value) == {"tuple"}:
+        return tuple(param_from_json(v) for v in value["tuple"])
+    if isinstance(value, list):
+        return [param_from_json(v) for v in value]
+    return value

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from autograder.judging.cases import Case, Profile
+from autograder.judging.cases import Case, Profile, param_from_json, param_to_json
 
 if TYPE_CHECKING:
     from autograder.judging.exercise import Exercise
@@ -149,7 +149,7 @@ def save_cases(path: Path, cases: Sequence[Case], edge_count: int) -> None:
                 arrays[f"{index}/{arg}"] = value
                 args.append([arg, "array", None])
             else:
-                args.append([arg, "param", _encode(value)])
+                args.append([arg, "param", param_to_json(value)])
         records.append({"args": args, "label": case.label, "key": case.key()})
     meta = {"format": FORMAT, "edge_count": edge_count, "cases": records}
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
@@ -181,28 +181,11 @@ def _case(index: int, record: dict, arrays: dict[str, np.ndarray]) -> Case:
                 raise ValueError(f"a non-numeric array {arg}")
             args.append((arg, array))
         else:
-            args.append((arg, _decode(value)))
+            args.append((arg, param_from_json(value)))
     case = Case(tuple(args), str(record["label"]))
     if case.key() != record["key"]:
         raise ValueError(f"case {index} is not the case stored")
     return case
-
-
-def _encode(value: object) -> object:
-    """Tuples survive JSON as {"tuple": [...]}, so a shape comes back as a tuple."""
-    if isinstance(value, tuple):
-        return {"tuple": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(value: object) -> object:
-    if isinstance(value, dict) and set(value) == {"tuple"}:
-        return tuple(_decode(v) for v in value["tuple"])
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    return value
 
 
 def _members(path: Path) -> dict[str, np.ndarray] | None:
