@@ -69,7 +69,7 @@ def jax_module() -> Any:
     if not jax.config.jax_compilation_cache_dir:
         try:
             _cache_dir().mkdir(parents=True, exist_ok=True)
-        except OSError:
+        except (OSError, RuntimeError):  # RuntimeError: no home directory at all
             return jax  # read-only home (e.g. a sandbox): compile without a cache
         jax.config.update("jax_compilation_cache_dir", str(_cache_dir()))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
@@ -90,7 +90,7 @@ def cache_compiled_programs() -> None:
         return
     try:
         _cache_dir().mkdir(parents=True, exist_ok=True)
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: no home directory at all
         return  # read-only home: compile without a cache
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_cache_dir()))
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
