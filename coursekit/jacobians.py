@@ -1,5 +1,8 @@
 """Measurements for chapter 07: forward vs reverse mode, and a Hessian vs Hessian-vector products.
 
+The Hessian-vector product measured is the notebook's own (its demo, passed in): this module
+composes no derivative of its own beyond JAX's whole-matrix builders.
+
 Both are measured on compiled JAX programs: `cost_analysis()` gives XLA's count of floating
 point operations (the same on every machine with the same JAX), `memory_analysis()` the bytes
 the program allocates, and a timer the fastest of a few runs (which depends on the machine;
@@ -116,19 +119,24 @@ def quadratic_tanh(n: int, seed: int = 0) -> tuple[Callable, Any, Any]:
     return (lambda x: jnp.sum(jnp.tanh(w @ x) ** 2)), x, v
 
 
-def measure_second_order(ns: Iterable[int], repeats: int = 5) -> list[SecondOrderCost]:
-    """jax.hessian (= jacfwd(jacrev(f))) against forward-over-reverse HVPs, compiled."""
+def measure_second_order(
+    ns: Iterable[int], product: Callable[..., Any], repeats: int = 5
+) -> list[SecondOrderCost]:
+    """jax.hessian (= jacfwd(jacrev(f))) against `product(f, x, v)`, a Hessian-vector
+    product the caller writes, both compiled."""
     with jax.default_device(jax.devices("cpu")[0]):
-        return _measure_second_order(ns, repeats)
+        return _measure_second_order(ns, product, repeats)
 
 
-def _measure_second_order(ns: Iterable[int], repeats: int) -> list[SecondOrderCost]:
+def _measure_second_order(
+    ns: Iterable[int], product: Callable[..., Any], repeats: int
+) -> list[SecondOrderCost]:
     rows = []
     for n in ns:
         f, x, v = quadratic_tanh(n)
         programs = {
-            "hessian": (jax.jit(jax.jacfwd(jax.jacrev(f))), (x,)),
-            "hvp": (jax.jit(lambda x, v, f=f: jax.jvp(jax.grad(f), (x,), (v,))[1]), (x, v)),
+            "hessian": (jax.jit(jax.hessian(f)), (x,)),
+            "hvp": (jax.jit(lambda x, v, f=f: product(f, x, v)), (x, v)),
         }
         for method, (program, args) in programs.items():
             compiled = program.lower(*args).compile()

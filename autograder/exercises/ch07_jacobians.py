@@ -1,12 +1,12 @@
-"""Chapter 07 exercises: Jacobians from VJPs and from JVPs, per-example Jacobians, HVPs.
+"""Chapter 07 exercises: Jacobians from VJPs and from JVPs, per-example Jacobians, and a
+Gauss-Newton-vector product.
 
-Each exercise takes a function, and a case cannot carry one (cases are data shipped to a sandbox).
-So a case names one of a few fixed test functions ("tanh_mix", "outer", ...): the exercise's invoke
-(autograder/harness/ch07_jacobians.py) builds that function with jax.numpy and hands it to the
-learner's code, and the references build the same function by name, once with TensorFlow and once
-with jax.numpy (the harness's own). The known wrong answers are learner functions of (f, x) written
-with JAX; verdicts always come from TensorFlow and JAX.
-"""
+Each exercise takes functions, and a case cannot carry one (cases are data shipped to a sandbox).
+So a case names a few fixed test functions ("tanh_mix", "outer", ...; a model and a loss for the
+Gauss-Newton product): the exercise's invoke (autograder/harness/ch07_jacobians.py) builds them
+with jax.numpy and hands them to the learner's code, and the references build the same functions
+by name, once with TensorFlow and once with jax.numpy (the harness's own). The known wrong answers
+are learner functions written with JAX; verdicts always come from TensorFlow and JAX."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ BOUND = 2.0
 VECTOR_NAMES = ("tanh_mix", "cumsum_sin", "outer", "logsumexp_rows")
 ANY_RANK = ("tanh_mix", "cumsum_sin")  # these accept a scalar x; the others need an axis
 BATCH_NAMES = ("dense_tanh", "softmax_rows", "batchnorm", "batch_centred")
-SCALAR_NAMES = ("rosenbrock", "logsumexp", "sin_chain")
+GAUSS_NEWTON_MODELS = ("cumsum_sin", "outer")  # small inside: no array as large as J
+LOSS_NAMES = ("softmax_xent", "squared_error", "log_cosh")
 
 
 @cache
@@ -87,13 +88,12 @@ def _tf_batch_function(tf: Any, name: str, x: Any) -> Any:
     return t - tf.reduce_mean(t, axis=0)
 
 
-def _tf_scalar_function(tf: Any, name: str, x: Any) -> Any:
-    v = tf.reshape(x, [-1])
-    if name == "rosenbrock":
-        return tf.reduce_sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
-    if name == "logsumexp":
-        return tf.reduce_logsumexp(v)
-    return tf.reduce_sum(tf.sin(v) * tf.roll(v, 1, axis=0))
+def _tf_loss_function(tf: Any, name: str, z: Any) -> Any:
+    if name == "softmax_xent":
+        return tf.reduce_logsumexp(z) - tf.reshape(z, [-1])[0]
+    if name == "squared_error":
+        return 0.5 * tf.reduce_sum((z - 0.5) ** 2)
+    return tf.reduce_sum(tf.math.log(tf.cosh(z)))
 
 
 def _tf_jacobian(tf: Any, fn: Any, x: np.ndarray) -> np.ndarray:
@@ -123,9 +123,9 @@ def _tf_jacobian(tf: Any, fn: Any, x: np.ndarray) -> np.ndarray:
 VECTOR_SHAPES = ((3,), (2, 3), (2, 1, 2))
 SCALAR_INPUT = ((),)  # only tanh_mix and cumsum_sin take a 0-d x; the others need an axis
 BATCH_SHAPES = ((1, 3), (3, 2), (4, 3))
-HVP_SHAPES = ((), (4,), (2, 3))
-GRADING_EXTRA = {"vector": ((1, 4), (2, 2, 3)), "batch": ((2, 4), (6, 5)), "scalar": ((1,), (3, 4))}
-FLOAT64_SHAPES = {"vector": ((2, 1, 2),), "batch": ((4, 3),), "scalar": ((4,),)}
+GAUSS_NEWTON_SHAPES = ((3,), (2, 3))
+GRADING_EXTRA = {"vector": ((1, 4), (2, 2, 3)), "batch": ((2, 4), (6, 5)), "gn": ((1, 4), (3, 4))}
+FLOAT64_SHAPES = {"vector": ((2, 1, 2),), "batch": ((4, 3),), "gn": ((4,),)}
 FLOAT32, FLOAT64 = FLOAT_DTYPES
 
 
@@ -209,18 +209,39 @@ def _batch_edges() -> list[Case]:
     )
 
 
-def _hvp_edges() -> list[Case]:
-    return _named_edges(
-        8,
-        [
-            ("rosenbrock", (4,), "Rosenbrock in 4 dimensions"),
-            ("logsumexp", (2, 3), "a 2-D input"),
-            ("sin_chain", (), "a scalar input"),
-            ("sin_chain", (4,), "a vector input"),
-            ("rosenbrock", (4,), "Rosenbrock, float64", FLOAT64),
-        ],
-        arrays=("x", "v"),
-    )
+@st.composite
+def _gauss_newton_cases(draw: st.DrawFn, profile: Profile) -> Case:
+    """A model, a loss, and x and v of one shape and dtype (a 0-d x for cumsum_sin only:
+    outer needs an axis)."""
+    model = draw(st.sampled_from(GAUSS_NEWTON_MODELS))
+    loss = draw(st.sampled_from(LOSS_NAMES))
+    extra = list(SCALAR_INPUT) if model == "cumsum_sin" else []
+    shape, dtype = draw(_shape_and_dtype("gn", _menu("gn", GAUSS_NEWTON_SHAPES, profile) + extra))
+    x, v = draw(_values(shape, dtype)), draw(_values(shape, dtype))
+    return Case((("model", model), ("loss", loss), ("x", x), ("v", v)))
+
+
+def _gauss_newton_edges() -> list[Case]:
+    rng = np.random.default_rng(8)
+    picks = [
+        ("cumsum_sin", "softmax_xent", (4,), "a cross-entropy: a dense loss Hessian"),
+        ("outer", "log_cosh", (2, 3), "an output of higher rank than x"),
+        ("cumsum_sin", "squared_error", (2, 3), "half a squared error: the loss Hessian is I"),
+        ("cumsum_sin", "log_cosh", (), "a scalar x"),
+        ("outer", "softmax_xent", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
+    ]
+    return [
+        Case(
+            (
+                ("model", model),
+                ("loss", loss),
+                ("x", _rng_array(rng, shape, *dtype)),
+                ("v", _rng_array(rng, shape, *dtype)),
+            ),
+            label=label,
+        )
+        for model, loss, shape, label, *dtype in picks
+    ]
 
 
 # ---------------------------------------------------------------- references
@@ -261,27 +282,39 @@ def _batch_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tupl
     return _per_example(jax.jacrev(f)(arrays["x"]), jax.numpy)
 
 
-def _hvp_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
-    """Reverse-over-reverse in TensorFlow: the VJP of the gradient with cotangent v.
-
-    That is H^T v, which is H v because a Hessian is symmetric. (TensorFlow's
-    forward-over-reverse, a ForwardAccumulator around a tape, gives the same numbers, as the
-    notebook shows, but sets up far more slowly per case.)
-    """
-    name, x, v = case.values()
+def _gauss_newton_tf(tf: Any, case: Case) -> tuple[np.ndarray]:
+    """TensorFlow's three products: J v by a ForwardAccumulator, the loss Hessian at z = f(x)
+    on it by nested tapes, and J^T of that by a tape with output_gradients."""
+    model, loss, x, v = case.values()
     x = tf.constant(x)
+    with tf.autodiff.ForwardAccumulator(x, tf.constant(v)) as acc:
+        z_pushed = _tf_vector_function(tf, model, x)
+    tangent = acc.jvp(z_pushed)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        z = _tf_vector_function(tf, model, x)
+    at = tf.constant(z)
     with tf.GradientTape() as outer:
-        outer.watch(x)
+        outer.watch(at)
         with tf.GradientTape() as inner:
-            inner.watch(x)
-            y = _tf_scalar_function(tf, name, x)
-        gradient = inner.gradient(y, x)
-    return (outer.gradient(gradient, x, output_gradients=tf.constant(v)).numpy(),)
+            inner.watch(at)
+            value = _tf_loss_function(tf, loss, at)
+        g_z = inner.gradient(value, at)
+    curved = outer.gradient(g_z, at, output_gradients=tangent)
+    return (tape.gradient(z, x, output_gradients=curved).numpy(),)
 
 
-def _hvp_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    f = _jnp_functions().scalar_function(params["name"])
-    return (jax.jvp(jax.grad(f), (arrays["x"],), (arrays["v"],))[1],)
+def _gauss_newton_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    """JAX's matrices, built whole: J by jax.jacfwd, the loss Hessian by jax.hessian, then
+    J^T H J v (a check refuses both builders; a reference may use them)."""
+    functions = _jnp_functions()
+    f = functions.vector_function(params["model"])
+    loss = functions.loss_function(params["loss"])
+    x, v = arrays["x"], arrays["v"]
+    z = f(x)
+    jacobian = jax.jacfwd(f)(x).reshape(z.size, x.size)
+    hessian = jax.hessian(loss)(z).reshape(z.size, z.size)
+    return ((jacobian.T @ (hessian @ (jacobian @ v.ravel()))).reshape(x.shape),)
 
 
 # ---------------------------------------------------------------- known mistakes
@@ -539,63 +572,103 @@ BATCH_JACOBIAN = Exercise(
 )
 
 
-def _hvp(answer: Callable[..., Any]) -> Callable[..., Any]:
-    """A learner's hvp(f, x, v), written as answer(jax, f, x, v)."""
-    return lambda f, x, v: answer(lazy_jax(), f, x, v)
+def _gauss_newton(answer: Callable[..., Any]) -> Callable[..., Any]:
+    """A learner's gauss_newton_product(f, loss, x, v), written as answer(jax, f, loss, x, v)."""
+    return lambda f, loss, x, v: answer(lazy_jax(), f, loss, x, v)
 
 
-HVP = Exercise(
-    signature="hvp(f, x, v) -> ndarray of x's shape",
+def _loss_curvature(jax: Any, loss: Any, z: Any, u: Any) -> Any:
+    """The loss Hessian at z applied to u, for the mistakes (not a learner's signature)."""
+    return jax.jvp(jax.grad(loss), (z,), (u,))[1]
+
+
+def _sandwich(jax: Any, f: Any, loss: Any, x: Any, v: Any, middle: Any) -> Any:
+    """J^T middle(z, J v) with J the Jacobian of f at x: the mistakes vary the middle."""
+    z, pullback = jax.vjp(f, x)
+    return pullback(middle(z, jax.jvp(f, (x,), (v,))[1]))[0]
+
+
+GAUSS_NEWTON = Exercise(
+    signature="gauss_newton_product(f, loss, x, v) -> ndarray of x's shape",
     nudge=(
-        "A Hessian-vector product measures how the gradient changes as x moves along v. Which mode "
-        "measures such a change, and applied to which function?"
+        "The Gauss-Newton matrix is three linear maps in a row. Apply them to v one at a time, "
+        "starting with the one that acts first: which of this chapter's products gives each, "
+        "and at which point is the middle one evaluated?"
     ),
-    outputs=("hvp",),
-    cases=_named_cases("scalar", SCALAR_NAMES, HVP_SHAPES, arrays=("x", "v")),
-    edges=_hvp_edges,
-    reference=two_references(tf=_hvp_tf, jax=_hvp_jax, why=TWO_REFERENCES),
-    references_text="second derivatives by JAX and by nested tf GradientTapes",
-    invoke="ch07_jacobians:invoke_hvp",
+    outputs=("gv",),
+    cases=_gauss_newton_cases,
+    edges=_gauss_newton_edges,
+    reference=two_references(tf=_gauss_newton_tf, jax=_gauss_newton_jax, why=TWO_REFERENCES),
+    references_text=(
+        "J^T H J v with J from jax.jacfwd and H from jax.hessian, and with TensorFlow's "
+        "ForwardAccumulator and GradientTapes"
+    ),
+    invoke="ch07_jacobians:invoke_gauss_newton",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
-            "returns_gradient",
-            "You returned the gradient of f at x. H(x) v is not the "
-            "gradient but how the gradient CHANGES when x moves along v: if you pushed v "
-            "forward, the tangent output is what you want, not the primal output.",
-            _hvp(lambda jax, f, x, v: jax.grad(f)(x)),
+            "hessian_of_the_composition",
+            "You applied the Hessian of loss(f(x)) to v. That Hessian has a second term, the "
+            "loss's gradient times f's own second derivatives, which the Gauss-Newton matrix "
+            "leaves out: f enters only through its linearisation J. Push v through f to get "
+            "J v, apply the loss's curvature at z = f(x) to that, and pull the result back "
+            "through f.",
+            _gauss_newton(
+                lambda jax, f, loss, x, v: _loss_curvature(jax, lambda t: loss(f(t)), x, v)
+            ),
         ),
         Mistake(
-            "ignores_v",
-            "Your result does not depend on v (it equals H @ ones). Push forward "
-            "the tangent v itself.",
-            _hvp(lambda jax, f, x, v: jax.jvp(jax.grad(f), (x,), (jax.numpy.ones_like(x),))[1]),
+            "loss_curvature_left_out",
+            "You computed J^T J v, as if the loss's Hessian were the identity (it is only for "
+            "half a squared error). Between pushing v forward and pulling back, apply the "
+            "Hessian of the loss at z = f(x) to J v.",
+            _gauss_newton(lambda jax, f, loss, x, v: _sandwich(jax, f, loss, x, v, lambda z, u: u)),
         ),
         Mistake(
-            "directional_derivative",
-            "You computed the directional derivative of f itself, "
-            "grad f(x) . v (one number). H(x) v is one order higher: the directional "
-            "derivative of the GRADIENT function along v, a vector of x's shape.",
-            _hvp(lambda jax, f, x, v: jax.jvp(f, (x,), (v,))[1]),
+            "gradient_pulled_back",
+            "Your result does not depend on v: you pulled back the loss's gradient at z = f(x), "
+            "which gives the gradient of loss(f(x)). G v is linear in v: the loss's curvature "
+            "acts on J v, not its slope.",
+            _gauss_newton(
+                lambda jax, f, loss, x, v: _sandwich(
+                    jax, f, loss, x, v, lambda z, u: jax.grad(loss)(z)
+                )
+            ),
         ),
         Mistake(
-            "primal_and_tangent_swapped",
-            "You swapped the point and the direction: this is H(v) @ x, the Hessian at v applied "
-            "to x. The primal is the point x; the tangent is the direction v.",
-            _hvp(lambda jax, f, x, v: jax.jvp(jax.grad(f), (v,), (x,))[1]),
+            "not_pulled_back",
+            "You stopped at the output: H J v lives in z's space (z = f(x)), with z's shape. "
+            "One more product takes it back to x's space: the transpose of J, a VJP of f.",
+            _gauss_newton(
+                lambda jax, f, loss, x, v: _loss_curvature(
+                    jax, loss, f(x), jax.jvp(f, (x,), (v,))[1]
+                )
+            ),
+        ),
+        Mistake(
+            "point_and_direction_swapped",
+            "You swapped the point and the direction: f is linearised at v and x is pushed "
+            "through it. The primal is the point x; the tangent is the direction v.",
+            _gauss_newton(
+                lambda jax, f, loss, x, v: _sandwich(
+                    jax, f, loss, v, x, lambda z, u: _loss_curvature(jax, loss, z, u)
+                )
+            ),
         ),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. A ValueError from jax.jvp"
-        " means primals and tangents differ: jax.jvp takes two tuples, the primals and "
-        "the tangents, entry for entry of the same shape and dtype, e.g. (x,) and (v,).",
-        "shape": "The Hessian-vector product H @ v has the shape of x (and of v).",
-        "value": "Right shape, wrong numbers: H(x) v is the change of the gradient of f at x per "
-        "unit step along v, (grad f(x + t v) - grad f(x)) / t as t goes to 0.",
+        "error": "The traceback names the line of your code that raised. A ValueError from "
+        "jax.jvp means primals and tangents differ: each tangent has the shape and dtype of "
+        "its primal (v: x's; a tangent of z: z's, where z = f(x)). A pullback takes a "
+        "cotangent of z's shape and returns a tuple.",
+        "shape": "G v has x's shape (and v's): the last of the three maps takes z's space "
+        "back to x's.",
+        "value": "Right shape, wrong numbers: G v is J^T (H (J v)), with J the Jacobian of f "
+        "at x and H the Hessian of the loss at z = f(x), not at x.",
     },
 )
 
-EXERCISES = (JACOBIAN_VIA_VJP, JACOBIAN_VIA_JVP, BATCH_JACOBIAN, HVP)
+EXERCISES = (JACOBIAN_VIA_VJP, JACOBIAN_VIA_JVP, BATCH_JACOBIAN, GAUSS_NEWTON)
 
 # ---------------------------------------------------------------- predictions, before the traps
 

@@ -5,9 +5,9 @@ test functions. They are built here with jax.numpy, for the learner's code (by t
 the JAX references (autograder.exercises.ch07_jacobians imports this module), so the learner's code
 sees exactly the function the reference saw. The invokes also check the method: the Jacobian
 exercises build the Jacobian themselves (no jax.jacrev, jax.jacfwd, jax.hessian: method.py watches
-them), and `hvp` builds no Hessian (the builders are watched; the jaxpr shows the sizes).
-No invoke runs code of the course's own `coursekit` (coursekit.jacobians, which the notebook
-imports for its measurements, composes the Jacobian builders and an HVP program).
+them), and `gauss_newton_product` builds no matrix (the builders are watched; the jaxpr shows the
+sizes). No invoke runs code of the course's own `coursekit` (coursekit.jacobians, which the
+notebook imports for its measurements, composes the Jacobian builders).
 """
 
 from __future__ import annotations
@@ -77,26 +77,28 @@ def batch_function(name: str) -> Fn:
     return {f.__name__: f for f in fns}[name]
 
 
-def scalar_function(name: str) -> Fn:
-    """Test functions for hvp: any shape in, a scalar out."""
+GAUSS_NEWTON_MODELS = ("cumsum_sin", "outer")  # vector_function's, small inside
 
-    def rosenbrock(x: Any) -> Any:
-        v = jnp.ravel(x)
-        return jnp.sum(100 * (v[1:] - v[:-1] ** 2) ** 2 + (1 - v[:-1]) ** 2)
 
-    def logsumexp(x: Any) -> Any:
-        return jax.nn.logsumexp(x)
+def loss_function(name: str) -> Fn:
+    """Losses for gauss_newton_product: z of any shape in, a scalar out, each with a Hessian
+    of its own kind (a dense one, the identity, a diagonal one)."""
 
-    def sin_chain(x: Any) -> Any:
-        v = jnp.ravel(x)
-        return jnp.sum(jnp.sin(v) * jnp.roll(v, 1))
+    def softmax_xent(z: Any) -> Any:  # the cross-entropy of softmax(z) against class 0
+        return jax.nn.logsumexp(z) - jnp.ravel(z)[0]
 
-    return {f.__name__: f for f in (rosenbrock, logsumexp, sin_chain)}[name]
+    def squared_error(z: Any) -> Any:  # half the squared distance to 0.5: Hessian I
+        return 0.5 * jnp.sum((z - 0.5) ** 2)
+
+    def log_cosh(z: Any) -> Any:  # a smooth absolute value: a diagonal Hessian
+        return jnp.sum(jnp.log(jnp.cosh(z)))
+
+    return {f.__name__: f for f in (softmax_xent, squared_error, log_cosh)}[name]
 
 
 # ---------------------------------------------------------------- invokes
 
-BUILDERS = {"vector": vector_function, "batch": batch_function, "scalar": scalar_function}
+BUILDERS = {"vector": vector_function, "batch": batch_function}
 _TEST_FUNCTIONS: dict[tuple[str, str], Fn] = {}
 _JITTED: dict[tuple[Fn, str, str], Fn] = {}
 
@@ -173,11 +175,6 @@ def invoke_batch(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
     return _invoke("batch", fn, name, arrays)
 
 
-def invoke_scalar(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
-    """The learner's fn(f, *arrays) for the scalar test function `name`."""
-    return _invoke("scalar", fn, name, arrays)
-
-
 def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any:
     """Build the named function, call the learner, return numpy.
 
@@ -216,63 +213,85 @@ def _as_numpy(out: Any) -> Any:
     return np.asarray(out)
 
 
-# ---------------------------------------------------------------- hvp's method
+# ---------------------------------------------------------------- gauss_newton_product
 
-HVP_METHOD = (
-    "hvp must compute H(x) v without the Hessian, but {found}. H(x) v is how the gradient "
-    "changes when x moves along v: differentiate the gradient function in that one direction, "
-    "so that no array is larger than x."
+GAUSS_NEWTON_METHOD = (
+    "gauss_newton_product must compute G v without a matrix, but {found}. Apply the three "
+    "linear maps of G to v one after the other, each as one product with a vector, so that no "
+    "array is as large as the Jacobian of f."
 )
-# (fn, name, shape, dtype) -> what is as large as the Hessian ("" if nothing), per check
-_HESSIAN_FREE: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})
+# (fn, model, loss, shape, dtype) -> what is as large as the Jacobian ("" if nothing), per check
+_MATRIX_FREE: dict[tuple[Fn, str, str, tuple[int, ...], str], str] = method.per_check({})
+_GN_JITTED: dict[tuple[Fn, str, str], Fn] = {}
 
 
-def invoke_hvp(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> Any:
-    """invoke_scalar, and the method: no Jacobian or Hessian builder, and no array with as
-    many entries as the Hessian in the computation (traced once per function and shape)."""
-    refuse_helpers_once(fn, "hvp")
-    found = _hessian_built(fn, name, x, v)
+def invoke_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -> Any:
+    """The learner's fn(f, loss, x, v) for the named model f and loss, and the method: no
+    Jacobian or Hessian builder, and no array with as many entries as the Jacobian of f in
+    the computation (traced once per function, shape and dtype)."""
+    refuse_helpers_once(fn, "gauss_newton_product")
+    key = (fn, model, loss, x.shape, str(x.dtype))
+    if key not in _MATRIX_FREE:
+        if len(_MATRIX_FREE) > 256:
+            _MATRIX_FREE.clear()
+        _MATRIX_FREE[key] = _matrix_built(fn, model, loss, x, v)
     with method.watching(fn, every_call=False) as usage:  # the trace above saw every call
-        result = _invoke("scalar", fn, name, (x, v))
+        result = _call_gauss_newton(fn, model, loss, x, v)
+    found = _MATRIX_FREE[key]
     found = english("it used {builder}", builder=usage.builders[0]) if usage.builders else found
     if found:
-        raise method.MethodNotFollowed(english(HVP_METHOD, found=found), result)
+        raise method.MethodNotFollowed(english(GAUSS_NEWTON_METHOD, found=found), result)
     return result
 
 
-def _hessian_built(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
-    """The builder the traced computation used, or what in it is as large as the Hessian
-    ("" if neither), traced once per function, shape, dtype and check with every call seen
-    (a jitted part runs its Python), so its verdict never depends on an earlier trace."""
-    key = (fn, name, x.shape, str(x.dtype))
-    if key not in _HESSIAN_FREE:
-        if len(_HESSIAN_FREE) > 256:
-            _HESSIAN_FREE.clear()
-        _HESSIAN_FREE[key] = _largest_array(fn, name, x, v)
-    return _HESSIAN_FREE[key]
+def _call_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -> Any:
+    """fn(f, loss, x, v), under jax.jit when it traces (as _invoke), else as written."""
+    f, loss_fn = _named_pair(model, loss)
+    key = (fn, model, loss)
+    if key not in _GN_JITTED:
+        _GN_JITTED[key] = jax.jit(lambda a, b: fn(f, loss_fn, a, b))
+    with _precision_for((x, v)):
+        args = [jnp.asarray(x), jnp.asarray(v)]
+        try:
+            return _as_numpy(_GN_JITTED[key](*args))
+        except Exception:
+            return _as_numpy(fn(f, loss_fn, *args))
 
 
-def _largest_array(fn: Fn, name: str, x: np.ndarray, v: np.ndarray) -> str:
-    f = scalar_function(name)
+def _named_pair(model: str, loss: str) -> tuple[Fn, Fn]:
+    """The jitted model and loss, built once each."""
+    for kind, name, build in (("vector", model, vector_function), ("loss", loss, loss_function)):
+        if (kind, name) not in _TEST_FUNCTIONS:
+            _TEST_FUNCTIONS[kind, name] = jax.jit(build(name))
+    return _TEST_FUNCTIONS["vector", model], _TEST_FUNCTIONS["loss", loss]
+
+
+def _matrix_built(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -> str:
+    """The builder the traced computation used, or what in it is as large as the Jacobian of
+    f ("" if neither). The test models compute nothing that large themselves."""
+    f, loss_fn = vector_function(model), loss_function(loss)
     try:
         with method.watching(fn) as usage, _precision_for((x, v)):
-            closed = jax.make_jaxpr(lambda a, b: fn(f, a, b))(jnp.asarray(x), jnp.asarray(v))
+            closed = jax.make_jaxpr(lambda a, b: fn(f, loss_fn, a, b))(
+                jnp.asarray(x), jnp.asarray(v)
+            )
     except Exception:  # not traceable: the builders are still watched in the eager run
         return ""
     if usage.builders:
         return english("it used {builder}", builder=usage.builders[0])
-    if x.size < 2:  # with one entry, the Hessian is no larger than x
+    if x.size < 2:  # with one entry, the Jacobian is no larger than f's output
         return ""
+    z_size = int(np.prod(jax.eval_shape(f, jnp.asarray(x)).shape, dtype=np.int64))
     shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
     shapes += list(_shapes(closed.jaxpr))
-    big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= x.size**2]
+    big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= z_size * x.size]
     if not big:
         return ""
     return english(
-        "an array of shape {shape} appears in it, as many entries as the Hessian "
-        "of an x of shape {x_shape} ({size} x {size})",
+        "an array of shape {shape} appears in it, as many entries as the Jacobian of f "
+        "({z_size} outputs x {size} inputs)",
         shape=big[0],
-        x_shape=x.shape,
+        z_size=z_size,
         size=x.size,
     )
 

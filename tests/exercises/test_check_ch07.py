@@ -1,6 +1,7 @@
 """The chapter 07 checks: right answers written in different ways pass, and each wrong answer
 learners write (transposed Jacobian, output and input axes swapped, a ones cotangent instead
-of one-hot rows, ...) fails with the hint that names it."""
+of one-hot rows, the Hessian of the composition for the Gauss-Newton product, ...) fails with
+the hint that names it."""
 
 from __future__ import annotations
 
@@ -69,16 +70,27 @@ def batch_jacobian_indexing(f, x):
     return full[b, :, b, :], jnp.all(jnp.where(mask, 0.0, full) == 0)
 
 
-def hvp_forward_over_reverse(f, x, v):
-    return jax.jvp(jax.grad(f), (x,), (v,))[1]
+def gauss_newton_jvp_then_vjp(f, loss, x, v):
+    z, f_vjp = jax.vjp(f, x)
+    _, u = jax.jvp(f, (x,), (v,))
+    _, hu = jax.jvp(jax.grad(loss), (z,), (u,))
+    return f_vjp(hu)[0]
 
 
-def hvp_reverse_over_reverse(f, x, v):
-    return jax.grad(lambda x: jnp.vdot(jax.grad(f)(x), v))(x)
+def gauss_newton_linearize_and_transpose(f, loss, x, v):
+    """Reverse over reverse for the loss's curvature, and J^T as the transpose of J."""
+    z, f_jvp = jax.linearize(f, x)
+    u = f_jvp(v)
+    hu = jax.grad(lambda z: jnp.vdot(jax.grad(loss)(z), u))(z)
+    return jax.linear_transpose(f_jvp, x)(hu)[0]
 
 
-def hvp_via_vjp_of_grad(f, x, v):
-    return jax.vjp(jax.grad(f), x)[1](v)[0]
+def gauss_newton_by_a_quadratic(f, loss, x, v):
+    """G v as the gradient in w of 1/2 (J w)^T H (J v): one more product, no matrix."""
+    z = f(x)
+    u = jax.jvp(f, (x,), (v,))[1]
+    hu = jax.jvp(jax.grad(loss), (z,), (u,))[1]
+    return jax.grad(lambda w: jnp.vdot(jax.jvp(f, (x,), (w,))[1], hu))(x)
 
 
 RIGHT = [
@@ -88,9 +100,9 @@ RIGHT = [
     (check.jacobian_via_jvp, jacobian_loop_jvp),
     (check.batch_jacobian, batch_jacobian_einsum),
     (check.batch_jacobian, batch_jacobian_indexing),
-    (check.hvp, hvp_forward_over_reverse),
-    (check.hvp, hvp_reverse_over_reverse),
-    (check.hvp, hvp_via_vjp_of_grad),
+    (check.gauss_newton_product, gauss_newton_jvp_then_vjp),
+    (check.gauss_newton_product, gauss_newton_linearize_and_transpose),
+    (check.gauss_newton_product, gauss_newton_by_a_quadratic),
 ]
 
 
@@ -105,7 +117,7 @@ def test_right_answers_pass(checker, fn):
 
 
 # The declared mistakes (axes swapped or reversed, ones as cotangent or tangent, columns
-# reshaped, the batch summed or taken one by one, a wrong flag, HVP mix-ups) are run by
+# reshaped, the batch summed or taken one by one, a wrong flag, Gauss-Newton mix-ups) are run by
 # tests/judging/test_mistakes.py; this wrong answer gets the structure hint.
 
 
@@ -165,8 +177,8 @@ def test_the_nearest_demo_copied_fails_with_a_hint(checker, fn):
 
 
 # The notebook imports coursekit.jacobians for its measurements; its programs are jax.jacfwd,
-# jax.jacrev and forward-over-reverse HVPs. An answer that runs the course's code is refused
-# before it runs (the measurements themselves take seconds), whatever it returns.
+# jax.jacrev, jax.hessian and the HVP the notebook passes in. An answer that runs the course's
+# code is refused before it runs (the measurements themselves take seconds), whatever it returns.
 
 
 def jacobian_beside_the_course_measurement(f, x):
@@ -184,16 +196,20 @@ def batch_jacobian_beside_the_course_measurement(f, x):
     return batch_jacobian_einsum(f, x)
 
 
-def hvp_beside_the_course_measurement(f, x, v):
-    measure_second_order([x.size], repeats=1)
-    return hvp_forward_over_reverse(f, x, v)
+def gauss_newton_beside_the_course_measurement(f, loss, x, v):
+    measure_second_order([max(x.size, 2)], lambda f, x, v: x, repeats=1)
+    return gauss_newton_jvp_then_vjp(f, loss, x, v)
 
 
 COURSE_CODE = [
     (check.jacobian_via_vjp, jacobian_beside_the_course_measurement, "jacobian_via_vjp"),
     (check.jacobian_via_jvp, jvp_jacobian_beside_the_course_measurement, "jacobian_via_jvp"),
     (check.batch_jacobian, batch_jacobian_beside_the_course_measurement, "batch_jacobian"),
-    (check.hvp, hvp_beside_the_course_measurement, "hvp"),
+    (
+        check.gauss_newton_product,
+        gauss_newton_beside_the_course_measurement,
+        "gauss_newton_product",
+    ),
 ]
 
 
@@ -206,7 +222,10 @@ def test_an_answer_running_the_course_helpers_is_refused(checker, fn, exercise):
     assert f"Your {exercise} calls the course's own helper measure_" in str(report), str(report)
 
 
-HVP_ANSWER = ("jvp(jax.grad", "jvp(grad", "JVP of the gradient", "jvp` of `jax.grad")
+# The Gauss-Newton answer's lines: the push of v through f, the loss's curvature on it, and
+# the pullback of that (section 2 and 3's `jax.vjp(f, x)` and `jax.jvp(f, (x,), ...)` are the
+# chapter's API, not the answer).
+GAUSS_NEWTON_ANSWER = ("f_vjp(hjv)", "jax.grad(loss)", "jax.jvp(f, (x,), (v,))")
 
 
 def _cells_before(name: str) -> list[str]:
@@ -222,7 +241,7 @@ def _cells_before(name: str) -> list[str]:
         ("jacobian_via_vjp", ("reshape((y.size", "reshape(y.shape + x.shape", "vmap(vjp_fn)(")),
         ("jacobian_via_jvp", ("moveaxis", "reshape(y.shape + x.shape")),
         ("batch_jacobian", ('"bibj->bij"', "np.eye(7")),
-        ("hvp", HVP_ANSWER),
+        ("gauss_newton_product", GAUSS_NEWTON_ANSWER),
     ],
 )
 def test_no_answer_is_on_screen_before_its_exercise(name, answers):
@@ -232,34 +251,91 @@ def test_no_answer_is_on_screen_before_its_exercise(name, answers):
         assert not [text for text in _cells_before(name) if answer in text], answer
 
 
-HVP_RECIPE = (
-    *HVP_ANSWER,
-    "jvp` of `grad",
-    "forward mode over reverse",
-    "JVP of the grad",
-    "VJP of the grad",
-)
+GAUSS_NEWTON_RECIPE = (*GAUSS_NEWTON_ANSWER, "grad(loss)", "(v,))[1])", "pullback(hu")
 
 
-def test_no_cell_of_the_learner_copy_gives_the_hvp_composition():
-    """hvp is the chapter's last exercise, but a learner reads on past a failing check (and
-    the summary): no cell of the learner copy, before or after it, names the composition."""
+def test_no_cell_of_the_learner_copy_gives_the_gauss_newton_composition():
+    """gauss_newton_product is the chapter's last exercise, but a learner reads on past a
+    failing check (and the summary): no cell of the learner copy, before or after it, names
+    its composition (the HVP demo before it is one of its three parts, on the loss alone)."""
     notebook = nbformat.read(ROOT / "course" / "07_jacobians.ipynb", as_version=4)
-    for answer in HVP_RECIPE:
+    for answer in GAUSS_NEWTON_RECIPE:
         assert not [cell.source for cell in notebook.cells if answer in cell.source], answer
 
 
-def test_no_hvp_message_gives_the_composition():
-    """A one-line answer in a message would be on screen after any first failure (a mistake
-    hint for a specific wrong answer may name its fix elsewhere; here the fix is the answer)."""
+def test_no_gauss_newton_message_gives_the_composition():
+    """A message is on screen after any first failure: none holds the answer's code (a mistake
+    hint says in words what to do instead; the fallback for wrong values states the formula,
+    never the calls)."""
     said = [
-        ch.HVP.references_text,
-        *(m.hint for m in ch.HVP.mistakes),
-        *ch.HVP.hints_by_kind.values(),
-        harness.HVP_METHOD,
+        ch.GAUSS_NEWTON.references_text,
+        ch.GAUSS_NEWTON.nudge,
+        *(m.hint for m in ch.GAUSS_NEWTON.mistakes),
+        *ch.GAUSS_NEWTON.hints_by_kind.values(),
+        harness.GAUSS_NEWTON_METHOD,
     ]
-    for answer in HVP_ANSWER:
+    for answer in GAUSS_NEWTON_RECIPE:
         assert not [text for text in said if answer in text], answer
+
+
+def gauss_newton_by_columns(f, loss, x, v):
+    """J built one JVP column at a time (no builder named), then J^T H J v."""
+    z = f(x)
+    eye = jnp.eye(x.size, dtype=x.dtype).reshape((x.size, *x.shape))
+    columns = jax.vmap(lambda t: jax.jvp(f, (x,), (t,))[1])(eye).reshape(x.size, z.size).T
+    hu = jax.jvp(jax.grad(loss), (z,), ((columns @ v.ravel()).reshape(z.shape),))[1]
+    return (columns.T @ hu.ravel()).reshape(x.shape)
+
+
+def gauss_newton_by_matrices(f, loss, x, v):
+    z = f(x)
+    jacobian = jax.jacfwd(f)(x).reshape(z.size, x.size)
+    hessian = jax.hessian(loss)(z).reshape(z.size, z.size)
+    return (jacobian.T @ hessian @ jacobian @ v.ravel()).reshape(x.shape)
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        (gauss_newton_by_matrices, "it used jax.jacfwd"),
+        (gauss_newton_by_columns, "as many entries as the Jacobian of f"),
+    ],
+    ids=["builders", "columns"],
+)
+def test_a_gauss_newton_product_that_builds_a_matrix_fails_on_the_method(fn, says):
+    """Right values, built through J: refused, by the builder's name or by the jaxpr's sizes."""
+    report = check.gauss_newton_product(fn)
+    assert report.status == "failed", str(report)
+    assert "gauss_newton_product must compute G v without a matrix" in str(report), str(report)
+    assert says in str(report), str(report)
+
+
+def test_the_test_models_and_losses_compute_nothing_as_large_as_the_jacobian():
+    """The method check counts arrays as large as J: the right answer must hold none, on every
+    hand-picked case with more than one entry (else it would be refused for the model's own)."""
+    for case in ch.GAUSS_NEWTON.edge_cases():
+        model, loss, x, v = case.values()
+        if x.size > 1:
+            assert not harness._matrix_built(gauss_newton_jvp_then_vjp, model, loss, x, v), case
+
+
+def test_the_gauss_newton_matrix_is_not_the_hessian_of_the_composition():
+    """The mistake this exercise is about differs from the answer on the check's cases where
+    the model is curved (every model here), and agrees for a linear model."""
+    full = next(m for m in ch.GAUSS_NEWTON.mistakes if m.name == "hessian_of_the_composition")
+    case = ch.GAUSS_NEWTON.edge_cases()[0]
+    model, loss_name, x0, v0 = case.values()
+    f, loss = harness.vector_function(model), harness.loss_function(loss_name)
+    expected = gauss_newton_jvp_then_vjp(f, loss, jnp.asarray(x0), jnp.asarray(v0))
+    wrong = full.answer(f, loss, jnp.asarray(x0), jnp.asarray(v0))
+    assert not np.allclose(expected, wrong, rtol=1e-3, atol=1e-4)
+    x = np.linspace(-1, 1, 4).astype(np.float32)
+    v = np.cos(np.arange(4)).astype(np.float32)
+    linear = lambda t: jnp.cumsum(2.0 * t)  # noqa: E731
+    loss = harness.loss_function("softmax_xent")
+    np.testing.assert_allclose(
+        full.answer(linear, loss, x, v), gauss_newton_jvp_then_vjp(linear, loss, x, v), rtol=1e-5
+    )
 
 
 def batch_only_blocks(f, x):
@@ -332,18 +408,28 @@ def _exercise_cases(exercise):
     return exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)[:12]
 
 
-def test_tf_forward_over_reverse_agrees_with_the_hvp_reference():
+@pytest.mark.parametrize("case", ch.GAUSS_NEWTON.edge_cases(), ids=lambda c: c.label)
+def test_tf_gauss_newton_reference_is_the_whole_matrices_product(case):
+    """TensorFlow's three products equal J^T H J v built from tape.jacobian and nested tapes."""
     import tensorflow as tf  # here, not at the top: the GPU check runs this file without it
 
-    case = ch.HVP.edge_cases()[0]
-    name, x, v = case.values()
+    model, loss, x, v = case.values()
     xt = tf.constant(x)
-    with tf.autodiff.ForwardAccumulator(xt, tf.constant(v)) as acc:
-        with tf.GradientTape() as tape:
-            tape.watch(xt)
-            y = ch._tf_scalar_function(tf, name, xt)
-        grad = tape.gradient(y, xt)
-    np.testing.assert_allclose(acc.jvp(grad).numpy(), ch.HVP.tf_reference(tf, case)[0], rtol=1e-5)
+    with tf.GradientTape() as tape:
+        tape.watch(xt)
+        z = ch._tf_vector_function(tf, model, xt)
+    jacobian = tf.reshape(tape.jacobian(z, xt), [-1, x.size]).numpy()
+    zt = tf.constant(z)
+    with tf.GradientTape() as outer:
+        outer.watch(zt)
+        with tf.GradientTape() as inner:
+            inner.watch(zt)
+            value = ch._tf_loss_function(tf, loss, zt)
+        g_z = inner.gradient(value, zt)
+    hessian = tf.reshape(outer.jacobian(g_z, zt), [z.shape.num_elements()] * 2).numpy()
+    expected = (jacobian.T @ hessian @ jacobian @ v.ravel()).reshape(x.shape)
+    (ours,) = ch.GAUSS_NEWTON.tf_reference(tf, case)
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_cases_are_float32_and_float64_with_multi_axis_inputs_and_outputs():
@@ -364,7 +450,7 @@ def test_invoke_calls_eagerly_when_jit_fails_and_is_resolved_once():
     eager_only = invoke(jacobian_loop_vjp, "outer", x)  # np.asarray on tracers
     assert isinstance(by_jit, np.ndarray) and by_jit.shape == (2, 3, 3, 2, 3)
     np.testing.assert_allclose(by_jit, eager_only, rtol=1e-6)
-    assert ch.HVP.invoker() is ch.HVP.invoker()
+    assert ch.GAUSS_NEWTON.invoker() is ch.GAUSS_NEWTON.invoker()
 
 
 def test_exercises_declare_jax_and_chapter():
@@ -372,6 +458,6 @@ def test_exercises_declare_jax_and_chapter():
         "jacobian_via_vjp",
         "jacobian_via_jvp",
         "batch_jacobian",
-        "hvp",
+        "gauss_newton_product",
     ]
     assert all(e.frameworks == ("jax",) and e.chapter == "07" for e in ch.EXERCISES)

@@ -102,31 +102,41 @@ def qa_in_one_jax_grad(x, W, b, y0):
     return jax.grad(loss, argnums=(0, 1))(W, b)
 
 
-# ---------------------------------------------------------------- hvp (ch07)
+# ---------------------------------------------------------------- gauss_newton_product (ch07)
 
 
-def hvp_by_hessian(f, x, v):
-    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+def _pulled_back(f, x, hu):
+    return jax.vjp(f, x)[1](hu)[0]
 
 
-def hvp_by_jacfwd_of_flat_grad(f, x, v):  # no builder named "hessian", still n x n
-    def flat_grad(y):
-        return jax.grad(f)(y.reshape(x.shape)).ravel()
+def gn_by_loss_hessian(f, loss, x, v):  # H of the loss built whole by jax.hessian
+    z = f(x)
+    u = jax.jvp(f, (x,), (v,))[1]
+    return _pulled_back(f, x, jnp.tensordot(jax.hessian(loss)(z), u, axes=u.ndim))
 
-    return (jax.jacfwd(flat_grad)(x.ravel()) @ v.ravel()).reshape(x.shape)
+
+def gn_by_jacfwd(f, loss, x, v):  # J built whole by jax.jacfwd
+    z = f(x)
+    jacobian = jax.jacfwd(lambda t: f(t.reshape(x.shape)).ravel())(x.ravel())
+    hu = jax.jvp(jax.grad(loss), (z,), ((jacobian @ v.ravel()).reshape(z.shape),))[1]
+    return (jacobian.T @ hu.ravel()).reshape(x.shape)
 
 
-def hvp_by_columns(f, x, v):  # the Hessian built column by column from HVPs: no builder
+def gn_by_columns(f, loss, x, v):  # J built column by column from JVPs: no builder
+    z = f(x)
     columns = [
-        jax.jvp(jax.grad(f), (x,), (e.reshape(x.shape),))[1].ravel()
-        for e in jnp.eye(x.size, dtype=x.dtype)
+        jax.jvp(f, (x,), (e.reshape(x.shape),))[1].ravel() for e in jnp.eye(x.size, dtype=x.dtype)
     ]
-    return (jnp.stack(columns, 1) @ v.ravel()).reshape(x.shape)
+    jacobian = jnp.stack(columns, 1)
+    hu = jax.jvp(jax.grad(loss), (z,), ((jacobian @ v.ravel()).reshape(z.shape),))[1]
+    return (jacobian.T @ hu.ravel()).reshape(x.shape)
 
 
-def hvp_reverse_over_reverse(f, x, v):
-    """No Hessian either: the gradient of <grad f(x), v>. Right, and allowed."""
-    return jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x)
+def gn_reverse_over_reverse(f, loss, x, v):
+    """No matrix either: the loss's curvature as the gradient of <grad loss(z), J v>."""
+    z = f(x)
+    u = jax.jvp(f, (x,), (v,))[1]
+    return _pulled_back(f, x, jax.grad(lambda y: jnp.vdot(jax.grad(loss)(y), u))(z))
 
 
 # ---------------------------------------------------------------- tanh_layer (ch04)
@@ -159,7 +169,7 @@ def layer_with_a_module_level_custom_gradient(x, w):
 
 ROWS_SAYS = ("must build the Jacobian from m VJPs", "tape.gradient(y, x, output_gradients=")
 QA_SAYS = ("in two parts through a cotangent", "output_gradients=g_h")
-HVP_SAYS = ("without the Hessian", "differentiate the gradient function")
+GN_SAYS = ("without a matrix", "one after the other")
 LAYER_SAYS = ("@tf.custom_gradient", "your gradient rule never ran")
 
 IGNORING = [
@@ -171,9 +181,9 @@ IGNORING = [
     ("qa_gradients", qa_by_hand, (*QA_SAYS, "0 gradient call(s)")),
     ("qa_gradients", qa_in_one_tape_call, (*QA_SAYS, "1 gradient call(s), 0 of them")),
     ("qa_gradients", qa_in_one_jax_grad, (*QA_SAYS, "1 gradient call(s), 0 of them")),
-    ("hvp", hvp_by_hessian, (*HVP_SAYS, "it used jax.hessian")),
-    ("hvp", hvp_by_jacfwd_of_flat_grad, (*HVP_SAYS, "it used jax.jacfwd")),
-    ("hvp", hvp_by_columns, (*HVP_SAYS, "as many entries as the Hessian")),
+    ("gauss_newton_product", gn_by_loss_hessian, (*GN_SAYS, "it used jax.hessian")),
+    ("gauss_newton_product", gn_by_jacfwd, (*GN_SAYS, "it used jax.jacfwd")),
+    ("gauss_newton_product", gn_by_columns, (*GN_SAYS, "as many entries as the Jacobian")),
     ("tanh_layer", layer_without_custom_gradient, LAYER_SAYS),
 ]
 
@@ -193,7 +203,7 @@ def test_right_values_by_another_method_fail_saying_what_to_use(exercise, fn, sa
 SOLUTIONS = [
     ("01_chain_rule.ipynb", "jacobian_by_rows"),
     ("01_chain_rule.ipynb", "qa_gradients"),
-    ("07_jacobians.ipynb", "hvp"),
+    ("07_jacobians.ipynb", "gauss_newton_product"),
     ("04_custom_gradient_tf.ipynb", "tanh_layer"),
 ]
 
@@ -204,11 +214,9 @@ def test_the_solutions_follow_the_method(notebook, name):
     assert report.passed, str(report)
 
 
-@pytest.mark.parametrize(
-    "fn", [hvp_reverse_over_reverse, layer_with_a_module_level_custom_gradient]
-)
+@pytest.mark.parametrize("fn", [gn_reverse_over_reverse, layer_with_a_module_level_custom_gradient])
 def test_other_ways_that_follow_the_method_pass(fn):
-    exercise = "hvp" if fn is hvp_reverse_over_reverse else "tanh_layer"
+    exercise = "gauss_newton_product" if fn is gn_reverse_over_reverse else "tanh_layer"
     report = getattr(check, exercise)(fn)
     assert report.passed, str(report)
 
@@ -225,9 +233,12 @@ def test_a_wrong_value_gets_its_hint_before_the_method():
 
 # ---------------------------------------------------------------- in the grader's child
 
-HESSIAN_HVP = """
-def hvp(f, x, v):
-    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+HESSIAN_GN = """
+def gauss_newton_product(f, loss, x, v):
+    z = f(x)
+    u = jax.jvp(f, (x,), (v,))[1]
+    hu = jnp.tensordot(jax.hessian(loss)(z), u, axes=u.ndim)
+    return jax.vjp(f, x)[1](hu)[0]
 """
 UNDEFINED_NAME = """
 def jacobian_via_jvp(f, x):
@@ -282,12 +293,13 @@ def graded_tests(notebook: nbformat.NotebookNode, tmp_path: Path, seed: int) -> 
 
 @pytest.mark.e2e  # grades a notebook through the sandbox
 def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp_path):
-    """One sandboxed grading of chapter 07: hvp by jax.hessian fails on the method, with no
+    """One sandboxed grading of chapter 07: gauss_newton_product by jax.hessian fails on the
+    method, with no
     case; a NameError shows no case and only the learner's frames; an unanswered helper is
     named; the untouched exercise still passes."""
     notebook = nbformat.read(ROOT / "solutions" / "07_jacobians.ipynb", as_version=4)
     for name, source in [
-        ("hvp", HESSIAN_HVP),
+        ("gauss_newton_product", HESSIAN_GN),
         ("jacobian_via_jvp", UNDEFINED_NAME),
         ("batch_jacobian", UNANSWERED_HELPER),
     ]:
@@ -295,9 +307,9 @@ def test_the_grader_reports_the_method_the_stub_and_no_case_for_a_name_error(tmp
     tests = graded_tests(notebook, tmp_path, seed=11)
     assert tests["jacobian_via_vjp"]["status"] == "passed", tests["jacobian_via_vjp"]["output"]
     method, name_error, stub = (
-        tests[n]["output"] for n in ("hvp", "jacobian_via_jvp", "batch_jacobian")
+        tests[n]["output"] for n in ("gauss_newton_product", "jacobian_via_jvp", "batch_jacobian")
     )
-    assert "without the Hessian" in method and "it used jax.hessian" in method, method
+    assert "without a matrix" in method and "it used jax.hessian" in method, method
     assert "NameError" in name_error and "jacobian_by_columns" in name_error, name_error
     for output in (method, name_error):
         assert "ailing case" not in output and "input x" not in output, output
@@ -492,20 +504,20 @@ def test_a_layer_whose_custom_gradient_runs_in_a_tf_function_passes_every_time()
     assert all(report.passed for report in reports), "\n".join(map(str, reports))
 
 
-_HELPER = {"hvp": None}
+_HELPER = {"gauss_newton_product": None}
 
 
-def hvp_through_a_helper(f, x, v):
-    return _HELPER["hvp"](f, x, v)
+def gn_through_a_helper(f, loss, x, v):
+    return _HELPER["gauss_newton_product"](f, loss, x, v)
 
 
-def test_hvp_is_judged_on_what_its_helpers_do_now_not_on_an_earlier_check():
+def test_gauss_newton_is_judged_on_what_its_helpers_do_now_not_on_an_earlier_check():
     """The traced-shape memory was kept per function across checks: a fixed helper behind an
     unchanged function kept failing. Each check now traces afresh."""
-    _HELPER["hvp"] = hvp_by_columns
-    assert check.hvp(hvp_through_a_helper).status == FAILED
-    _HELPER["hvp"] = hvp_reverse_over_reverse
-    report = check.hvp(hvp_through_a_helper)
+    _HELPER["gauss_newton_product"] = gn_by_columns
+    assert check.gauss_newton_product(gn_through_a_helper).status == FAILED
+    _HELPER["gauss_newton_product"] = gn_reverse_over_reverse
+    report = check.gauss_newton_product(gn_through_a_helper)
     assert report.passed, str(report)
 
 
@@ -524,19 +536,19 @@ def test_the_grader_gives_the_vmap_answer_the_notebook_check_s_verdict(tmp_path)
     assert tests["jacobian_by_rows"]["status"] == "passed", tests["jacobian_by_rows"]["output"]
 
 
-@partial(jax.jit, static_argnums=0)
-def _hvp_by_a_jitted_hessian(f, x, v):
-    return jnp.tensordot(jax.hessian(f)(x), v, axes=v.ndim)
+@partial(jax.jit, static_argnums=(0, 1))
+def _gn_by_a_jitted_hessian(f, loss, x, v):
+    return gn_by_loss_hessian(f, loss, x, v)
 
 
-def hvp_by_a_jitted_hessian(f, x, v):
+def gn_by_a_jitted_hessian(f, loss, x, v):
     """jax.hessian inside jax.jit: a case of a shape traced before replays without calling
     it, so only a trace of the check's own (with every call seen) can name it every time."""
-    return _hvp_by_a_jitted_hessian(f, x, v)
+    return _gn_by_a_jitted_hessian(f, loss, x, v)
 
 
 def test_a_jitted_hessian_gets_the_same_verdict_and_message_on_every_check():
-    reports = [check.hvp(hvp_by_a_jitted_hessian) for _ in range(3)]
+    reports = [check.gauss_newton_product(gn_by_a_jitted_hessian) for _ in range(3)]
     assert all(report.status == FAILED for report in reports), "\n".join(map(str, reports))
     assert {report.headline() for report in reports} == {reports[0].headline()}
     assert "it used jax.hessian" in reports[0].headline(), reports[0].headline()

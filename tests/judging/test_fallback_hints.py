@@ -15,7 +15,7 @@ from autograder import check
 from autograder.exercises import EXERCISES
 from autograder.exercises.ch01_chain_rule import JACOBIAN_BY_ROWS
 from autograder.exercises.ch04_custom_gradient_tf import TANH_LAYER
-from autograder.exercises.ch07_jacobians import HVP, JACOBIAN_VIA_VJP
+from autograder.exercises.ch07_jacobians import GAUSS_NEWTON, JACOBIAN_VIA_VJP
 from autograder.judging.attempts import exception_hint
 from autograder.judging.compare import outputs_close, outputs_match
 from autograder.judging.engine import check_function
@@ -32,7 +32,7 @@ def test_every_exercise_has_a_fallback_for_exceptions_and_for_wrong_values(name)
 @pytest.mark.parametrize(
     ("exercise", "type_name", "words"),
     [
-        (HVP, "ValueError", "(x,) and (v,)"),
+        (GAUSS_NEWTON, "ValueError", "the shape and dtype of its primal"),
         (JACOBIAN_BY_ROWS, "TypeError", "dot_general"),
         (JACOBIAN_VIA_VJP, "TypeError", "jnp.reshape"),
     ],
@@ -50,8 +50,10 @@ def test_an_unmatched_nan_is_not_the_mistakes_nan():
     assert not outputs_match(np.array([np.inf, 2.0], np.float32), wrong, ("g",))
 
 
-def hvp_tangent_of_wrong_shape(f, x, v):
-    return jax.jvp(jax.grad(f), (x,), (v.reshape(-1),))[1].reshape(x.shape)
+def gauss_newton_tangent_of_wrong_shape(f, loss, x, v):
+    z, pullback = jax.vjp(f, x)
+    u = jax.jvp(f, (x,), (v.reshape(-1),))[1]
+    return pullback(jax.jvp(jax.grad(loss), (z,), (u,))[1])[0]
 
 
 def jacobian_cotangents_of_x_shape(f, x):
@@ -63,7 +65,7 @@ def jacobian_cotangents_of_x_shape(f, x):
 @pytest.mark.parametrize(
     ("name", "fn"),
     [
-        ("hvp", hvp_tangent_of_wrong_shape),
+        ("gauss_newton_product", gauss_newton_tangent_of_wrong_shape),
         ("jacobian_via_vjp", jacobian_cotangents_of_x_shape),
     ],
 )
