@@ -4,17 +4,23 @@ Each fix returns `(out, grad_W)` for a given cotangent `g` of `out`. They agree 
 and differ in what they allocate, which is the point: tiling materialises B copies of W (and B
 partial gradients), unbroadcasting materialises B partial gradients, reshaping to one 2-D GEMM
 materialises neither.
+
+Times are taken the same way on any machine: numpy's BLAS held to one thread (a multi-threaded
+GEMM sharing busy cores with other programs can run slower than a loop of small products, so the
+comparison would measure the machine's load, not the fixes), the fixes run in turn within each
+round (a burst of load hits all three alike), and each keeps its fastest round, the one least
+disturbed. Everything runs in numpy, on the CPU.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 import tracemalloc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 Fix = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -57,8 +63,9 @@ FIXES: dict[str, Fix] = {
 class Measurement:
     """One fix at one batch size.
 
-    `peak_bytes` is tracemalloc's peak during the call; `work_bytes` subtracts the output array,
-    which every fix must return, leaving the temporaries the fix chose to create.
+    `seconds` is the fastest of the rounds timed (BLAS on one thread); `peak_bytes` is
+    tracemalloc's peak during the call; `work_bytes` subtracts the output array, which every
+    fix must return, leaving the temporaries the fix chose to create.
     """
 
     fix: str
@@ -74,13 +81,19 @@ def make_problem(batch: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.
     return rng.normal(size=(batch, 4, 8)), rng.normal(size=(8, 8)), rng.normal(size=(batch, 4, 8))
 
 
-def _median_seconds(fix: Fix, args: tuple[np.ndarray, ...], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fix(*args)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def _fastest_seconds(
+    fixes: dict[str, Fix], args: tuple[np.ndarray, ...], repeats: int
+) -> dict[str, float]:
+    """Each fix's fastest of `repeats` rounds, the fixes taking turns within a round, with
+    numpy's BLAS on one thread."""
+    fastest = dict.fromkeys(fixes, float("inf"))
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(repeats):
+            for name, fix in fixes.items():
+                start = time.perf_counter()
+                fix(*args)
+                fastest[name] = min(fastest[name], time.perf_counter() - start)
+    return fastest
 
 
 def _peak_bytes(fix: Fix, args: tuple[np.ndarray, ...]) -> tuple[int, int]:
@@ -96,19 +109,21 @@ def _peak_bytes(fix: Fix, args: tuple[np.ndarray, ...]) -> tuple[int, int]:
 
 
 def measure_fixes(batch_sizes: Iterable[int], repeats: int = 5) -> list[Measurement]:
-    """Time (median of `repeats`) and peak memory of every fix at every batch size."""
+    """Time (fastest of `repeats` rounds, BLAS on one thread) and peak memory of every fix at
+    every batch size."""
     rows = []
     for batch in batch_sizes:
         args = make_problem(batch)
+        seconds = _fastest_seconds(FIXES, args, repeats)
         for name, fix in FIXES.items():
-            seconds = _median_seconds(fix, args, repeats)
             peak, work = _peak_bytes(fix, args)
-            rows.append(Measurement(name, batch, seconds, peak, work))
+            rows.append(Measurement(name, batch, seconds[name], peak, work))
     return rows
 
 
 def plot_fixes(rows: list[Measurement]):
-    """Two panels against batch size, log axes: median time, and peak memory of the call.
+    """Two panels against batch size, log axes: time (fastest round), and peak memory of the
+    call.
 
     The memory panel also draws the output's own size: whatever sits above that line is
     temporaries the fix chose to create.
@@ -125,7 +140,7 @@ def plot_fixes(rows: list[Measurement]):
     out_bytes = [r.peak_bytes - r.work_bytes for r in out_rows]
     ax_m.plot([r.batch for r in out_rows], out_bytes, "k--", lw=1, label="output alone")
     for ax, ylabel, title in (
-        (ax_t, "median seconds", "time for out and grad_W"),
+        (ax_t, "seconds (fastest round)", "time for out and grad_W"),
         (ax_m, "peak bytes (tracemalloc)", "peak memory during the call"),
     ):
         ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel=ylabel, title=title)
