@@ -46,6 +46,35 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # own, met in every submission) are remembered, without their trees.
 SLICED_LIMIT = 512 * 1024
 CACHED_LIMIT = 16 * 1024
+# Builtins whose methods, and the methods of what they return, change nothing a cell reads
+# (`str(err).split(", ")` makes a new string; `dict.fromkeys(...)` a new dict): a statement
+# calling one is not kept for it, unless the notebook binds that name itself. Without this,
+# an answer that reads `str` or `list` (`isinstance(v, list)`) kept every demo statement
+# that formats a string, and with them the imports those demos read: chapter 04's setup
+# cell then ran `import jax`, which a TensorFlow child refuses, before `import tensorflow
+# as tf`, and a right answer scored 0 with "name 'tf' is not defined".
+FRESH_BUILTINS = frozenset(
+    {
+        "str",
+        "repr",
+        "format",
+        "int",
+        "float",
+        "bool",
+        "complex",
+        "bytes",
+        "list",
+        "tuple",
+        "dict",
+        "set",
+        "frozenset",
+        "sorted",
+        "len",
+        "abs",
+        "round",
+        "range",
+    }
+)
 SCOPES = (
     ast.FunctionDef,
     ast.AsyncFunctionDef,
@@ -79,6 +108,10 @@ def _sliced(cells: list[str], exercise_cells: set[int], names: list[str]) -> lis
     whole = {i for i, cell in enumerate(analysed) if cell is None or i + 1 in exercise_cells}
     needed = set(names).union(*(analysed[i].reads for i in whole if analysed[i] is not None))
     modules = set().union(*(cell.imported for cell in analysed if cell is not None))
+    bound = set().union(
+        *(s.binds for cell in analysed if cell is not None for s in cell.statements)
+    )
+    modules |= FRESH_BUILTINS - bound  # called on, never changed (see FRESH_BUILTINS)
     kept: set[tuple[int, int]] = set()
     changed = True
     while changed:  # a kept statement may need a name bound in a later cell

@@ -56,6 +56,21 @@ def test_names_bound_later_and_writes_into_needed_objects_are_found():
     assert out[7] == CELLS[7]  # helper_after, defined after the cell that calls it
 
 
+def test_a_string_method_in_a_demo_keeps_nothing_for_an_answer_that_reads_str():
+    """Before, `str(err).split(...)` counted as a change to `str`: an answer that reads `str`
+    kept the demo, the imports it reads with it, and a TensorFlow child refused `import jax`
+    in the setup cell before `import tensorflow as tf` (a right answer of chapter 04 scored 0)."""
+    cells = [
+        "import jax\nimport tensorflow as tf",
+        "try:\n    jax.numpy.zeros(1)\nexcept TypeError as err:\n    print(str(err).split(',')[0])",
+        "def answer(v):\n    return tf.identity(v) if not isinstance(v, str) else v",
+    ]
+    out = needed_cells(cells, {3}, ["answer"])
+    assert out[0].split("\n") == ["", "import tensorflow as tf"] and out[1].strip() == ""
+    rebinds = ["import jax", "str = MyString\nstr(1).register(jax)", cells[2]]
+    assert "register" in needed_cells(rebinds, {3}, ["answer"])[1]  # the notebook's own str
+
+
 def test_a_cell_that_does_not_parse_is_kept_whole_so_its_error_is_reported():
     assert sliced()[8] == CELLS[8]
 
