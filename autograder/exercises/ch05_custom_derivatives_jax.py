@@ -1,47 +1,58 @@
 """Chapter 05 exercises: custom derivatives in JAX.
 
-* `log1pexp(x)`: a stable softplus with a `jax.custom_jvp` rule (checked to second order);
-* `clip_gradient(lo, hi, x)`: the identity going forward, a clipped cotangent going backward
-  (`jax.custom_vjp`, or `jax.custom_gradient`);
+* `soft_threshold(x)`: sign(x) * max(|x| - 1, 0) with a `jax.custom_jvp` rule that fixes the
+  derivative at the kinks x = +-1 (0 there: the dead zone [-1, 1] includes its ends), where
+  JAX's derivative of the composed formula is 0.5 (a tie in `jnp.maximum`) and TensorFlow's 1;
+* `softmax_entropy(logits)`: the entropy of each row's softmax, with a `jax.custom_vjp` (or
+  custom_jvp) rule the learner derives, finite for logits of +-1000 where the naive formula and
+  its derivative are NaN;
 * `argmax_ste(logits)`: a straight-through one-hot, written with `jax.lax.stop_gradient`: the
   one-hot of each row's argmax going forward; going backward, a VJP given as a formula (g minus
   its row mean), whose surrogate the learner derives (chapter 04's STE is for `round` with
   `tf.stop_gradient`; the notebook's demo is for `floor` with the identity as surrogate).
 
-The case builders, learner-function builders, hints and elementwise references are shared with
-chapter 06 (autograder/exercises/common.py).
+Neither of the first two is in the JAX custom-derivatives tutorial (whose worked examples,
+`log1pexp` and `clip_gradient`, these replace). Their invokes (autograder/harness/
+ch05_custom_derivatives_jax.py) refuse, with the values right, a function that has no custom
+rule: the values of both can be had from a formula JAX differentiates by itself, and the
+exercise is the rule.
 
-Each exercise's invoke (autograder/harness/ch05_custom_derivatives_jax.py) runs the learner's
-function under `jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and `jax.grad` (twice for the custom_jvp
-ones) and returns numpy arrays. When JAX refuses a transformation, the invoke raises a ValueError
-naming the transformation and the likely mistake (a rule not linear in the tangent, residuals
-closing over tracers, a bwd returning the wrong structure, ...). The references are JAX's own
-derivatives of a stable formula and a TensorFlow twin of the same function; the known wrong answers
-below are small JAX programs a learner would write, run through the same invoke.
+The case builders, learner-function builders and hints are shared with chapter 06
+(autograder/exercises/common.py).
+
+Each exercise's invoke runs the learner's function under `jax.jit`, `jax.vjp` and, where they
+apply, `jax.jvp`, `jax.vmap` and `jax.grad` (twice for the custom_jvp one), and returns numpy
+arrays. When JAX refuses a transformation, the invoke raises a ValueError naming the
+transformation and the likely mistake (a rule not linear in the tangent, residuals closing over
+tracers, a bwd returning the wrong structure, ...). The references are each framework's own
+derivatives of a formula with the same derivative (TensorFlow under tapes, JAX under its
+transformations); the known wrong answers below are small JAX programs a learner would write,
+run through the same invoke.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 from autograder.exercises.common import (
+    ELEMENTWISE_OUTPUTS,
     FWD_PRIMAL_HINT,
     built_learner,
     custom_jvp_learner,
     edges_at,
     elementwise_cases,
-    elementwise_references,
+    jax_elementwise,
     jax_hints,
     lazy_jax,
     menu_cases,
     primal_hints,
-    rng_array,
 )
-from autograder.judging.cases import Case, Shape
+from autograder.judging.cases import Case, Profile, Shape, dtype_and_shape, float_arrays
 from autograder.judging.derived import two_references
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
@@ -50,276 +61,386 @@ FRAMEWORKS = ("jax",)
 Fn = Callable[..., Any]
 
 
-# ---------------------------------------------------------------- log1pexp (custom_jvp)
+# ---------------------------------------------------------------- soft_threshold (custom_jvp)
 
 
-def _naive(jax: Any, x: Any) -> Any:  # log(1 + exp(x)) as on paper: exp(x) overflows
-    return jax.numpy.log(1 + jax.numpy.exp(x))
+def _kinks_and_between(dtype: np.dtype, shape: Shape) -> st.SearchStrategy[np.ndarray]:
+    """x with its elements at the kinks (+-1), at 0, or anywhere in [-3, 3]: a drawn float
+    almost never lands on a kink, where the convention is what is checked."""
+    elements = st.one_of(
+        st.sampled_from([-1.0, 1.0, 0.0]),
+        st.floats(-3.0, 3.0, width=dtype.itemsize * 8, allow_subnormal=False),
+    )
+    return hnp.arrays(dtype, shape, elements=elements, fill=st.nothing())
 
 
-def _stable(jax: Any, x: Any) -> Any:
-    return jax.numpy.logaddexp(x, 0.0)
+KINKS = [-2.0, -1.0, -0.5, 0.0, 1.0, 2.0]
+SOFT_THRESHOLD_EDGES = [  # x, its dtype, the label; t and g drawn
+    (KINKS, np.float32, "the kinks x = +-1 and the dead zone, float32"),
+    (KINKS, np.float64, "the kinks x = +-1 and the dead zone, float64"),
+    ([-1000.0, -1.25, 0.75, 1.0, 1.25, 1000.0], np.float32, "far from the kinks, and x = 1"),
+]
 
 
-def _naive_slope(jax: Any, x: Any, t: Any) -> Any:
-    return jax.numpy.exp(x) / (1 + jax.numpy.exp(x)) * t
+def _soft_threshold_formula(where: Fn, sign: Fn, absolute: Fn, zeros_like: Fn, v: Any) -> Any:
+    """A formula with the convention's derivative in both frameworks: where picks 0 (whose
+    derivative is 0) on the dead zone, ends included."""
+    return where(absolute(v) > 1, v - sign(v), zeros_like(v))
 
 
-def _sigmoid_slope(jax: Any, x: Any, t: Any) -> Any:
-    return jax.nn.sigmoid(x) * t
+def _soft_threshold_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    """TensorFlow's derivatives of the formula: nested tapes and a ForwardAccumulator; an
+    unconnected derivative (where's mask has none) is 0, as JAX gives it."""
+    x, t, g = (tf.constant(v) for v in case.values())
+
+    def f(v: Any) -> Any:
+        return _soft_threshold_formula(tf.where, tf.sign, tf.abs, tf.zeros_like, v)
+
+    zero = tf.UnconnectedGradients.ZERO
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = f(x)
+        grad = tape.gradient(y, x, unconnected_gradients=zero)
+    vjp = tape.gradient(y, x, output_gradients=g, unconnected_gradients=zero)
+    second = outer.gradient(grad, x, unconnected_gradients=zero)
+    with tf.autodiff.ForwardAccumulator(x, t) as accumulator:
+        jvp_primal = f(x)
+    jvp = accumulator.jvp(jvp_primal, unconnected_gradients=zero)
+    return tuple(v.numpy() for v in (y, jvp_primal, jvp, y, vjp, grad, second))
 
 
-def _log1pexp(tangent: Fn, value: Fn = _stable, rule_primal: Fn | None = None) -> Fn:
-    """A learner's log1pexp: `value` going forward, `tangent(jax, x, t)` in its JVP rule."""
+def _soft_threshold_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    jnp = jax.numpy
+
+    def f(v: Any) -> Any:
+        return _soft_threshold_formula(jnp.where, jnp.sign, jnp.abs, jnp.zeros_like, v)
+
+    return jax_elementwise(jax, f, ELEMENTWISE_OUTPUTS, arrays)
+
+
+def _composed(jax: Any, x: Any) -> Any:  # the formula as on paper: a tie in maximum at +-1
+    jnp = jax.numpy
+    return jnp.sign(x) * jnp.maximum(jnp.abs(x) - 1, 0)
+
+
+def _soft_threshold(tangent: Fn) -> Fn:
+    """A learner's soft_threshold: the composed value, `tangent(jnp, x, t)` in its JVP rule."""
     return custom_jvp_learner(
-        "log1pexp", value, lambda jax, f, x, t: tangent(jax, x, t), rule_primal
+        "soft_threshold", _composed, lambda jax, f, x, t: tangent(jax.numpy, x, t)
     )
 
 
-RULE_PRIMAL_HINT = (
-    "The primal output of your JVP rule (the first value it returns) is not log1pexp(x): "
-    "jax.jvp, jax.vjp and jax.grad take the primal from the rule, not from the function, "
-    "so a rule that returns log(1 + exp(x)) overflows to inf for large x even when "
-    "log1pexp itself is stable. Return log1pexp(x) from the rule."
-)
-NAN_AT_EDGES_HINT = (
-    "NaN or Inf at the edges: exp(x) overflows for large x (float32 above ~88), so "
-    "log(1 + exp(x)) is inf and exp(x) / (1 + exp(x)) is inf / inf = NaN. Rewrite the value "
-    "and the derivative so that exp only ever sees a number <= 0 (split off max(x, 0), or "
-    "divide above and below by exp(x) where x > 0), and check each at x = +-1000, its own "
-    "derivative too. If you chose a stable branch with jnp.where, JAX still differentiates "
-    "the other branch, and 0 * NaN is NaN: every branch must stay finite."
-)
-LOG1PEXP_OUTPUTS = ("value", "jvp_primal", "jvp", "vjp_primal", "vjp", "grad", "second_derivative")
-LARGE = [-1000.0, -100.0, -0.5, 0.0, 100.0, 1000.0]
-LOG1PEXP_EDGES = [  # x, its dtype, the label; t and g drawn
-    (LARGE, np.float32, "x = +-100, +-1000, float32"),
-    (LARGE, np.float64, "x = +-100, +-1000, float64"),
-    ([-88.0, -30.0, -1.0, 1.0, 30.0, 89.0], np.float32, "around float32's exp overflow"),
-]
+def _composed_learner() -> Fn:
+    """No custom rule: JAX differentiates the composed formula."""
+    return built_learner("soft_threshold", "x", lambda: lambda x: _composed(lazy_jax(), x))
 
-LOG1PEXP = Exercise(
-    signature="log1pexp(x) -> y, a jax.custom_jvp function with its JVP rule",
+
+ST_RULE_PRIMAL_HINT = (
+    "The primal output of your JVP rule (the first value it returns) is not soft_threshold(x): "
+    "jax.jvp, jax.vjp and jax.grad take the primal from the rule, not from the function. "
+    "Return soft_threshold(x) from the rule."
+)
+DEAD_ZONE_ENDS = "The exercise puts the ends in the dead zone: a derivative of 0 at x = +-1."
+
+SOFT_THRESHOLD = Exercise(
+    signature="soft_threshold(x) -> y, a jax.custom_jvp function with its JVP rule",
     nudge=(
-        "For large x the naive formula overflows: rewrite both the value and its derivative so that"
-        " exp only sees numbers that are not large and positive. The JVP rule's first output is the"
-        " primal, and it must be stable too."
+        "Where is the function flat, and where does it rise with slope one? The two kinks belong "
+        "to one side by the exercise's convention: say so in the rule, so that the derivative no "
+        "longer depends on how the value is written."
     ),
-    outputs=LOG1PEXP_OUTPUTS,
-    cases=elementwise_cases(x=40.0, t=10.0, g=10.0),
-    edges=lambda: edges_at(5, "x", LOG1PEXP_EDGES, "t", "g"),
-    reference=elementwise_references(
-        tf=lambda tf: tf.math.softplus,
-        jax=lambda jax: lambda v: jax.numpy.logaddexp(v, jax.numpy.zeros_like(v)),
-        outputs=LOG1PEXP_OUTPUTS,
+    outputs=ELEMENTWISE_OUTPUTS,
+    cases=elementwise_cases(x=_kinks_and_between, t=10.0, g=10.0),
+    edges=lambda: edges_at(5, "x", SOFT_THRESHOLD_EDGES, "t", "g"),
+    reference=two_references(
+        tf=_soft_threshold_tf,
+        jax=_soft_threshold_jax,
         why=(
-            "value, JVP, VJP, gradient and second derivative: TensorFlow's from a "
-            "ForwardAccumulator and nested tapes, JAX's from jax.jvp, jax.vjp and two jax.grad"
+            "the convention's formula, a where whose mask has no derivative: TensorFlow calls "
+            "that derivative unconnected (asked for as 0), JAX gives 0"
         ),
     ),
     references_text=(
-        "JAX's derivatives of its own stable softplus and TensorFlow's of tf.math.softplus "
-        "(value, JVP, VJP, vmap of grad, second derivative)"
+        "JAX's and TensorFlow's derivatives of where(|x| > 1, x - sign(x), 0) (value, JVP, VJP, "
+        "vmap of grad, second derivative)"
     ),
-    invoke="ch05_custom_derivatives_jax:invoke_log1pexp",
+    invoke="ch05_custom_derivatives_jax:invoke_soft_threshold",
     frameworks=FRAMEWORKS,
     mistakes=(
-        Mistake("naive_value", NAN_AT_EDGES_HINT, _log1pexp(_sigmoid_slope, _naive)),
-        Mistake("naive_both", NAN_AT_EDGES_HINT, _log1pexp(_naive_slope, _naive)),
-        Mistake("naive_tangent", NAN_AT_EDGES_HINT, _log1pexp(_naive_slope)),
         Mistake(
-            "naive_rule_primal", RULE_PRIMAL_HINT, _log1pexp(_sigmoid_slope, rule_primal=_naive)
+            "composed_without_rule",
+            "Your derivative at x = +-1 is 0.5: there abs(x) - 1 and 0 tie inside jnp.maximum, "
+            "and JAX splits a tie between the two arguments half and half. "
+            + DEAD_ZONE_ENDS
+            + " State it in a jax.custom_jvp rule.",
+            _composed_learner(),
+        ),
+        Mistake(
+            "live_ends",
+            "Your derivative at x = +-1 is 1: your rule counts the kinks outside the dead zone "
+            "(as TensorFlow's derivative of the composed formula does: tf.maximum gives a tie "
+            "to its first argument). " + DEAD_ZONE_ENDS,
+            _soft_threshold(lambda jnp, x, t: jnp.where(jnp.abs(x) >= 1, t, 0.0)),
         ),
         Mistake(
             "ignores_tangent",
-            "The tangent output must be the derivative TIMES the input "
-            "tangent t, not the derivative alone.",
-            _log1pexp(lambda jax, x, t: jax.nn.sigmoid(x) + 0 * t),
+            "The tangent output must be the derivative TIMES the input tangent t, not the "
+            "derivative alone.",
+            _soft_threshold(lambda jnp, x, t: jnp.where(jnp.abs(x) > 1, 1.0, 0.0) + 0 * t),
         ),
         Mistake(
-            "affine_tangent",
-            "Your JVP rule is not linear in the tangent (it adds a constant): a JVP maps a tangent "
-            "t to (derivative) * t, so t = 0 must give 0. Reverse mode silently drops the "
-            "constant, forward mode does not, so the two disagree.",
-            _log1pexp(lambda jax, x, t: jax.nn.sigmoid(x) * t + 1),
+            "straight_through",
+            "Your derivative is 1 inside the dead zone too: soft_threshold is 0 on the whole of "
+            "[-1, 1], so its derivative there is 0.",
+            _soft_threshold(lambda jnp, x, t: t),
         ),
         Mistake(
-            "wrong_derivative",
-            "The derivative of log(1 + exp(x)) is exp(x) / (1 + exp(x)) = "
-            "sigmoid(x), not sigmoid(-x).",
-            _log1pexp(lambda jax, x, t: jax.nn.sigmoid(-x) * t),
+            "slope_follows_sign",
+            "Your derivative is -1 for x < -1: there soft_threshold(x) is x + 1, which rises with "
+            "x, so its slope is +1 on both sides.",
+            _soft_threshold(lambda jnp, x, t: jnp.where(jnp.abs(x) > 1, jnp.sign(x) * t, 0.0)),
         ),
     ),
     hints_by_kind=jax_hints(
-        primal_hints(("jvp_primal", "vjp_primal"), RULE_PRIMAL_HINT),
-        value="Right shape, wrong numbers: log1pexp(x) is log(1 + exp(x)), and its JVP rule "
-        "returns (log1pexp(x), the derivative exp(x) / (1 + exp(x)) times t), each "
-        "written so that it never overflows.",
-        nonfinite=NAN_AT_EDGES_HINT,
-        dtype="Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python "
-        "floats (weakly typed), not float64 numpy arrays.",
+        primal_hints(("jvp_primal", "vjp_primal"), ST_RULE_PRIMAL_HINT),
+        value="Right shape, wrong numbers: soft_threshold(x) is 0 on [-1, 1], x - 1 above it "
+        "and x + 1 below it; its JVP rule returns (soft_threshold(x), the derivative times t), "
+        "the derivative being 0 at x = +-1.",
+        dtype="Keep x's dtype: build constants with jnp.zeros_like(x) or plain Python floats "
+        "(weakly typed), not float64 numpy arrays.",
     ),
 )
 
 
-# ---------------------------------------------------------------- clip_gradient (custom_vjp)
+# ---------------------------------------------------------------- softmax_entropy (custom_vjp)
 
 
-# x is 2-D (the check vmaps the VJP over rows), each shape in one dtype (cases.
-# dtype_and_shape): one element and a non-square block in float32, one row in float64, and
-# when grading, one column in float64, a taller block in float32 and a wider one in float64.
-CLIP_SHAPES: tuple[Shape, ...] = ((1, 1), (1, 5), (3, 4))
-CLIP_GRADING: tuple[Shape, ...] = ((4, 1), (7, 2), (2, 9))
-# lo and hi are static (nondiff_argnums): each pair compiles the learner's function again, so
-# they come from a short list, mostly asymmetric (a rule that clips to [-hi, hi] fails).
-CLIP_BOUNDS = ((-0.1, 0.2), (-0.5, 1.5), (-1.0, 1.0), (-2.5, 0.5))
+# logits are 2-D (rows of classes), each shape in one dtype: one class (the entropy is 0), a
+# row, a block; when grading, more rows, a longer row, two classes. g has one entry per row.
+ENTROPY_SHAPES: tuple[Shape, ...] = ((2, 1), (1, 5), (3, 4))
+ENTROPY_GRADING: tuple[Shape, ...] = ((6, 3), (1, 9), (4, 2))
 
 
-def clip_bounds(shape: Shape) -> tuple[float, float]:
-    """The bounds of every case of this shape: one pair each, so a submission's
-    clip_gradient is compiled once per shape (6 programs when grading), not once per
-    bounds, shape and dtype (20 of a possible 48 were drawn, 27 ms each). The shapes of
-    the menu take the pairs in turn, so every pair is met, each dtype with two of them."""
-    shapes = (*CLIP_SHAPES, *CLIP_GRADING)
-    return CLIP_BOUNDS[shapes.index(shape) % len(CLIP_BOUNDS)]
+def _entropy_cases(profile: Profile) -> st.SearchStrategy[Case]:
+    @st.composite
+    def cases(draw: st.DrawFn) -> Case:
+        dtype, shape = draw(dtype_and_shape(profile, ENTROPY_SHAPES, ENTROPY_GRADING))
+        return Case(
+            (
+                ("logits", draw(float_arrays(dtype, shape, 30.0))),
+                ("g", draw(float_arrays(dtype, shape[:-1], 10.0))),
+            )
+        )
+
+    return cases()
 
 
-def _bounds(shape: Shape) -> tuple[tuple[str, float], ...]:
-    return tuple(zip(("lo", "hi"), clip_bounds(shape), strict=True))
+ENTROPY_EDGES = [  # logits, their dtype, the label; g drawn, one per row
+    (
+        [[1000.0, -1000.0, 0.0, 999.0], [-1000.0, -999.0, -1000.0, -998.0], [3.0, -2.0, 0.5, 1.0]],
+        np.float32,
+        "logits of +-1000, float32",
+    ),
+    ([[745.0, 0.0, 0.0, -745.0, 1.0]], np.float64, "logits of +-745, float64"),
+    ([[0.5], [-700.0]], np.float32, "one class: the entropy is zero"),
+]
 
 
-def _clip_edges() -> list[Case]:
-    rng = np.random.default_rng(6)
-    shapes = [  # in their dtype, with their bounds from the menu: they compile nothing more
-        ((3, 4), np.float32, "clip to [-1, 1]"),
-        ((4, 1), np.float64, "an asymmetric interval [-2.5, 0.5], float64"),
-        ((1, 1), np.float32, "a single element"),
-        ((1, 5), np.float64, "one row, float64"),
-    ]
+def _entropy_edges() -> list[Case]:
+    rng = np.random.default_rng(11)
     return [
         Case(
             (
-                *_bounds(shape),
-                ("x", rng_array(rng, shape, dtype, 3.0, 2)),
-                ("g", rng_array(rng, shape, dtype, 6.0, 2)),
+                ("logits", np.asarray(logits, dtype)),
+                ("g", np.asarray(rng.uniform(-3, 3, len(logits)).round(2), dtype)),
             ),
             label=label,
         )
-        for shape, dtype, label in shapes
+        for logits, dtype, label in ENTROPY_EDGES
     ]
 
 
-def _clip_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
-    lo, hi, x_np, g_np = case.values()
-    x, g = tf.constant(x_np), tf.constant(g_np)
+def _entropy_formula(softmax: Fn, log_softmax: Fn, total: Fn, v: Any) -> Any:
+    return -total(softmax(v) * log_softmax(v))
 
-    @tf.custom_gradient
-    def clip_gradient(v: Any) -> Any:
-        return tf.identity(v), lambda g: tf.clip_by_value(g, lo, hi)
 
+def _entropy_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    logits, g = (tf.constant(v) for v in case.values())
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = clip_gradient(x)
-        chained = tf.reduce_sum(g * tf.sin(clip_gradient(3 * x)))
-    vjp = tape.gradient(y, x, output_gradients=g)
-    # Row by row, each row's VJP is that row of the whole VJP (the rule is elementwise).
+        tape.watch(logits)
+        y = _entropy_formula(
+            tf.nn.softmax, tf.nn.log_softmax, lambda v: tf.reduce_sum(v, axis=-1), logits
+        )
+    vjp = tape.gradient(y, logits, output_gradients=g)
+    # Row by row, each row's VJP is that row of the whole VJP (each row's entropy is its own).
     rows = tf.stack(
         [
-            tape.gradient(y, x, output_gradients=g * mask)[i]
-            for i, mask in enumerate(tf.eye(x.shape[0], dtype=x.dtype)[:, :, None])
+            tape.gradient(y, logits, output_gradients=g * mask)[i]
+            for i, mask in enumerate(tf.eye(logits.shape[0], dtype=logits.dtype))
         ]
     )
-    return y.numpy(), y.numpy(), vjp.numpy(), rows.numpy(), tape.gradient(chained, x).numpy()
+    return y.numpy(), y.numpy(), vjp.numpy(), rows.numpy()
 
 
-def _clip_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
-    jnp = jax.numpy
-    lo, hi, x, g = params["lo"], params["hi"], arrays["x"], arrays["g"]
-    y, identity_vjp = jax.vjp(lambda v: v, x)
-    clipped = jnp.clip(identity_vjp(g)[0], lo, hi)
-    # d/dx sum(g * sin(clip_gradient(3x))): the cotangent reaching clip_gradient is
-    # g * cos(3x), from JAX's VJP of sin; it is clipped, then multiplied by 3.
-    (at_clip,) = jax.vjp(jnp.sin, 3 * x)[1](g)
-    (chained,) = jax.vjp(lambda v: 3 * v, x)[1](jnp.clip(at_clip, lo, hi))
-    return y, y, clipped, clipped, chained
+def _entropy_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    def entropy(v: Any) -> Any:
+        return _entropy_formula(
+            lambda u: jax.nn.softmax(u, axis=-1),
+            lambda u: jax.nn.log_softmax(u, axis=-1),
+            lambda u: jax.numpy.sum(u, axis=-1),
+            v,
+        )
+
+    logits, g = arrays["logits"], arrays["g"]
+    y, pullback = jax.vjp(entropy, logits)
+    rows = jax.vmap(lambda r, rg: jax.vjp(entropy, r)[1](rg)[0])(logits, g)
+    return y, y, pullback(g)[0], rows
 
 
-def _clip(backward: Fn) -> Fn:
-    """A learner's clip_gradient: a custom_vjp (lo and hi in nondiff_argnums), the identity
-    going forward, `backward(jnp, lo, hi, g)` the cotangent of x."""
+def _stable_entropy(jax: Any, v: Any) -> Any:
+    p, log_p = jax.nn.softmax(v, axis=-1), jax.nn.log_softmax(v, axis=-1)
+    return -jax.numpy.sum(p * log_p, axis=-1)
+
+
+def _naive_probabilities(jax: Any, v: Any) -> Any:  # as on paper: exp overflows at 1000
+    e = jax.numpy.exp(v)
+    return e / jax.numpy.sum(e, axis=-1, keepdims=True)
+
+
+def _naive_entropy(jax: Any, v: Any) -> Any:
+    p = _naive_probabilities(jax, v)
+    return -jax.numpy.sum(p * jax.numpy.log(p), axis=-1)
+
+
+def _entropy_cotangent(probabilities: Fn, logs: Fn, sign: float = -1.0, entropy: bool = True):
+    """sign * p * (log p + H) * g for each row, from these p and log p (jax, v)."""
+
+    def cotangent(jax: Any, v: Any, g: Any) -> Any:
+        p, log_p = probabilities(jax, v), logs(jax, v)
+        h = -jax.numpy.sum(p * log_p, axis=-1, keepdims=True) if entropy else 0.0
+        return sign * p * (log_p + h) * g[..., None]
+
+    return cotangent
+
+
+def _softmax(jax: Any, v: Any) -> Any:
+    return jax.nn.softmax(v, axis=-1)
+
+
+def _log_softmax(jax: Any, v: Any) -> Any:
+    return jax.nn.log_softmax(v, axis=-1)
+
+
+def _naive_log(jax: Any, v: Any) -> Any:
+    return jax.numpy.log(_naive_probabilities(jax, v))
+
+
+def _log_of_softmax(jax: Any, v: Any) -> Any:  # a stable softmax, then its log: log(0) at 1000
+    return jax.numpy.log(jax.nn.softmax(v, axis=-1))
+
+
+def _entropy(value: Fn, cotangent: Fn) -> Fn:
+    """A learner's softmax_entropy: a custom_vjp, value(jax, v) going forward (fwd too, the
+    logits its residuals), cotangent(jax, v, g) the logits' cotangent in bwd."""
 
     def build() -> Fn:
         jax = lazy_jax()
 
-        @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-        def clip_gradient(lo: float, hi: float, x: Any) -> Any:
-            return x
+        @jax.custom_vjp
+        def softmax_entropy(logits: Any) -> Any:
+            return value(jax, logits)
 
-        def bwd(lo: float, hi: float, residuals: Any, g: Any) -> Any:
-            return (backward(jax.numpy, lo, hi, g),)
+        def bwd(logits: Any, g: Any) -> tuple[Any]:
+            return (cotangent(jax, logits, g),)
 
-        clip_gradient.defvjp(lambda lo, hi, x: (x, None), bwd)
-        return clip_gradient
+        softmax_entropy.defvjp(lambda logits: (value(jax, logits), logits), bwd)
+        return softmax_entropy
 
-    return built_learner("clip_gradient", "lo, hi, x", build)
+    return built_learner("softmax_entropy", "logits", build)
 
 
-CLIP_GRADIENT = Exercise(
-    signature="clip_gradient(lo, hi, x) -> x, whose cotangent is clipped to [lo, hi]",
-    nudge=(
-        "Which of the two passes should change anything here, and what does the backward rule need "
-        "from the forward one? Think about each element of the cotangent on its own."
+ENTROPY_NAN_HINT = (
+    "NaN or Inf at the edges: with logits around 1000, exp overflows (inf / inf is NaN), and "
+    "where a probability underflows to 0, log(0) * 0 is NaN too. Never take the log of a "
+    "probability: compute log p as v - logsumexp(v) (jax.nn.log_softmax), and p as exp(log p), "
+    "in the value and in bwd alike."
+)
+
+SOFTMAX_ENTROPY = Exercise(
+    signature=(
+        "softmax_entropy(logits) -> the entropy of softmax(logits) over the last axis, one per "
+        "row, a jax.custom_vjp function with its rule"
     ),
-    outputs=("value", "vjp_primal", "vjp", "vmap_vjp", "chained_grad"),
-    cases=menu_cases(CLIP_SHAPES, CLIP_GRADING, params=_bounds, x=3.0, g=10.0),
-    edges=_clip_edges,
+    nudge=(
+        "Keep every quantity in log space until the last moment, so that nothing overflows or "
+        "multiplies zero by infinity. On paper, remember that each probability depends on every "
+        "logit of its row; the forward pass can save what the backward pass will need."
+    ),
+    outputs=("value", "vjp_primal", "vjp", "vmap_vjp"),
+    cases=_entropy_cases,
+    edges=_entropy_edges,
     reference=two_references(
-        tf=_clip_tf,
-        jax=_clip_jax,
+        tf=_entropy_tf,
+        jax=_entropy_jax,
         why=(
-            "a clipped cotangent is no forward's derivative: each framework clips its own "
-            "cotangents, also chained through sin(3x)"
+            "the VJP of each row on its own: JAX maps a row's VJP with jax.vmap, TensorFlow "
+            "masks the cotangent row by row"
         ),
     ),
     references_text=(
-        "jnp.clip of JAX's own cotangents, and a tf.custom_gradient twin under tf.GradientTape"
+        "JAX's and TensorFlow's derivatives of -sum(softmax(v) * log_softmax(v)) over the last "
+        "axis (value, VJP, VJP of each row)"
     ),
-    invoke="ch05_custom_derivatives_jax:invoke_clip_gradient",
+    invoke="ch05_custom_derivatives_jax:invoke_softmax_entropy",
     frameworks=FRAMEWORKS,
     mistakes=(
         Mistake(
-            "clips_primal",
-            "You clipped the VALUE x going forward. clip_gradient returns x "
-            "unchanged; only the cotangent flowing backward is clipped, in bwd.",
-            lambda lo, hi, x: lazy_jax().numpy.clip(x, lo, hi),
+            "naive_both",
+            ENTROPY_NAN_HINT,
+            _entropy(_naive_entropy, _entropy_cotangent(_naive_probabilities, _naive_log)),
+        ),
+        Mistake(
+            "log_of_probabilities",
+            ENTROPY_NAN_HINT,
+            _entropy(_stable_entropy, _entropy_cotangent(_softmax, _log_of_softmax)),
+        ),
+        Mistake(
+            "misses_the_shared_term",
+            "Your cotangent misses the part every class of a row shares: a probability depends on "
+            "every logit of its row (the derivative of p_j with respect to v_i is "
+            "p_j * (delta_ij - p_i)), so the entropy's derivative is -p * (log p + H), H the "
+            "row's entropy, not -p * log p.",
+            _entropy(_stable_entropy, _entropy_cotangent(_softmax, _log_softmax, entropy=False)),
+        ),
+        Mistake(
+            "wrong_sign",
+            "Your cotangent has the wrong sign: the entropy is MINUS sum(p * log p), and the "
+            "minus stays in its derivative.",
+            _entropy(_stable_entropy, _entropy_cotangent(_softmax, _log_softmax, sign=1.0)),
         ),
         Mistake(
             "ignores_cotangent",
-            "bwd must clip the incoming cotangent g itself (jnp.clip(g, "
-            "lo, hi)); your result does not depend on g.",
-            _clip(lambda jnp, lo, hi, g: jnp.clip(jnp.ones_like(g), lo, hi)),
-        ),
-        Mistake(
-            "clip_by_norm",
-            "This exercise clips each element of the cotangent to [lo, hi] "
-            "(jnp.clip), not its norm.",
-            _clip(
-                lambda jnp, lo, hi, g: (
-                    g * jnp.minimum(1.0, hi / jnp.maximum(jnp.linalg.norm(g), 1e-12))
-                )
+            "Your cotangent of the logits does not depend on g: bwd must multiply each row's "
+            "derivative by that row's entry of the incoming cotangent g.",
+            _entropy(
+                _stable_entropy,
+                lambda jax, v, g: _entropy_cotangent(_softmax, _log_softmax)(
+                    jax, v, jax.numpy.ones_like(g)
+                ),
             ),
-        ),
-        Mistake(
-            "symmetric_clip",
-            "Your cotangent is clipped to a symmetric range [-hi, hi]. The "
-            "bounds are lo and hi as given, and lo need not be -hi: jnp.clip(g, lo, hi).",
-            _clip(lambda jnp, lo, hi, g: jnp.clip(g, -hi, hi)),
         ),
     ),
     hints_by_kind=jax_hints(
         primal_hints(("vjp_primal",), FWD_PRIMAL_HINT),
-        value="Going forward clip_gradient is the identity; bwd returns "
-        "(jnp.clip(g, lo, hi),), the clipped cotangent, and nothing for lo and hi.",
+        value="Right shape, wrong numbers: the entropy of a row is -sum(p * log p), p its "
+        "softmax; bwd returns one cotangent per logit, each row's times that row's g.",
+        nonfinite=ENTROPY_NAN_HINT,
+        shape="softmax_entropy gives one number per row (the last axis summed away), and bwd "
+        "one cotangent per logit: expand g with g[..., None] before multiplying.",
+        dtype="Keep the logits' dtype: build constants with jnp.zeros_like or plain Python "
+        "floats (weakly typed), not float64 numpy arrays.",
     ),
 )
 
@@ -492,7 +613,7 @@ ARGMAX_STE = Exercise(
 )
 
 
-EXERCISES = (LOG1PEXP, CLIP_GRADIENT, ARGMAX_STE)
+EXERCISES = (SOFT_THRESHOLD, SOFTMAX_ENTROPY, ARGMAX_STE)
 
 PREDICTIONS = (
     Prediction(
@@ -509,6 +630,34 @@ PREDICTIONS = (
         "1 / (1 + inf) = 0 by exp(100) = inf: 0 * inf is nan.",
     ),
     Prediction(
+        name="ch05_maximum_tie",
+        question="At a tie, x = y = 1.0, what does jax.grad(jnp.maximum) (the derivative with "
+        "respect to x) return?",
+        choices={
+            "a": "1.0: the first argument wins the tie",
+            "b": "0.0: the second argument wins the tie",
+            "c": "0.5: the tie is split between the two arguments",
+            "d": "an error: maximum has no derivative at a tie",
+        },
+        answer="c",
+        why="JAX's derivative of maximum gives each argument half of the derivative where the "
+        "two are equal; other frameworks choose otherwise, as the next cell shows.",
+    ),
+    Prediction(
+        name="ch05_none_cotangent",
+        question="A custom_vjp scale(s, x) = s * x whose bwd returns (None, s * g): what does "
+        "jax.grad of sum(scale(s, x)) return for s?",
+        choices={
+            "a": "an error: None is not a cotangent",
+            "b": "0.0",
+            "c": "None",
+            "d": "nan",
+        },
+        answer="b",
+        why="JAX reads None in bwd's tuple as a zero cotangent of that argument's shape and "
+        "dtype: no error, no warning, and the loss's real dependence on s is dropped.",
+    ),
+    Prediction(
         name="ch05_floor_gradient",
         question="What does jax.grad(lambda x: jnp.floor(x).sum()) return at x = [0.3, 1.7, -2.5]?",
         choices={
@@ -520,5 +669,18 @@ PREDICTIONS = (
         answer="b",
         why="floor is flat between integers, so its derivative is 0 wherever it exists; JAX "
         "returns 0 (not an error), and learning through a step stops.",
+    ),
+    Prediction(
+        name="ch05_straight_through_rounding",
+        question="In float32, x = 3e7. What does x + stop_gradient(sign(x) - x) return, "
+        "going forward?",
+        choices={
+            "a": "1.0, which is sign(x)",
+            "b": "another number: the 1 is lost to rounding",
+            "c": "nan",
+        },
+        answer="b",
+        why="float32 keeps about 7 significant digits, so 1 - 3e7 rounds to -3e7, and "
+        "x + (-3e7) is 0: x + (q - x) equals q only when q - x is exact.",
     ),
 )

@@ -7,7 +7,7 @@ numpy and the framework an exercise allows, and itself only relatively: never th
 grader, which the child must not see (it holds the references and the seed).
 
 An exercise names its invoke as "<module>:<function>"
-("ch05_custom_derivatives_jax:invoke_log1pexp"), a function `invoke(fn, *case_values)` of the
+("ch05_custom_derivatives_jax:invoke_soft_threshold"), a function `invoke(fn, *case_values)` of the
 chapter's module here; "" is a plain call `fn(*values)`. `invoker` resolves that name, the same way
 on both sides, and `learner_traceback` shows an error in the learner's own frames only. Nothing here
 names an exercise: what an invoke needs of the exercises (the reference implementations of those it
@@ -66,8 +66,8 @@ def plain_call(fn: Invoke, *args: Any) -> Any:
 
 
 def split_name(name: str) -> tuple[str, str]:
-    """("ch05_custom_derivatives_jax", "invoke_log1pexp") from
-    "ch05_custom_derivatives_jax:invoke_log1pexp"; a malformed name is refused
+    """("ch05_custom_derivatives_jax", "invoke_soft_threshold") from
+    "ch05_custom_derivatives_jax:invoke_soft_threshold"; a malformed name is refused
     when the exercise is declared, not when a learner's check first needs it."""
     module, colon, function = name.partition(":")
     if not (colon and module.isidentifier() and function.isidentifier()):

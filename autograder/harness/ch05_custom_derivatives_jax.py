@@ -3,16 +3,20 @@
 Chapter 06's invokes (ch06_implicit_callbacks_checkpointing) reuse its stages and helpers.
 
 Each invoke runs the learner's function under `jax.jit`, `jax.jvp`/`jax.vjp`, `jax.vmap` and
-`jax.grad` (twice for the custom_jvp ones) and returns numpy arrays. When JAX refuses a
+`jax.grad` (twice for the custom_jvp one) and returns numpy arrays. When JAX refuses a
 transformation, it raises a ValueError naming the transformation and the likely mistake (a
 rule not linear in the tangent, residuals closing over tracers, a bwd returning the wrong
-structure, ...).
+structure, ...). soft_threshold's and softmax_entropy's invokes then look for the custom rule
+in the traced program (`custom_rules`) and, where there is none, raise MethodNotFollowed with
+the values: both can be had from a formula JAX differentiates by itself, and the rule is the
+exercise.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import english
+from .method import MethodNotFollowed
 
 Fn = Callable[..., Any]
 
@@ -182,7 +187,7 @@ def numpy_arrays(values: Any) -> tuple[np.ndarray, ...]:
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _log1pexp_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
+def _elementwise_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
     return (
         stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
         *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (x,), (t,))),
@@ -195,23 +200,70 @@ def _log1pexp_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
     )
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _clip_program(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> tuple[Any, ...]:
-    def clipped(v: Any) -> Any:
-        return fn(lo, hi, v)
+@functools.partial(jax.jit, static_argnums=0)
+def _row_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
+    """A function of each row (the last axis) to one number: its value, its VJP, and the
+    VJP of each row on its own (a rule that only works on a whole batch fails there)."""
 
     def row_vjp(row: Any, row_g: Any) -> Any:
-        return jax.vjp(clipped, row)[1](row_g)[0]
+        return jax.vjp(fn, row)[1](row_g)[0]
 
     return (
-        stage("jax.jit(fn)(lo, hi, x)", lambda: clipped(x)),
-        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(clipped), x, g)),
-        stage("jax.jit(jax.vmap(VJP of each row))", lambda: jax.vmap(row_vjp)(x, g)),
-        stage(
-            "jax.jit(jax.grad(sum(g * sin(fn(lo, hi, 3 * x)))))",
-            lambda: jax.grad(lambda v: jnp.sum(g * jnp.sin(clipped(3 * v))))(x),
-        ),
+        stage("jax.jit(fn)(logits)", lambda: jax.jit(fn)(logits)),
+        *stage("jax.vjp(jax.jit(fn))", lambda: vjp_of(jax.jit(fn), logits, g)),
+        stage("jax.jit(jax.vmap(VJP of each row))", lambda: jax.vmap(row_vjp)(logits, g)),
     )
+
+
+# ---------------------------------------------------------------- a custom rule, or none
+
+
+_CUSTOM_RULES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _equations(jaxpr: Any) -> Iterator[Any]:
+    """Every equation of a jaxpr, inside the calls it makes too (jit, custom rules, loops)."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (tuple, list)) else (param,):
+                inner = getattr(sub, "jaxpr", None)
+                if inner is not None:
+                    yield from _equations(getattr(inner, "jaxpr", inner))
+
+
+def custom_rules(fn: Fn, x: Any) -> frozenset[str]:
+    """The custom-rule primitives ("custom_jvp_call", "custom_vjp_call") in jax.make_jaxpr(fn)(x),
+    once per function and input shape and dtype (tracing is most of a check's time)."""
+
+    def judge() -> frozenset[str]:
+        jaxpr = jax.make_jaxpr(fn)(x).jaxpr
+        return frozenset(
+            eqn.primitive.name
+            for eqn in _equations(jaxpr)
+            if eqn.primitive.name.startswith(("custom_jvp_call", "custom_vjp_call"))
+        )
+
+    key = (x.shape, str(x.dtype))
+    try:
+        known = _CUSTOM_RULES.setdefault(fn, {})
+    except TypeError:  # a callable that takes no weak reference: judge every time
+        return judge()
+    if key not in known:
+        known[key] = judge()
+    return known[key]
+
+
+NO_CUSTOM_JVP = (
+    "Right values, but {name} has no jax.custom_jvp rule: JAX derived the derivative from "
+    "how you wrote the value, so the convention at the kink depends on that writing. Decorate "
+    "{name} with @jax.custom_jvp and state the derivative in its rule."
+)
+NO_CUSTOM_RULE = (
+    "Right values, but {name} has no custom rule: JAX differentiated your stable formula by "
+    "itself. The exercise is to derive the backward pass: decorate {name} with "
+    "@jax.custom_vjp (or @jax.custom_jvp) and write the rule."
+)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -225,26 +277,36 @@ def _argmax_ste_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
 # ---------------------------------------------------------------- one invoke per exercise
 
 
-def invoke_log1pexp(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
+def invoke_soft_threshold(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
         x, t, g = jnp.asarray(x), jnp.asarray(t), jnp.asarray(g)
-        return numpy_arrays(
+        values = numpy_arrays(
             stage(
                 "running the compiled jit/jvp/vjp/grad program",
-                lambda: _log1pexp_program(fn, x, t, g),
+                lambda: _elementwise_program(fn, x, t, g),
             )
         )
+        rules = stage(
+            "looking for a custom rule in jax.make_jaxpr(fn)(x)", lambda: custom_rules(fn, x)
+        )
+    if "custom_jvp_call" not in rules:
+        raise MethodNotFollowed(english(NO_CUSTOM_JVP, name="soft_threshold"), values)
+    return values
 
 
-def invoke_clip_gradient(fn: Fn, lo: float, hi: float, x: Any, g: Any) -> tuple[np.ndarray, ...]:
+def invoke_softmax_entropy(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        x, g = jnp.asarray(x), jnp.asarray(g)
-        return numpy_arrays(
-            stage(
-                "running the compiled jit/vjp/vmap/grad program",
-                lambda: _clip_program(fn, lo, hi, x, g),
-            )
+        logits, g = jnp.asarray(logits), jnp.asarray(g)
+        values = numpy_arrays(
+            stage("running the compiled jit/vjp/vmap program", lambda: _row_program(fn, logits, g))
         )
+        rules = stage(
+            "looking for a custom rule in jax.make_jaxpr(fn)(logits)",
+            lambda: custom_rules(fn, logits),
+        )
+    if not rules:
+        raise MethodNotFollowed(english(NO_CUSTOM_RULE, name="softmax_entropy"), values)
+    return values
 
 
 def invoke_argmax_ste(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:

@@ -105,7 +105,7 @@ def verdict(
 ) -> Report:
     """The one way the outcome of a run becomes a Report, in the notebook and the grader.
     `stub` names the function whose NotImplementedError was met, when it is not `function`
-    itself (log1pexp's JVP rule, log1pexp_jvp)."""
+    itself (soft_threshold's JVP rule, soft_threshold_jvp)."""
     report = Report(exercise.name, function, PASSED, cases_checked, exercise.references_text)
     if unanswered:
         return replace(report, status=NOT_ANSWERED, cases_checked=0, stub=stub)

@@ -105,8 +105,9 @@ class Exercise:
     nudge: str = ""
     # How to call the learner's function on a case and turn its result into numpy arrays (e.g. under
     # a GradientTape, eagerly and in tf.function): the name of a function `invoke(fn, *values)` in
-    # the harness package, "<module>:<function>" ("ch05_custom_derivatives_jax:invoke_log1pexp"),
-    # which runs in the learner's kernel and in the grader's sandboxed child. Empty: `fn(*args)`.
+    # the harness package, "<module>:<function>"
+    # ("ch05_custom_derivatives_jax:invoke_soft_threshold"), which runs in the learner's kernel
+    # and in the grader's sandboxed child. Empty: `fn(*args)`.
     invoke: str = ""
     # Frameworks the learner's code may use in the grader's child ("tensorflow", "jax");
     # empty for a numpy exercise, where using either scores 0.

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from autograder.exercises.ch01_chain_rule import PREDICT_TAPE_GRADIENT
 from autograder.exercises.ch04_custom_gradient_tf import CLIP_COTANGENT_NORM
-from autograder.exercises.ch05_custom_derivatives_jax import CLIP_GRADIENT
+from autograder.exercises.ch05_custom_derivatives_jax import SOFT_THRESHOLD
 from autograder.exercises.ch06_implicit_callbacks_checkpointing import FIXED_POINT
 from autograder.exercises.ch07_jacobians import BATCH_JACOBIAN
 from tests.margins import CLEAR_MARGIN, of_dtype, worst_excess
@@ -69,19 +69,25 @@ def test_enough_fixed_point_iterations_pass():
     assert worst_excess(FIXED_POINT, fixed_point_iterating_bwd(300)) <= 1
 
 
-# ---------------------------------------------------------------- clip_gradient, symmetric clip
+# ---------------------------------------------------------------- soft_threshold, live kinks
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-def clip_symmetric(lo, hi, x):
-    return x
+@jax.custom_jvp
+def soft_threshold_live_ends(x):
+    return jnp.sign(x) * jnp.maximum(jnp.abs(x) - 1, 0)
 
 
-clip_symmetric.defvjp(lambda lo, hi, x: (x, None), lambda lo, hi, r, g: (jnp.clip(g, -hi, hi),))
+@soft_threshold_live_ends.defjvp
+def _live_ends_jvp(primals, tangents):
+    """Slope 1 on the kinks x = +-1 too: right everywhere but there."""
+    (x,), (t,) = primals, tangents
+    return soft_threshold_live_ends(x), jnp.where(jnp.abs(x) >= 1, t, jnp.zeros_like(t))
 
 
-def test_a_symmetric_clip_fails_clearly():
-    excess = worst_excess(CLIP_GRADIENT, clip_symmetric)
+def test_a_rule_with_live_kinks_fails_clearly_on_drawn_cases():
+    """Only x = +-1 exactly tells it apart, so the drawn cases (the hand-picked ones left
+    out) must land on the kinks."""
+    excess = worst_excess(SOFT_THRESHOLD, soft_threshold_live_ends, keep=lambda c: not c.label)
     assert excess >= CLEAR_MARGIN, excess
 
 

@@ -8,7 +8,6 @@ every chapter: a new mistake is tested the moment it is declared.
 from __future__ import annotations
 
 import ast
-import functools
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -109,22 +108,22 @@ def clip_cotangent_norm_hard_coded(x: Any, max_norm: float) -> Any:
 
 
 @cache
-def clip_gradient_symmetric() -> Any:
-    """A custom_vjp clip_gradient whose bwd clips g to [-hi, hi] instead of [lo, hi]."""
+def soft_threshold_straight_through() -> Any:
+    """A custom_jvp soft_threshold whose rule passes the tangent through everywhere, the
+    dead zone included. On a case whose only points in the dead zone are its ends x = +-1,
+    it gives what the rule with live ends (slope 1 at +-1) gives."""
     jax = jax_module()
 
-    @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
-    def clip_gradient(lo: float, hi: float, x: Any) -> Any:
-        return x
+    @jax.custom_jvp
+    def soft_threshold(x: Any) -> Any:
+        return jax.numpy.sign(x) * jax.numpy.maximum(jax.numpy.abs(x) - 1, 0)
 
-    clip_gradient.defvjp(
-        lambda lo, hi, x: (x, None), lambda lo, hi, residuals, g: (jax.numpy.clip(g, -hi, hi),)
-    )
-    return clip_gradient
+    soft_threshold.defjvp(lambda primals, tangents: (soft_threshold(*primals), tangents[0]))
+    return soft_threshold
 
 
-def clip_gradient_symmetric_answer(lo: float, hi: float, x: Any) -> Any:
-    return clip_gradient_symmetric()(lo, hi, x)
+def soft_threshold_straight_through_answer(x: Any) -> Any:
+    return soft_threshold_straight_through()(x)
 
 
 def batch_jacobian_batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
@@ -141,7 +140,7 @@ def _hint(exercise: str, mistake: str) -> str:
 
 
 MISNAMED = [  # exercise, the learner's wrong answer, the hint it got, the hint it should get
-    ("clip_gradient", clip_gradient_symmetric_answer, "clip_by_norm", "symmetric_clip"),
+    ("soft_threshold", soft_threshold_straight_through_answer, "live_ends", "straight_through"),
     ("predict_tape_gradient", predict_first_axis_only, "sums_x_axes", "first_axis_only"),
     ("clip_cotangent_norm", clip_cotangent_norm_hard_coded, "not_clipped", "fixed_limit"),
     ("qa_gradients", qa_batch_mean, "sum_not_mean_0_0", "batch_mean_0_0"),
@@ -183,16 +182,28 @@ def test_mistakes_no_failing_case_tells_apart_are_named_together(
 
 def test_the_grader_names_a_mistake_by_all_its_failing_cases() -> None:
     """The grader shows its smallest failing case; the hint must hold on the others too.
-    On its smallest failing case alone, clipping to [-hi, hi] looks like clipping the norm."""
-    exercise = EXERCISES["clip_gradient"]
+    On a failing case whose only dead-zone points are x = +-1, passing the tangent through
+    everywhere looks like a rule with live ends."""
+    exercise = EXERCISES["soft_threshold"]
     cases, outputs, _ = _notebook_table(exercise, NOTEBOOK)
-    attempts = [call_learner(clip_gradient_symmetric_answer, case, exercise) for case in cases]
+    answer = soft_threshold_straight_through_answer
+    attempts = [call_learner(answer, case, exercise) for case in cases]
     failing = [
         (case, attempt, expected)
         for case, attempt, expected in zip(cases, attempts, outputs, strict=True)
         if fails(exercise, attempt, expected)
     ]
+    look_alike = next(m for m in exercise.mistakes if m.name == "live_ends")
+    assert any(  # a failing case where the two give the same outputs: the trap is real
+        all(
+            np.array_equal(a, b)
+            for a, b in zip(
+                attempt.value, call_learner(look_alike.answer, case, exercise).value, strict=True
+            )
+        )
+        for case, attempt, _ in failing
+    )
     failure = failure_to_show(exercise, failing)
     assert failure is not None
-    assert _hint("clip_gradient", "symmetric_clip") in failure.hint
-    assert _hint("clip_gradient", "clip_by_norm") not in failure.hint
+    assert _hint("soft_threshold", "straight_through") in failure.hint
+    assert _hint("soft_threshold", "live_ends") not in failure.hint

@@ -63,16 +63,18 @@ def test_an_error_that_depends_on_the_input_still_shows_its_case():
 
 def test_not_answered_names_the_stub_that_raised():
     @jax.custom_jvp
-    def log1pexp(x):
-        return jnp.logaddexp(x, 0.0)
+    def soft_threshold(x):
+        return jnp.sign(x) * jnp.maximum(jnp.abs(x) - 1, 0)
 
-    @log1pexp.defjvp
-    def log1pexp_jvp(primals, tangents):
-        raise NotImplementedError("Exercise log1pexp_jvp: replace this line with your code.")
+    @soft_threshold.defjvp
+    def soft_threshold_jvp(primals, tangents):
+        raise NotImplementedError("Exercise soft_threshold_jvp: replace this line with your code.")
 
-    report = check.log1pexp(log1pexp)
+    report = check.soft_threshold(soft_threshold)
     assert report.status == NOT_ANSWERED, str(report)
-    assert report.headline().startswith("NOT ANSWERED YET log1pexp_jvp (called by log1pexp)")
+    assert report.headline().startswith(
+        "NOT ANSWERED YET soft_threshold_jvp (called by soft_threshold)"
+    )
 
 
 def test_not_answered_in_the_checked_function_itself_names_it_once():

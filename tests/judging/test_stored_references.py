@@ -35,15 +35,15 @@ cases.run_property = lambda *a, **k: draws.append(1) or original(*a, **k)
 engine.draw_cases = lambda *a, **k: draws.append(1) or cases.draw_cases(*a, **k)
 
 @jax.custom_jvp
-def log1pexp(x):
-    return jnp.logaddexp(0.0, x)
+def soft_threshold(x):
+    return jnp.sign(x) * jnp.maximum(jnp.abs(x) - 1, 0)
 
-@log1pexp.defjvp
+@soft_threshold.defjvp
 def _jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    return log1pexp(x), jax.nn.sigmoid(x) * t
+    return soft_threshold(x), jnp.where(jnp.abs(x) > 1, t, jnp.zeros_like(t))
 
-report = engine.check_function(EXERCISES["log1pexp"], log1pexp)
+report = engine.check_function(EXERCISES["soft_threshold"], soft_threshold)
 print(report.status, "tensorflow" in sys.modules, bool(draws))
 """
 
@@ -72,7 +72,7 @@ def test_a_second_kernel_reads_the_stored_references_and_imports_no_tensorflow(
 ) -> None:
     assert _check_in_a_fresh_process(tmp_path) == ["passed", "True", "True"]
     stored = sorted(p.name for p in (tmp_path / "autodiff-course").rglob("*.npz"))
-    assert [name.split("-")[0] for name in stored] == ["log1pexp", "log1pexp"]
+    assert [name.split("-")[0] for name in stored] == ["soft_threshold", "soft_threshold"]
     assert _check_in_a_fresh_process(tmp_path) == ["passed", "False", "False"]
 
 

@@ -63,9 +63,9 @@ def test_the_latency_answers_are_the_solutions_and_declared_mistakes():
 
 def test_solution_cells_hold_each_exercises_definition():
     cells = bench.solution_cells("05")
-    assert {"log1pexp", "clip_gradient"} <= set(cells)
-    assert "def clip_gradient_bwd(" in cells["clip_gradient"]
-    assert "### BEGIN SOLUTION" in cells["log1pexp"]
+    assert {"soft_threshold", "softmax_entropy"} <= set(cells)
+    assert "def softmax_entropy_bwd(" in cells["softmax_entropy"]
+    assert "### BEGIN SOLUTION" in cells["soft_threshold"]
 
 
 def test_chapter_03s_latency_answers_are_right_and_wrong():
@@ -563,13 +563,13 @@ def test_first_check_lines_judge_the_slowest_cell_of_all_chapters():
     results = {
         "03": [{"cell": 4, "exercise": "unbroadcast", "seconds": 0.4}],
         "05": [
-            {"cell": 14, "exercise": "log1pexp", "seconds": 1.3},
-            {"cell": 31, "exercise": "clip_gradient", "seconds": 0.2},
+            {"cell": 21, "exercise": "soft_threshold", "seconds": 1.3},
+            {"cell": 41, "exercise": "softmax_entropy", "seconds": 0.2},
         ],
     }
     lines, passed = bench.first_check_lines(results)
     assert not passed
-    assert "chapter 05 check.log1pexp 1.30 s" in lines[-1] and "FAIL" in lines[-1]
+    assert "chapter 05 check.soft_threshold 1.30 s" in lines[-1] and "FAIL" in lines[-1]
     results["05"][0]["seconds"] = 0.9
     lines, passed = bench.first_check_lines(results)
     assert passed and "PASS" in lines[-1]
