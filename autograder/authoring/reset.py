@@ -34,7 +34,7 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
-from autograder.authoring.notebooks import DEF_LINE, strip_solutions
+from autograder.authoring.notebooks import BEGIN, DEF_LINE, strip_solutions
 
 COLAB_TIMEOUT = 10  # seconds to wait for Colab's frontend to send the open notebook
 
@@ -100,10 +100,13 @@ def original_stub(solution: Path, exercise: str) -> str:
 
 
 def stub_for(cell: NotebookNode, notebook: Path, exercise: str, solutions: Path | None) -> str:
-    """A solutions folder that is named wins; then the cell's own stub; then solutions/
-    beside course/ (a notebook made before stubs were recorded, in a clone)."""
+    """A solutions folder that is named wins; then the cell's own stub; then, in a solution
+    notebook (either edition), its own cell stubbed; then solutions/ beside course/ (a
+    notebook made before stubs were recorded, in a clone)."""
     if solutions is None and (stub := recorded_stub(cell)) is not None:
         return stub
+    if solutions is None and BEGIN in cell.source:
+        return strip_solutions(cell.source, where=f"{notebook.name}, exercise {exercise}")
     return original_stub(solution_for(notebook, solutions, exercise), exercise)
 
 
