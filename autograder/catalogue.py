@@ -54,8 +54,10 @@ def file_of_source(path: Path) -> str:
 
 
 def source_messages(package: Path = PACKAGE) -> Iterator[tuple[str, str]]:
-    """(file, template) for each literal passed to say()/english() in the package's code."""
-    for path in sorted(package.rglob("*.py")):
+    """(file, template) for each literal passed to say()/english() in the package's code and
+    in the teaching helpers beside it (coursekit, whose texts are core's)."""
+    helpers = package.parent / "coursekit"
+    for path in sorted(package.rglob("*.py")) + sorted(helpers.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         constants = _module_strings(tree)
         for node in ast.walk(tree):

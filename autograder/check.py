@@ -110,8 +110,9 @@ def language(code: str | None = None) -> str | None:
 def __getattr__(name: str) -> Callable[[Any], Report]:
     if name in EXERCISES:
         return _checker(name)
-    known = ", ".join(sorted(EXERCISES))
-    raise AttributeError(f"There is no exercise called {name!r}. Exercises: {known}.")
+    from autograder.authoring.reset import no_such_exercise
+
+    raise AttributeError(no_such_exercise(name, EXERCISES))
 
 
 def __dir__() -> list[str]:

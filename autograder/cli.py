@@ -163,16 +163,25 @@ def parser() -> argparse.ArgumentParser:
         help="what the Chinese edition's prose lacks: "
         "untranslated, or changed in English since (adds stubs for new cells)",
     )
-    commands.add_parser(
+    progress = commands.add_parser(
         "progress", help="every chapter's exercises as passed, failed or not answered"
-    ).add_argument(
+    )
+    progress.add_argument(
         "folder",
         nargs="?",
         type=Path,
         default=ROOT / "course",
         help="the folder of chapter notebooks (default: course/)",
     )
-    reset = commands.add_parser("reset", help="restore one exercise cell to its original stub")
+    progress.add_argument(
+        "--language",
+        default=None,
+        help="en or zh-CN (default: the notebooks' own language, e.g. zh-CN for course/zh-CN/)",
+    )
+    reset = commands.add_parser(
+        "reset",
+        help="restore one exercise cell to its original stub (says so in the notebook's language)",
+    )
     reset.add_argument("notebook", type=Path, metavar="NOTEBOOK.ipynb")
     reset.add_argument("exercise", metavar="EXERCISE", help="the function's name, e.g. unbroadcast")
     reset.add_argument(

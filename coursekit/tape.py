@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from autograder.locale import say
+
 Node = Any  # the learner's Tensor
 Order = Callable[[Node], list[Node]]
 
@@ -99,8 +101,14 @@ def step_table(steps: Sequence[Step]) -> list[str]:
             f"{p.name} += {np.array2string(np.asarray(c), precision=3)}" for p, c in step.sent
         )
         lines.append(
-            f"step {k}: {step.node.name} ({step.node.op}) holds "
-            f"{np.array2string(step.held, precision=3)} -> {given}"
+            say(
+                "step {k}: {name} ({op}) holds {held} -> {given}",
+                k=k,
+                name=step.node.name,
+                op=step.node.op,
+                held=np.array2string(step.held, precision=3),
+                given=given,
+            )
         )
     return lines
 
@@ -129,7 +137,7 @@ def layout(nodes: list[Node]) -> dict[int, tuple[float, float]]:
 
 
 def node_label(node: Node, grad: np.ndarray | None = None) -> str:
-    text = f"{node.name}: {node.op}\nshape {np.shape(node.value)}"
+    text = f"{node.name}: {node.op}\n" + say("shape {shape}", shape=np.shape(node.value))
     if grad is not None and np.any(grad):
         text += f"\n|grad| {np.linalg.norm(grad):.3g}"
     return text
@@ -207,7 +215,7 @@ def step_through(root: Node, toposort: Order, run: Callable[[Node], Any]):
     import matplotlib.pyplot as plt
 
     recording = record_backward(root, toposort, run)
-    slider = widgets.IntSlider(value=0, min=0, max=len(recording.steps), description="step")
+    slider = widgets.IntSlider(value=0, min=0, max=len(recording.steps), description=say("step"))
     out = widgets.Output()
 
     def show(change: Any = None) -> None:
@@ -227,7 +235,7 @@ def step_through(root: Node, toposort: Order, run: Callable[[Node], Any]):
             print(
                 step_table(recording.steps)[k - 1]
                 if step
-                else "step 0: only the root holds a cotangent"
+                else say("step 0: only the root holds a cotangent")
             )
 
     slider.observe(show, names="value")

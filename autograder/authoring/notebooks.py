@@ -26,6 +26,8 @@ from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbformat import NotebookNode
 
+from autograder.locale import ENGLISH, say, speaking
+
 if TYPE_CHECKING:
     from autograder.authoring.translations import Edition
 
@@ -41,14 +43,15 @@ class SolutionMarkerError(ValueError):
     """A solution block that is not closed, or not inside a function."""
 
 
-def stub_line(indent: str, exercise: str) -> str:
-    return (
-        f'{indent}raise NotImplementedError("Exercise {exercise}: replace this line with '
-        'your code.")'
-    )
+def stub_line(indent: str, exercise: str, language: str = ENGLISH) -> str:
+    """The line a solution block becomes, its message in `language` (a Chinese learner copy
+    whose chapter's code text is translated, translations.translates_code)."""
+    with speaking(language):
+        message = say("Exercise {exercise}: replace this line with your code.", exercise=exercise)
+    return f'{indent}raise NotImplementedError("{message}")'
 
 
-def strip_solutions(source: str, where: str = "cell") -> str:
+def strip_solutions(source: str, where: str = "cell", language: str = ENGLISH) -> str:
     """Replace each solution block by a stub raising NotImplementedError(exercise name)."""
     out: list[str] = []
     exercise = None
@@ -65,7 +68,7 @@ def strip_solutions(source: str, where: str = "cell") -> str:
                     f"{where}, line {number}: {BEGIN} must be inside a `def` (the exercise)."
                 )
             inside = True
-            out.append(stub_line(line[: len(line) - len(line.lstrip())], exercise))
+            out.append(stub_line(line[: len(line) - len(line.lstrip())], exercise, language))
         elif stripped == END:
             if not inside:
                 raise SolutionMarkerError(f"{where}, line {number}: {END} without {BEGIN}.")
@@ -77,14 +80,17 @@ def strip_solutions(source: str, where: str = "cell") -> str:
     return "\n".join(out)
 
 
-def learner_copy(solution: NotebookNode, name: str = "notebook") -> NotebookNode:
-    """The learner's notebook: solutions stubbed out, each stub also recorded in its cell's
-    metadata (what reset restores), outputs cleared (to be re-executed)."""
+def learner_copy(
+    solution: NotebookNode, name: str = "notebook", stub_language: str = ENGLISH
+) -> NotebookNode:
+    """The learner's notebook: solutions stubbed out (their message in `stub_language`), each
+    stub also recorded in its cell's metadata (what reset restores), outputs cleared (to be
+    re-executed)."""
     notebook = copy.deepcopy(solution)
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        stub = strip_solutions(cell.source, where=f"{name} cell {index}")
+        stub = strip_solutions(cell.source, f"{name} cell {index}", stub_language)
         if stub != cell.source:
             cell.metadata.setdefault("course", {})["stub"] = stub
         cell.source = stub
@@ -170,7 +176,17 @@ def build_edition(root: Path, edition: Edition) -> None:
     solution.metadata[BUILT_FROM] = inputs_digest(
         root, solution, edition.source.name, edition.language
     )
-    _execute_both(solution, edition.solution, edition.learner)
+    _execute_both(solution, edition.solution, edition.learner, stub_language(edition))
+
+
+def stub_language(edition: Edition) -> str:
+    """The language of the edition's stubs: its own once its chapter's code text is
+    translated (translations.translates_code), English before."""
+    from autograder.authoring import translations
+
+    english = translations.read(edition.source)
+    sections = translations.read_sections(edition.translation)
+    return edition.language if translations.translates_code(english, sections) else ENGLISH
 
 
 def _root_of(pair: Pair) -> Path:
@@ -262,15 +278,18 @@ def edition_is_current(root: Path, edition: Edition) -> bool:
     )
 
 
-def _execute_both(solution: NotebookNode, solution_path: Path, learner_path: Path) -> None:
-    """Execute `solution` and write it; then its learner copy, executed, beside it in course/."""
+def _execute_both(
+    solution: NotebookNode, solution_path: Path, learner_path: Path, stubs: str = ENGLISH
+) -> None:
+    """Execute `solution` and write it; then its learner copy (stubs in `stubs`' language),
+    executed, beside it in course/."""
     language = solution.metadata.get("course", {}).get("language", "en")
     for role, notebook, path in (
         ("solution", solution, solution_path),
         ("learner", None, learner_path),
     ):
         if notebook is None:
-            notebook = learner_copy(solution, solution_path.name)
+            notebook = learner_copy(solution, solution_path.name, stubs)
         path.parent.mkdir(parents=True, exist_ok=True)
         execute(notebook, path.parent)
         nbformat.write(stable_widget_ids(notebook, f"{language}/{role}/{path.name}"), path)
@@ -285,7 +304,7 @@ def edition_sync_problems(root: Path, edition: Edition) -> list[str]:
     problems = []
     for path, notebook in (
         (edition.solution, expected),
-        (edition.learner, learner_copy(expected, edition.solution.name)),
+        (edition.learner, learner_copy(expected, edition.solution.name, stub_language(edition))),
     ):
         if not path.exists():
             problems.append(f"{path} is missing")

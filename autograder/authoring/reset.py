@@ -27,6 +27,7 @@ from __future__ import annotations
 import html
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.authoring.notebooks import BEGIN, DEF_LINE, strip_solutions
+from autograder.locale import current, normalized, say, speaking
 
 COLAB_TIMEOUT = 10  # seconds to wait for Colab's frontend to send the open notebook
 
@@ -58,8 +60,12 @@ def exercise_cell_index(notebook: NotebookNode, exercise: str, where: Path | str
     if not found:
         declared = notebook.metadata.get("course", {}).get("exercises", [])
         raise ResetError(
-            f"No cell of {where} defines `def {exercise}(...)`. Its exercises: "
-            f"{', '.join(declared) or 'none declared'}."
+            say(
+                "No cell of {where} defines `def {exercise}(...)`. Its exercises: {declared}.",
+                where=where,
+                exercise=exercise,
+                declared=", ".join(declared) or say("none declared"),
+            )
         )
     return (tagged or found)[0]
 
@@ -73,11 +79,15 @@ def recorded_stub(cell: NotebookNode) -> str | None:
 def no_stub(name: str, exercise: str) -> ResetError:
     """What to do when neither the notebook nor a solutions folder has the stub."""
     return ResetError(
-        f"The `{exercise}` cell of {name} does not carry its original stub (the notebook was "
-        "made before stubs were recorded). Either get a fresh copy of the chapter from the "
-        "course (its cells carry their stubs) and copy your answers over, or pass the "
-        "solutions/ folder of a clone of the course repository: `python -m autograder reset "
-        f"{name} {exercise} --solutions FOLDER`."
+        say(
+            "The `{exercise}` cell of {name} does not carry its original stub (the notebook "
+            "was made before stubs were recorded). Either get a fresh copy of the chapter from "
+            "the course (its cells carry their stubs) and copy your answers over, or pass the "
+            "solutions/ folder of a clone of the course repository: `python -m autograder "
+            "reset {name} {exercise} --solutions FOLDER`.",
+            exercise=exercise,
+            name=name,
+        )
     )
 
 
@@ -88,7 +98,13 @@ def solution_for(notebook: Path, solutions: Path | None, exercise: str) -> Path:
     if not path.is_file():
         if solutions is None:
             raise no_stub(notebook.name, exercise)
-        raise ResetError(f"Cannot find {path}, the notebook {notebook.name} was generated from.")
+        raise ResetError(
+            say(
+                "Cannot find {path}, the notebook {name} was generated from.",
+                path=path,
+                name=notebook.name,
+            )
+        )
     return path
 
 
@@ -122,17 +138,36 @@ def reset_exercise(notebook: Path, exercise: str, solutions: Path | None = None)
     return index
 
 
-def main(*, notebook: Path, exercise: str, solutions: Path | None = None) -> int:
-    """Reset and say what was done, and what the learner must do in JupyterLab; 1 on a problem."""
+def notebook_language(notebook: Path) -> str:
+    """The language a notebook's learner reads: its `course.language`, else the current one
+    (an unreadable file, or one made before notebooks recorded their language)."""
     try:
-        index = reset_exercise(notebook, exercise, solutions)
-    except (ResetError, FileNotFoundError) as problem:
-        print(f"reset: {problem}", file=sys.stderr)
-        return 1
-    print(
-        f"Reset cell {index} of {notebook} ({exercise}) to its original stub; no other cell "
-        "changed. If the notebook is open, use File > Reload Notebook from Disk before saving."
-    )
+        course = nbformat.read(notebook, as_version=4).metadata.get("course", {})
+    except (OSError, ValueError):
+        return current()
+    language = course.get("language") if isinstance(course, dict) else None
+    return normalized(language) if language else current()
+
+
+def main(*, notebook: Path, exercise: str, solutions: Path | None = None) -> int:
+    """Reset and say what was done, and what the learner must do in JupyterLab, in the
+    notebook's language; 1 on a problem."""
+    with speaking(notebook_language(notebook)):
+        try:
+            index = reset_exercise(notebook, exercise, solutions)
+        except (ResetError, FileNotFoundError) as problem:
+            print(say("Cannot reset: {problem}", problem=problem), file=sys.stderr)
+            return 1
+        print(
+            say(
+                "Reset cell {index} of {notebook} ({exercise}) to its original stub; no other "
+                "cell changed. If the notebook is open, use File > Reload Notebook from Disk "
+                "before saving.",
+                index=index,
+                notebook=notebook,
+                exercise=exercise,
+            )
+        )
     return 0
 
 
@@ -147,10 +182,11 @@ class Stub:
     source: str
 
     def intro(self) -> str:
-        return (
-            f"The original `{self.exercise}` cell. JupyterLab and Jupyter Notebook put it "
-            "in a new cell below this one; on Colab or in VS Code, copy it from here into "
-            "your exercise cell. Run it to start over (your own cell is left as it is)."
+        return say(
+            "The original `{exercise}` cell. JupyterLab and Jupyter Notebook put it in a new "
+            "cell below this one; on Colab or in VS Code, copy it from here into your exercise "
+            "cell. Run it to start over (your own cell is left as it is).",
+            exercise=self.exercise,
         )
 
     def __repr__(self) -> str:
@@ -192,14 +228,21 @@ def saved_notebook(chapter: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
+def no_such_exercise(name: str, exercises: Iterable[str]) -> str:
+    """What a name that is no exercise's gets: the names there are (check, hint, reset)."""
+    return say(
+        "There is no exercise called {name}. Exercises: {known}.",
+        name=repr(name),
+        known=", ".join(sorted(exercises)),
+    )
+
+
 def chapter_of(exercise: str) -> str:
     """The exercise's chapter ("03"), or a ResetError naming the exercises there are."""
     from autograder.exercises import EXERCISES
 
     if exercise not in EXERCISES:
-        raise ResetError(
-            f"There is no exercise called {exercise!r}. Exercises: {', '.join(sorted(EXERCISES))}."
-        )
+        raise ResetError(no_such_exercise(exercise, EXERCISES))
     return EXERCISES[exercise].chapter
 
 
@@ -207,11 +250,15 @@ def not_found(exercise: str, chapter: str) -> ResetError:
     """What to do when the kernel cannot find its notebook (no file named, none in the folder,
     Colab not answering)."""
     return ResetError(
-        f"Cannot find this notebook's file to read the `{exercise}` stub from. Name it: "
-        f'check.reset("{exercise}", notebook="path/to/{chapter}_....ipynb") (on Colab: '
-        "File > Download > Download .ipynb, upload it in the Files pane and pass "
-        '"/content/<its name>"), or from a shell run `python -m autograder reset '
-        f"NOTEBOOK {exercise}`."
+        say(
+            "Cannot find this notebook's file to read the `{exercise}` stub from. Name it: "
+            'check.reset("{exercise}", notebook="path/to/{chapter}_....ipynb") (on Colab: '
+            "File > Download > Download .ipynb, upload it in the Files pane and pass "
+            '"/content/<its name>"), or from a shell run `python -m autograder reset '
+            "NOTEBOOK {exercise}`.",
+            exercise=exercise,
+            chapter=chapter,
+        )
     )
 
 

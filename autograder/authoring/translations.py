@@ -30,6 +30,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from autograder.authoring import code_text
 from autograder.authoring.coursemap import BADGES_END, BADGES_START
 
 ENGLISH, CHINESE = "en", "zh-CN"
@@ -96,11 +97,51 @@ def translation_path(root: Path, chapter: str, language: str = CHINESE) -> Path:
     return root / "translations" / language / f"{Path(chapter).stem}.md"
 
 
+def code_sections(notebook: NotebookNode, sections: dict[str, Section]) -> dict[str, Section]:
+    """The sections that translate code cells' text (code_text), by cell id."""
+    code = {cell.id for cell in notebook.cells if cell.cell_type == "code"}
+    return {cell_id: section for cell_id, section in sections.items() if cell_id in code}
+
+
+def translates_code(notebook: NotebookNode, sections: dict[str, Section]) -> bool:
+    """Whether the chapter's translation has begun on its code cells' text: then its learner
+    copy's stubs speak the edition's language too (until every chapter has, a chapter whose
+    translation holds no code section is built exactly as before)."""
+    return bool(code_sections(notebook, sections))
+
+
+def code_drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> list[str]:
+    """What a code cell's section lacks: changed English, pairs for English the cell no
+    longer holds, pieces left in English."""
+    problems = []
+    cells = {cell.id: cell for cell in notebook.cells if cell.cell_type == "code"}
+    for cell_id, section in code_sections(notebook, sections).items():
+        source = cells[cell_id].source
+        pairs = code_text.parse_pairs(section.text, f"{where}: code cell {cell_id}")
+        if section.translates != code_text.fingerprint(source):
+            problems.append(
+                f"{where}: English code cell {cell_id} changed since it was translated: "
+                f"review the Chinese of its comments and strings, then set its fingerprint to "
+                f"{code_text.fingerprint(source)}"
+            )
+        problems += [
+            f"{where}: code cell {cell_id} no longer holds {english[:60]!r} (remove its pair)"
+            for english in code_text.unused(source, pairs)
+        ]
+        problems += [
+            f"{where}: code cell {cell_id}: {english[:60]!r} is still in English "
+            "(no Chinese in its pair)"
+            for english, chinese in pairs.items()
+            if code_text.english_prose(english) and not code_text.CJK.search(chinese)
+        ]
+    return problems
+
+
 def drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> list[str]:
     """Every way the translation does not cover today's English: missing, stale, left in
     English, or translating a cell that no longer exists. Empty when it is complete."""
     cells = translatable_cells(notebook)
-    problems = []
+    problems = code_drift(notebook, sections, where)
     for cell in cells:
         section = sections.get(cell.id)
         if section is None:
@@ -116,7 +157,7 @@ def drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> l
             )
         elif english_text(cell.source) and not CJK.search(section.text):
             problems.append(f"{where}: cell {cell.id} is still in English (no Chinese in it)")
-    known = {cell.id for cell in cells}
+    known = {cell.id for cell in cells} | set(code_sections(notebook, sections))
     problems += [
         f"{where}: section {cell_id} translates no English cell (removed? renamed?)"
         for cell_id in sections
@@ -125,17 +166,25 @@ def drift(notebook: NotebookNode, sections: dict[str, Section], where: str) -> l
     return problems
 
 
-def stub_missing(notebook: NotebookNode, path: Path) -> int:
+def stub_missing(notebook: NotebookNode, path: Path, code: bool | None = None) -> int:
     """Add a section holding the English text for every cell without one, in notebook order
-    (a translator replaces the English); returns how many were added. A file that lacks
-    none is left as it is."""
+    (a translator replaces the English); returns how many were added. Code cells holding
+    English get one too (its pairs' Chinese still the English) when `code` is true, by default
+    when the translation has begun on its code. A file that lacks none is left as it is."""
     sections = read_sections(path)
+    if code is None:
+        code = translates_code(notebook, sections)
+    prose = {cell.id for cell in translatable_cells(notebook)}
     ordered, added = [], 0
-    for cell in translatable_cells(notebook):
-        if cell.id in sections:
+    for cell in notebook.cells:
+        if cell.id in sections and (cell.id in prose or cell.cell_type == "code"):
             ordered.append(sections.pop(cell.id))
-        else:
+        elif cell.id in prose:
             ordered.append(Section(cell.id, fingerprint(cell.source), english_text(cell.source)))
+            added += 1
+        elif code and cell.cell_type == "code" and code_text.prose_pieces(cell.source):
+            pairs = code_text.format_pairs(code_text.stub_pairs(cell.source))
+            ordered.append(Section(cell.id, code_text.fingerprint(cell.source), pairs))
             added += 1
     if added:
         write_sections(path, ordered + list(sections.values()))
@@ -165,6 +214,10 @@ def translated(
     edition = copy.deepcopy(notebook)
     imports = 0
     for cell in edition.cells:
+        if cell.cell_type == "code" and cell.id in sections:
+            where = f"translation of code cell {cell.id}"
+            pairs = code_text.parse_pairs(sections[cell.id].text, where)
+            cell.source = code_text.translate(cell.source, pairs, where)
         if cell.cell_type == "markdown" and cell.id in sections:
             text = sections[cell.id].text
             if BADGES_START in cell.source and badges_line:
@@ -234,7 +287,8 @@ def edition_notebook(root: Path, edition: Edition) -> NotebookNode:
 
 
 def code_differences(english: NotebookNode, edition: NotebookNode) -> list[str]:
-    """Code cells of two editions that differ beyond the language line (should be none)."""
+    """Code cells of two editions that differ beyond the language line and the text of their
+    comments and strings (code_text.same_code; should be none)."""
     language = edition.metadata.get("course", {}).get("language", CHINESE)
     ours = [with_language_line(c.source, language) for c in english.cells if c.cell_type == "code"]
     theirs = [c.source for c in edition.cells if c.cell_type == "code"]
@@ -243,7 +297,7 @@ def code_differences(english: NotebookNode, edition: NotebookNode) -> list[str]:
     return [
         f"code cell {i} differs"
         for i, (a, b) in enumerate(zip(ours, theirs, strict=True))
-        if a != b
+        if a != b and not code_text.same_code(a, b)
     ]
 
 

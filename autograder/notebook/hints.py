@@ -17,6 +17,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
+from autograder.authoring.reset import no_such_exercise
 from autograder.exercises import EXERCISES
 from autograder.judging.cases import NOTEBOOK
 from autograder.judging.counterexamples import remembered
@@ -27,8 +28,7 @@ from autograder.locale import say
 def exercise_hints(name: str) -> tuple[str, ...]:
     """The distinct hints of the exercise's declared mistakes, in the order declared."""
     if name not in EXERCISES:
-        known = ", ".join(sorted(EXERCISES))
-        raise KeyError(f"There is no exercise called {name!r}. Exercises: {known}.")
+        raise KeyError(no_such_exercise(name, EXERCISES))
     return tuple(dict.fromkeys(mistake.hint for mistake in EXERCISES[name].mistakes))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import nbformat
 from nbformat import NotebookNode
 
 from autograder.judging.report import FAILED, NOT_ANSWERED, PASSED
-from autograder.locale import CHINESE, LANGUAGES, say, speaking
+from autograder.locale import CHINESE, LANGUAGES, current, language_of, say, speaking
 
 CHAPTER_GLOB = "[0-9][0-9]_*.ipynb"
 HEADLINES = (
@@ -105,8 +106,11 @@ def course_progress(folder: Path) -> list[ExerciseProgress]:
     paths = sorted(Path(folder).glob(CHAPTER_GLOB))
     if not paths:
         raise FileNotFoundError(
-            f"No chapter notebooks (NN_name.ipynb) in {folder}: pass the course folder, "
-            "e.g. `python -m autograder progress course/`."
+            say(
+                "No chapter notebooks (NN_name.ipynb) in {folder}: pass the course folder, "
+                "e.g. `python -m autograder progress course/`.",
+                folder=folder,
+            )
         )
     return [row for path in paths for row in notebook_progress(path)]
 
@@ -168,7 +172,24 @@ def progress(folder: Path | str) -> Progress:
     return Progress(Path(folder), tuple(course_progress(Path(folder))))
 
 
-def main(*, folder: Path) -> int:
-    """`python -m autograder progress [FOLDER]`: print the table; exit 0 (a view, not a test)."""
-    print(progress(folder))
+def folder_language(folder: Path) -> str | None:
+    """The language of the folder's chapter notebooks (their `course.language`), when they
+    all share one; None for an empty folder or a mix."""
+    found = {
+        language_of(nbformat.read(path, as_version=4).metadata)
+        for path in sorted(Path(folder).glob(CHAPTER_GLOB))
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def main(*, folder: Path, language: str | None = None) -> int:
+    """`python -m autograder progress [FOLDER] [--language zh-CN]`: print the table in
+    `language`, by default the notebooks' own (course/zh-CN/ answers in Chinese); exit 0 (a
+    view, not a test), 1 when the folder holds no chapter."""
+    with speaking(language or folder_language(folder) or current()):
+        try:
+            print(progress(folder))
+        except FileNotFoundError as problem:
+            print(problem, file=sys.stderr)
+            return 1
     return 0

@@ -1,0 +1,123 @@
+"""No course-authored English in a Chinese notebook: its code cells' comments, docstrings and
+strings, and what its cells print, come from the chapter's translation (code_text).
+
+The rule (code_text.english_prose): a sentence-like run of three or more ASCII words, two of
+them at least three letters long, outside backticks, names, dotted paths and numbers. Not
+counted: what Python, TensorFlow and JAX say (error outputs' tracebacks, stderr, and on any
+line the text after an exception's or warning's name, `ValueError: ...`, but for the
+errors the course raises itself), and code. The
+chapters listed in NOT_YET_TRANSLATED are the work left: the list may only shrink, and a
+chapter on it that holds no English any more fails until it is taken off.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.authoring import code_text
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = (ROOT / "solutions" / "zh-CN", ROOT / "course" / "zh-CN")
+CHAPTERS = sorted(path.name[:2] for path in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+# Chapters whose code cells and outputs still hold the course's English: the remaining work.
+NOT_YET_TRANSLATED = ("00", "01", "03", "04", "05", "06", "07")
+# A framework's or Python's own message from here to the end of its line; the errors the
+# course raises itself (an exercise stub's, a prediction's claim) say the course's words.
+COURSE_ERRORS = ("NotImplementedError", "CourseClaimError")
+FRAMEWORK_TEXT = re.compile(
+    rf"\b(?!(?:{'|'.join(COURSE_ERRORS)})\b)[A-Z]\w*(Error|Exception|Warning|Exit)\b:?.*$"
+    # a framework's message a cell prints without its exception's name (TensorFlow's)
+    r"|Error in gradient for op .*$",
+    re.MULTILINE,
+)
+
+
+def output_text(output: dict) -> str:
+    """What an output shows a reader, less what the frameworks and Python say."""
+    if output.get("output_type") == "stream":
+        text = "".join(output.get("text", "")) if output.get("name") == "stdout" else ""
+    elif output.get("output_type") == "error":
+        text = f"{output.get('ename')}: {output.get('evalue', '')}"
+    elif any(kind.startswith("image/") for kind in output.get("data", {})):
+        text = ""  # a figure's text/plain is matplotlib's `<Figure size ...>`
+    else:
+        text = "".join(output.get("data", {}).get("text/plain", ""))
+    return FRAMEWORK_TEXT.sub("", text)
+
+
+def english_pieces(path: Path) -> list[str]:
+    """Each piece of course-authored English in a notebook's code cells and outputs."""
+    found = []
+    notebook = nbformat.read(path, as_version=4)
+    for number, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        where = f"{path.relative_to(ROOT)} cell {number}"
+        found += [
+            f"{where} ({piece.kind}): {piece.text[:70]!r}"
+            for piece in code_text.prose_pieces(cell.source)
+        ]
+        for output in cell.get("outputs", []):
+            found += [
+                f"{where} (output): {line[:70]!r}"
+                for line in output_text(output).splitlines()
+                if code_text.english_prose(line)
+            ]
+    return found
+
+
+def chapter_english(chapter: str) -> list[str]:
+    return [
+        piece
+        for folder in FOLDERS
+        for path in sorted(folder.glob(f"{chapter}_*.ipynb"))
+        for piece in english_pieces(path)
+    ]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_chinese_notebook_holds_no_course_authored_english(chapter):
+    found = chapter_english(chapter)
+    if chapter in NOT_YET_TRANSLATED:
+        assert found, f"chapter {chapter} holds no English any more: take it off the list"
+        pytest.xfail(f"chapter {chapter}: {len(found)} pieces of English not yet translated")
+    assert not found, f"{len(found)} pieces of English:\n" + "\n".join(found)
+
+
+def test_the_list_of_chapters_left_names_chapters_there_are():
+    assert set(NOT_YET_TRANSLATED) <= set(CHAPTERS)
+    assert list(NOT_YET_TRANSLATED) == sorted(NOT_YET_TRANSLATED)
+
+
+@pytest.mark.parametrize(
+    ("text", "english"),
+    [
+        ("# the forward pass records each operation", True),
+        ('"Not yet (an error): answer the exercises above first."', True),
+        ("# 前向计算：记下每个运算（`x.grad` 和 jax.vjp）", False),
+        ("x = np.asarray(value, dtype=np.float32)  # 用 float32", False),
+        ("# NBVAL_IGNORE_OUTPUT", False),
+        ("# 余切向量 g_x of x", False),
+        ('prediction = None  # 你的猜测："a"、"b" 或 "c"', False),
+    ],
+)
+def test_the_rule_finds_english_prose_and_only_that(text, english):
+    assert bool(code_text.prose_pieces(text)) == english, code_text.pieces(text)
+
+
+def test_framework_messages_in_outputs_are_not_counted():
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "operands could not be"}
+    assert not code_text.english_prose(output_text(error))
+    shown = {"output_type": "stream", "name": "stdout", "text": "报错 TypeError: bad operand type"}
+    assert not code_text.english_prose(output_text(shown))
+    stub = {
+        "output_type": "error",
+        "ename": "NotImplementedError",
+        "evalue": "Exercise grad: replace this line with your code.",
+    }
+    # the stub's message is the course's own: its exception name does not excuse it
+    assert code_text.english_prose(output_text(stub))
