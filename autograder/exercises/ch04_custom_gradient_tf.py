@@ -48,7 +48,7 @@ def _tf() -> Any:
 
 
 def _learner(learner: str, body: Callable[..., Any]) -> Callable[..., Any]:
-    """A learner's function `learner` ("td_loss(values, rewards, gamma)") computing
+    """A learner's function `learner` ("quantize_ste(x, levels)") computing
     `body(tf, *arguments)`."""
     name, _, parameters = learner.rstrip(")").partition("(")
     return learner_function(name, parameters, lambda *args: body(_tf(), *args))
@@ -569,6 +569,22 @@ def _quantize_edges() -> list[Case]:
             ),
         )
         for dt, levels in ((np.float32, 4), (np.float64, 2))
+    ] + [
+        Case(
+            (
+                ("x", np.array(halves, dt)),
+                ("levels", levels),
+                ("g", _random(rng, (5,), dt)),
+            ),
+            label=english(
+                "halfway between two levels: tf.round rounds halves to even ({levels} levels)",
+                levels=levels,
+            ),
+        )
+        for dt, levels, halves in (
+            (np.float32, 5, [0.125, 0.375, 0.625, 0.875, 0.5]),  # times 4: 0.5, 1.5, 2.5, 3.5
+            (np.float64, 3, [0.25, 0.75, 0.125, 0.5, 1.0]),  # times 2: 0.5, 1.5
+        )
     ]
 
 
@@ -635,7 +651,7 @@ QUANTIZE_STE = _exercise(
             "plain_round",
             "Your gradient is zero everywhere: tf.round has no gradient, so nothing before the "
             "quantiser would learn. Replace it with the straight-through estimator "
-            "(tf.custom_gradient, or x + tf.stop_gradient(...) on the clipped value).",
+            "(tf.custom_gradient, or the exact stop_gradient form on the clipped value).",
             _learner("quantize_ste(x, levels)", _quantized),  # TensorFlow's own gradient: zero
         ),
         Mistake(
@@ -651,6 +667,20 @@ QUANTIZE_STE = _exercise(
             "before rounding and divides by it after, and the straight-through estimator treats "
             "the rounding alone as the identity, so the two factors cancel.",
             _quantize(lambda tf, g, x, levels: g * (levels - 1) * _closed(tf, x)),
+        ),
+        Mistake(
+            "half_up",
+            "Your value is one level too high where x lies exactly halfway between two levels "
+            "and the lower one has an even index: you rounded halves up, and tf.round rounds "
+            "halves to even (0.5 to 0, 2.5 to 2). Use tf.round.",
+            _custom(
+                "quantize_ste(x, levels)",
+                lambda tf, x, levels: (
+                    tf.floor(tf.clip_by_value(x, 0, 1) * (levels - 1) + 0.5) / (levels - 1)
+                ),
+                lambda tf, g, x, levels: g * _closed(tf, x),
+                inputs=1,
+            ),
         ),
         Mistake(
             "ignores_cotangent",
@@ -670,102 +700,141 @@ QUANTIZE_STE = _exercise(
 )
 
 
-# ---------------------------------------------------------------- td_loss (tf.stop_gradient)
+# ---------------------------------------------------------------- n_step_td_loss (tf.stop_gradient)
 
-TD_SHAPES: tuple[Shape, ...] = ((2,), (6,), (1, 2), (3, 4))
-TD_GRADING: tuple[Shape, ...] = ((9,), (2, 7))
+# The last axis is the trajectory's T steps (values, target_values, rewards and the loss all
+# have this shape); leading axes are a batch. n runs from one step to past the trajectory's end.
+TD_SHAPES: tuple[Shape, ...] = ((1,), (4,), (1, 3), (3, 5))
+TD_GRADING: tuple[Shape, ...] = ((8,), (2, 7))
 
 
-def _steps(shape: Shape) -> Shape:
-    """The rewards' shape: one step fewer than values on the last axis."""
-    return (*shape[:-1], shape[-1] - 1)
+def _n_step_returns(xp: Any, target_values: Any, rewards: Any, gamma: float, n: int) -> Any:
+    """G_t: up to n rewards from step t, then gamma^m times the target network's value of the
+    state after the last of them (m = min(n, T - t))."""
+    steps = rewards.shape[-1]
+    returns = []
+    for t in range(steps):
+        m = min(n, steps - t)
+        discounted = [gamma**k * rewards[..., t + k] for k in range(m)]
+        returns.append(sum(discounted) + gamma**m * target_values[..., t + m - 1])
+    return xp.stack(returns, axis=-1)
 
 
 def _td_edges() -> list[Case]:
     rng = np.random.default_rng(45)
     rows = []
-    for shape, gamma, dt, label in (
-        ((2,), 0.9, np.float32, "one step"),
-        ((5,), 0.0, np.float64, "gamma = 0: the target is the reward alone"),
-        ((3, 4), 1.0, np.float32, "a batch of 3, gamma = 1"),
+    for shape, gamma, n, dt, label in (
+        ((1,), 0.9, 3, np.float32, "one step, n beyond the end"),
+        ((5,), 0.0, 2, np.float64, "gamma = 0: the target is the reward alone"),
+        ((3, 4), 1.0, 2, np.float32, "a batch of 3, gamma = 1"),
+        ((6,), 0.9, 6, np.float64, "n = T: every return runs to the end of the trajectory"),
     ):
-        values, rewards, g = (_random(rng, s, dt) for s in (shape, _steps(shape), _steps(shape)))
-        rows.append((values, rewards, gamma, g, label))
-    return _table("values, rewards, gamma, g", *rows)
+        values, target_values, rewards, g = (_random(rng, shape, dt) for _ in range(4))
+        rows.append((values, target_values, rewards, gamma, n, g, label))
+    return _table("values, target_values, rewards, gamma, n, g", *rows)
 
 
-def _td(stopped: str) -> Callable[..., Any]:
-    """A learner's td_loss with tf.stop_gradient on the term `stopped` ("prediction",
-    "bootstrap": gamma * values[..., 1:]) alone, or on nothing ("")."""
+def _n_step(stopped: str = "target", horizon: str = "n", discount: str = "m") -> Callable[..., Any]:
+    """A learner's n_step_td_loss: tf.stop_gradient on `stopped` ("target": the whole return,
+    "bootstrap": the target network's term alone, "prediction": values, "": nothing);
+    `horizon` "1" ignores n; `discount` "n" discounts the bootstrap by gamma^n even where
+    fewer than n rewards are left. Always a wrong one: the module holds no answer."""
+    if (stopped, horizon, discount) == ("target", "n", "m"):
+        raise ValueError("_n_step makes mistakes only: change what it stops or how it discounts")
 
-    def td_loss(tf: Any, values: Any, rewards: Any, gamma: float) -> Any:
+    def n_step_td_loss(
+        tf: Any, values: Any, target_values: Any, rewards: Any, gamma: float, n: int
+    ) -> Any:
         def term(name: str, t: Any) -> Any:
             return tf.stop_gradient(t) if name == stopped else t
 
-        target = rewards + term("bootstrap", gamma * values[..., 1:])
-        return 0.5 * (term("prediction", values[..., :-1]) - target) ** 2
+        steps, reach = rewards.shape[-1], 1 if horizon == "1" else n
+        returns = []
+        for t in range(steps):
+            m = min(reach, steps - t)
+            bootstrap = gamma ** (reach if discount == "n" else m) * target_values[..., t + m - 1]
+            rewards_ahead = sum(gamma**k * rewards[..., t + k] for k in range(m))
+            returns.append(rewards_ahead + term("bootstrap", bootstrap))
+        target = term("target", tf.stack(returns, axis=-1))
+        return 0.5 * (term("prediction", values) - target) ** 2
 
-    return _learner("td_loss(values, rewards, gamma)", td_loss)
+    return _learner("n_step_td_loss(values, target_values, rewards, gamma, n)", n_step_td_loss)
 
 
-TD_LOSS = _exercise(
+N_STEP_TD_LOSS = _exercise(
     signature=(
-        "td_loss(values, rewards, gamma) -> tensor: the squared TD error at each step, its target "
-        "held constant"
+        "n_step_td_loss(values, target_values, rewards, gamma, n) -> tensor: half the squared "
+        "n-step TD error at each step, with gradient for values only"
     ),
     nudge=(
-        "The target is what the update aims at, not something to move. Which part of the TD error "
-        "must the gradient not flow through?"
+        "Ask of each input whether this update should train it: the online values, the frozen "
+        "target network's values, the observed rewards. Only what should be trained may receive "
+        "a cotangent; everything that builds the return is the aim, not something to move."
     ),
-    outputs=("loss", "g_values", "g_rewards"),
+    outputs=("loss", "g_values", "g_target_values", "g_rewards"),
     cases=_cases(
         TD_SHAPES,
         TD_GRADING,
-        _steps,
         values=lambda draw, dtype, shape: draw(_floats(dtype, shape)),
-        rewards=lambda draw, dtype, shape: draw(_floats(dtype, _steps(shape))),
+        target_values=lambda draw, dtype, shape: draw(_floats(dtype, shape)),
+        rewards=lambda draw, dtype, shape: draw(_floats(dtype, shape)),
         gamma=st.sampled_from([0.5, 0.9, 0.99]),
+        n=st.sampled_from([1, 2, 3, 5]),
     ),
     edges=_td_edges,
     reference=vjp_reference(
-        lambda xp, values, rewards, gamma: (
-            0.5 * (values[..., :-1] - xp.stop_gradient(rewards + gamma * values[..., 1:])) ** 2
+        lambda xp, values, target_values, rewards, gamma, n: (
+            0.5
+            * (values - xp.stop_gradient(_n_step_returns(xp, target_values, rewards, gamma, n)))
+            ** 2
         ),
-        wrt=("values", "rewards"),
+        wrt=("values", "target_values", "rewards"),
         value=True,
     ),
-    references_text="tf.stop_gradient and jax.lax.stop_gradient on the target",
+    references_text="tf.stop_gradient and jax.lax.stop_gradient on the n-step return",
     mistakes=(
         Mistake(
             "no_stop",
-            "Your gradient also flows through the target, into values[..., 1:]: the model would "
-            "move its next prediction toward its current one as much as the other way. The target "
-            "is a constant: wrap it in tf.stop_gradient.",
-            _td(""),
-        ),
-        Mistake(
-            "stopped_prediction",
-            "You stopped the wrong term: tf.stop_gradient on values[..., :-1] cuts the prediction, "
-            "so only the target would learn. Stop the target, and let the gradient reach the "
-            "prediction.",
-            _td("prediction"),
+            "Your gradient flows through the return into target_values and the rewards. The "
+            "target network is a frozen copy that this loss must not train, and rewards are data: "
+            "the whole n-step return is the target, held constant with tf.stop_gradient.",
+            _n_step(stopped=""),
         ),
         Mistake(
             "stops_bootstrap_only",
-            "Your gradient reaches the rewards: you stopped gamma * values[..., 1:] but not the "
-            "whole target. The target rewards + gamma * values[..., 1:] is one constant; stop all "
-            "of it.",
-            _td("bootstrap"),
+            "Your gradient reaches the rewards: you held the target network's term constant but "
+            "not the rewards added to it. The return as a whole is the target; stop all of it.",
+            _n_step(stopped="bootstrap"),
+        ),
+        Mistake(
+            "stopped_prediction",
+            "You stopped the prediction: with tf.stop_gradient on values nothing reaches them, and "
+            "they are the one input this loss trains. Stop the return instead.",
+            _n_step(stopped="prediction"),
+        ),
+        Mistake(
+            "one_step",
+            "Your targets are the one-step targets (a reward and the next value) whatever n is: "
+            "the n-step return adds up to n discounted rewards before it uses the target "
+            "network's value, gamma^m times the value after the last of them.",
+            _n_step(horizon="1"),
+        ),
+        Mistake(
+            "gamma_to_the_n",
+            "Your targets are wrong only near the end of the trajectory, where fewer than n "
+            "rewards are left: there the return takes the m = T - t rewards that remain, and the "
+            "target network's value after the last of them is discounted by gamma^m, not gamma^n.",
+            _n_step(discount="n"),
         ),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. Slice the last axis "
-        "(values[..., :-1], values[..., 1:]) and use tf ops on tensors; gamma is a Python float.",
-        "shape": "The loss has one entry per step: the shape of rewards, values' shape with one "
-        "fewer entry on the last axis.",
-        "value": "Each step's loss is half its squared TD error; its gradient reaches the "
-        "prediction values[..., :-1] only: nothing may flow back through the target, neither "
-        "into values[..., 1:] nor into the rewards.",
+        "error": "The traceback names the line of your code that raised. Index the last axis "
+        "(rewards[..., t]) and use tf ops on tensors; gamma and n are Python numbers, and the "
+        "number of steps T is the last entry of values.shape.",
+        "shape": "The loss has one entry per step: the shape of values (and of rewards).",
+        "value": "Each step's loss is half the square of values minus its n-step return; only "
+        "values may receive a gradient: nothing flows back through the return, neither into "
+        "target_values nor into the rewards.",
     },
 )
 
@@ -884,7 +953,14 @@ TANH_LAYER = _exercise(
     },
 )
 
-EXERCISES = (TANH_LAYER, LOGADDEXP, SAFE_NORMALIZE, CLIP_COTANGENT_NORM, QUANTIZE_STE, TD_LOSS)
+EXERCISES = (
+    TANH_LAYER,
+    LOGADDEXP,
+    SAFE_NORMALIZE,
+    CLIP_COTANGENT_NORM,
+    QUANTIZE_STE,
+    N_STEP_TD_LOSS,
+)
 
 # ---------------------------------------------------------------- predictions (before the traps)
 
@@ -923,5 +999,35 @@ PREDICTIONS = (
         answer="b",
         why="TensorFlow registers no gradient for Round: x is not connected to the output, "
         "and tape.gradient returns None (tf.sign, by contrast, has a gradient of zeros).",
+    ),
+    Prediction(
+        name="ch04_ste_short_form",
+        question="In float32, at x = 3e7 (where neighbouring float32 numbers are 2 apart), what "
+        "is the value of x + tf.stop_gradient(tf.sign(x) - x)?",
+        choices={
+            "a": "1.0, sign(x)",
+            "b": "0.0",
+            "c": "3e7, x itself",
+            "d": "something else",
+        },
+        answer="b",
+        why="sign(x) - x = 1 - 3e7 = -29999999 is not a float32 number: it rounds to -3e7 (a "
+        "tie, to the even neighbour), and x + (-3e7) = 0. In the exact form, x - x is exactly 0 "
+        "and 0 + sign(x) exactly 1.",
+    ),
+    Prediction(
+        name="ch04_gather_repeated",
+        question="tf.gather(table, [0, 2, 0]) reads row 0 twice, with cotangent rows g[0] and "
+        "g[2]. Made dense, what is row 0 of the table's gradient?",
+        choices={
+            "a": "g[0], the first read's",
+            "b": "g[2], the last read's",
+            "c": "g[0] + g[2]",
+            "d": "(g[0] + g[2]) / 2",
+        },
+        answer="c",
+        why="The VJP of a gather is a scatter-add: each read sends its cotangent back to its row, "
+        "and the reads of one row add up, as the chain rule adds the cotangents of every use of "
+        "a value.",
     ),
 )

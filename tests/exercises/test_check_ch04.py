@@ -19,10 +19,10 @@ from autograder.exercises.ch04_custom_gradient_tf import (
     CLIP_COTANGENT_NORM,
     EXERCISES,
     LOGADDEXP,
+    N_STEP_TD_LOSS,
     QUANTIZE_STE,
     SAFE_NORMALIZE,
     TANH_LAYER,
-    TD_LOSS,
 )
 from autograder.judging.cases import NOTEBOOK, Case, draw_cases
 from autograder.judging.engine import check_function, reference_outputs
@@ -141,14 +141,30 @@ def quantize_stop_gradient(x, levels):
     return clipped + tf.stop_gradient(quantized - clipped)
 
 
-def td_stop_target(values, rewards, gamma):
-    target = tf.stop_gradient(rewards + gamma * values[..., 1:])
-    return 0.5 * (values[..., :-1] - target) ** 2
+def n_step_loop(values, target_values, rewards, gamma, n):
+    steps = values.shape[-1]
+    returns = []
+    for t in range(steps):
+        m = min(n, steps - t)
+        ret = gamma**m * target_values[..., t + m - 1]
+        for k in range(m):
+            ret += gamma**k * rewards[..., t + k]
+        returns.append(ret)
+    return 0.5 * (values - tf.stop_gradient(tf.stack(returns, axis=-1))) ** 2
 
 
-def td_squared_difference(values, rewards, gamma):
-    target = rewards + gamma * values[..., 1:]
-    return tf.math.squared_difference(values[..., :-1], tf.stop_gradient(target)) / 2
+def n_step_backward_recursion(values, target_values, rewards, gamma, n):
+    """The returns by padding: n rewards ahead, zeros past the end, and the bootstrap taken
+    where the n steps stop or the trajectory ends; inputs stopped one by one."""
+    target_values, rewards = tf.stop_gradient(target_values), tf.stop_gradient(rewards)
+    steps = values.shape[-1]
+    columns = []
+    for t in range(steps):
+        end = min(t + n, steps)
+        weights = tf.constant([gamma**k for k in range(end - t)], values.dtype)
+        ahead = tf.reduce_sum(rewards[..., t:end] * weights, axis=-1)
+        columns.append(ahead + gamma ** (end - t) * target_values[..., end - 1])
+    return tf.math.squared_difference(values, tf.stack(columns, axis=-1)) / 2
 
 
 def tanh_residual(x, w):
@@ -193,8 +209,8 @@ RIGHT = [
     (CLIP_COTANGENT_NORM, clip_norm_by_hand),
     (QUANTIZE_STE, quantize_custom),
     (QUANTIZE_STE, quantize_stop_gradient),
-    (TD_LOSS, td_stop_target),
-    (TD_LOSS, td_squared_difference),
+    (N_STEP_TD_LOSS, n_step_loop),
+    (N_STEP_TD_LOSS, n_step_backward_recursion),
     (TANH_LAYER, tanh_residual),
     (TANH_LAYER, tanh_transpose_flags),
 ]
@@ -307,9 +323,15 @@ def tanh_numpy_inside(x, w):
     return tf.constant(np.tanh(x.numpy() @ w.numpy()))
 
 
-def td_stops_the_whole_loss(values, rewards, gamma):
-    target = rewards + gamma * values[..., 1:]
-    return tf.stop_gradient(0.5 * (values[..., :-1] - target) ** 2)
+def n_step_stops_the_whole_loss(values, target_values, rewards, gamma, n):
+    return tf.stop_gradient(n_step_loop(values, target_values, rewards, gamma, n))
+
+
+def n_step_online_bootstrap(values, target_values, rewards, gamma, n):
+    """Bootstraps from the online values shifted by one step (TD(0)'s habit), not the target
+    network's: wrong values wherever a bootstrap is used."""
+    shifted = tf.concat([values[..., 1:], target_values[..., -1:]], axis=-1)
+    return n_step_loop(values, tf.stop_gradient(shifted), rewards, gamma, n)
 
 
 WRONG = [
@@ -322,7 +344,8 @@ WRONG = [
     (TANH_LAYER, tanh_numpy_inside, "raised"),
     (TANH_LAYER, tanh_weights_as_input, "grad_fn never received `variables`"),
     (TANH_LAYER, tanh_weights_read_outside, "grad_fn never received `variables`"),
-    (TD_LOSS, td_stops_the_whole_loss, "prediction values[..., :-1] only"),
+    (N_STEP_TD_LOSS, n_step_stops_the_whole_loss, "only values may receive a gradient"),
+    (N_STEP_TD_LOSS, n_step_online_bootstrap, "half the square of values minus its n-step"),
 ]
 
 
@@ -423,7 +446,7 @@ def test_exercises_allow_tensorflow_only_and_chapter_is_04():
         "safe_normalize",
         "clip_cotangent_norm",
         "quantize_ste",
-        "td_loss",
+        "n_step_td_loss",
     ]
     for exercise in EXERCISES:
         assert exercise.chapter == "04"
@@ -582,15 +605,41 @@ def test_clip_cotangent_norm_is_identity_forward_and_keeps_a_small_cotangent():
     np.testing.assert_allclose(grad / np.linalg.norm(grad), g / np.linalg.norm(g), rtol=1e-6)
 
 
-def test_td_loss_reference_is_the_gradient_with_the_target_held_constant():
-    values, rewards, g = SAFE.normal(size=6), SAFE.normal(size=5), SAFE.normal(size=5)
+@pytest.mark.parametrize("n", [1, 2, 4, 9])
+def test_n_step_reference_is_the_gradient_with_the_return_held_constant(n):
+    """The reference against the n-step return written out in numpy, term by term: rewards
+    up to n ahead (fewer near the end), then the target network's value after the last."""
+    values, target_values, rewards, g = (SAFE.normal(size=6) for _ in range(4))
     gamma = 0.9
-    _, grad_values, grad_rewards = TD_LOSS.tf_reference(
-        tf, Case((("values", values), ("rewards", rewards), ("gamma", gamma), ("g", g)))
+    loss, g_values, g_target, g_rewards = N_STEP_TD_LOSS.tf_reference(
+        tf,
+        Case(
+            (
+                ("values", values),
+                ("target_values", target_values),
+                ("rewards", rewards),
+                ("gamma", gamma),
+                ("n", n),
+                ("g", g),
+            )
+        ),
     )
-    delta = values[:-1] - (rewards + gamma * values[1:])
-    np.testing.assert_allclose(grad_values, np.append(g * delta, 0.0), rtol=1e-12)
-    np.testing.assert_array_equal(grad_rewards, np.zeros(5))
+    returns = np.zeros(6)
+    for t in range(6):
+        last = min(t + n, 6) - 1  # the last reward in the return
+        returns[t] = sum(gamma ** (k - t) * rewards[k] for k in range(t, last + 1))
+        returns[t] += gamma ** (last + 1 - t) * target_values[last]
+    np.testing.assert_allclose(loss, 0.5 * (values - returns) ** 2, rtol=1e-12)
+    np.testing.assert_allclose(g_values, g * (values - returns), rtol=1e-12)
+    np.testing.assert_array_equal(g_target, np.zeros(6))
+    np.testing.assert_array_equal(g_rewards, np.zeros(6))
+
+
+def test_n_step_mistake_factory_makes_no_right_answer():
+    from autograder.exercises.ch04_custom_gradient_tf import _n_step
+
+    with pytest.raises(ValueError, match="mistakes only"):
+        _n_step()
 
 
 @tf.custom_gradient
@@ -725,7 +774,7 @@ def _statement(exercise: str) -> str:
 @pytest.mark.parametrize(
     ("exercise", "given_away"),
     [
-        ("td_loss", ("stop_gradient", "0.5 *", "values[..., 1:]", "r_t + gamma")),
+        ("n_step_td_loss", ("stop_gradient(", "0.5 *", "target_values[..., t", "tf.stack")),
         ("quantize_ste", ("tf.round(tf.clip_by_value", "(levels - 1)) /", "x <= 1", "x >= 0")),
         ("safe_normalize", ("tf.where(nonzero", "tf.ones_like(squares)", "reduce_sum(v * v")),
     ],
