@@ -22,9 +22,13 @@ Three sections, every number measured now (nothing is hard-coded, so a regressio
    nbgrader and otter do per submission), and --jobs 2 against --jobs 1. The targets are
    judged on that command. For comparison, the batches again the other way (`--no-fork-server`
    where the command forks its children from a server, `--fork-server` where it does not).
-   nbconvert, grade one and each batch are the fastest of BATCH_RUNS runs. Submissions are
-   built from the solution notebooks, some exercise cells left as the course's stub; the
-   gradebooks are checked too: a fast grader that grades wrongly is worthless.
+   nbconvert, grade one and each batch are the fastest of BATCH_RUNS runs. The targets are
+   judged on fully answered submissions (answered.py: every exercise cell answered, from the
+   solution notebook, right or wrong from a late case on), what a class hands in at its
+   deadline; grade one is the slower of one answered right and one answered wrong. The
+   mixed batches (some exercise cells left as the course's stub) are graded and reported
+   beside them. Every gradebook is checked too, and that each wrong answer failed late: a
+   fast grader that grades wrongly is worthless.
 
 4. The grader's own peak memory per submission, honest and hostile (benchmarks/
    grader_memory.py): a large cell, a file of many JSON values, deep nesting.
@@ -367,9 +371,10 @@ def bench_fixes() -> None:
 
 # ---------------------------------------------------------------- 3. grading, per chapter
 #
-# Submissions are built from the solution notebooks: the solution itself, and copies where
-# some exercise cells are the course's stub (unanswered), so each batch mixes full marks and
-# zeros, and the gradebook is checked against what each copy should score.
+# Submissions are built from the solution notebooks. The judged batches are fully answered
+# (answered.py). The mixed ones, reported beside them, are the solution itself and copies
+# where some exercise cells are the course's stub (unanswered). Every gradebook is checked
+# against what each copy should score.
 
 ONE_TARGET = 0.3  # grading one submission / nbconvert --execute of it
 MARGINAL_TARGET = 0.1  # each further submission of a batch / nbconvert
@@ -718,6 +723,27 @@ class ChapterTimes:
     other_parallel: float = 0.0
     other_typical: float = 0.0  # the median submission's seconds in its --jobs 1 batch
     other_batch: int = BATCH  # sized again by other_typical
+    # Grading one submission whose every answer is wrong, failing late (as `one` is run);
+    # grade one is the slower of the two.
+    one_wrong: float = 0.0
+    # The mixed batches (some cells left as the stub), by the command, reported beside: its
+    # --jobs 1 and --jobs 2 seconds and its size (0: not measured).
+    mixed_serial: float = 0.0
+    mixed_parallel: float = 0.0
+    mixed_batch: int = 0
+
+    @property
+    def one_worst(self) -> float:
+        """Grade one: the slower of a fully answered submission right and one wrong."""
+        return max(self.one, self.one_wrong)
+
+    @property
+    def mixed_marginal(self) -> float:
+        return ratio(self.mixed_serial - self.one_serial, self.mixed_batch - 1)
+
+    @property
+    def mixed_jobs_speedup(self) -> float:
+        return ratio(self.mixed_serial - self.startup, self.mixed_parallel - self.startup)
 
     @property
     def marginal(self) -> float:
@@ -752,17 +778,27 @@ class ChapterTimes:
 
 
 def chapter_row(t: ChapterTimes) -> str:
-    one, marginal = ratio(t.one, t.nbconvert), ratio(t.marginal, t.nbconvert)
+    one, marginal = ratio(t.one_worst, t.nbconvert), ratio(t.marginal, t.nbconvert)
     return (
-        f"| {t.chapter} | {t.nbconvert:.1f} s | {t.first_run:.0f} s | {t.one:.1f} s "
+        f"| {t.chapter} | {t.nbconvert:.1f} s | {t.first_run:.0f} s | {t.one_worst:.1f} s "
         f"(--jobs 1: {t.one_serial:.1f} s) | {one:.2f} "
         f"{verdict(one <= ONE_TARGET)} | {t.marginal:.2f} s | {marginal:.3f} "
         f"{verdict(marginal <= MARGINAL_TARGET)} | x{t.jobs_speedup:.2f} "
         f"(raw x{ratio(t.serial, t.parallel):.2f}, {t.batch} submissions) "
-        f"{verdict(t.jobs_speedup >= JOBS_TARGET)} | {default_way(t)} "
+        f"{verdict(t.jobs_speedup >= JOBS_TARGET)} | {default_way(t)} | {mixed_cell(t)} "
         f"| {t.other_flag}: {t.other_marginal:.2f} s, "
         f"{ratio(t.other_marginal, t.nbconvert):.3f}, x{t.other_jobs_speedup:.2f} "
         f"({t.other_batch}) |"
+    )
+
+
+def mixed_cell(t: ChapterTimes) -> str:
+    """The mixed batch's figures, beside the judged ones (no verdict)."""
+    if not t.mixed_batch:
+        return "not measured"
+    return (
+        f"{t.mixed_marginal:.2f} s, {ratio(t.mixed_marginal, t.nbconvert):.3f}, "
+        f"x{t.mixed_jobs_speedup:.2f} ({t.mixed_batch})"
     )
 
 
@@ -783,8 +819,8 @@ def batch_targets_met(t: ChapterTimes) -> bool:
 TABLE_HEADER = [
     "| ch | nbconvert --execute | first run (prepares once) | grade one | ratio | "
     "marginal per extra submission | ratio | --jobs 2 vs 1 throughput | the command's batches "
-    "| the other way: marginal, ratio, --jobs 2 |",
-    "|---|---|---|---|---|---|---|---|---|---|",
+    "| mixed batches: marginal, ratio, --jobs 2 | the other way: marginal, ratio, --jobs 2 |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
 ]
 
 
@@ -817,9 +853,12 @@ def slow_notes(t: ChapterTimes, imports: dict[str, float] | None = None) -> list
             for name in t.frameworks
         )
     )
-    if ratio(t.one, t.nbconvert) > ONE_TARGET or ratio(t.marginal, t.nbconvert) > MARGINAL_TARGET:
+    if (
+        ratio(t.one_worst, t.nbconvert) > ONE_TARGET
+        or ratio(t.marginal, t.nbconvert) > MARGINAL_TARGET
+    ):
         notes.append(
-            f"ch {t.chapter}: grade one {t.one:.1f} s; with --jobs 1 {t.one_serial:.1f} s = "
+            f"ch {t.chapter}: grade one {t.one_worst:.1f} s; with --jobs 1 {t.one_serial:.1f} s = "
             f"parent start-up {t.startup:.1f} s (Python, numpy, Hypothesis, the cached "
             f"references; no framework) + the submission {t.one_serial_child:.1f} s (sandboxed "
             f"children, {child}: interpreter and framework start-up per framework group, then "
@@ -843,32 +882,52 @@ def batch_size(submission_seconds: float) -> int:
 
 
 def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
+    """One chapter's row: the targets judged on fully answered batches (answered.py), the
+    mixed batches (some cells the stub) and the other way graded beside them."""
     from autograder.exercises import for_chapter
+    from benchmarks import answered
 
-    paths, expected = write_batch(chapter, folder / "first")
-    first_run = run_first(paths[0], folder / "first-run", cache)
-
-    def one_run() -> float:
-        shutil.rmtree(folder / "one", ignore_errors=True)
-        return run_grader(paths[:1], folder / "one", None, cache)[0]
-
-    nbconvert, one = fastest_side_by_side(
-        [lambda: run_nbconvert(paths[0], folder / "executed"), one_run]
+    mixed_paths, mixed_expected = write_batch(chapter, folder / "first")
+    first_run = run_first(mixed_paths[0], folder / "first-run", cache)
+    late_from = answered.late_points(chapter, GRADE_SEED, cache)
+    paths, expected, late = answered.write_answered_batch(
+        chapter, folder / "answered", BATCH, late_from
     )
-    one_serial, stderr = run_grader(paths[:1], folder / "one-serial", 1, cache)
+    right, wrong = paths[0], paths[answered.PLANS.index("all")]
+
+    def one_run(path: Path) -> Callable[[], float]:
+        def run() -> float:
+            shutil.rmtree(folder / "one", ignore_errors=True)
+            return run_grader([path], folder / "one", None, cache)[0]
+
+        return run
+
+    nbconvert, one, one_wrong = fastest_side_by_side(
+        [lambda: run_nbconvert(right, folder / "executed"), one_run(right), one_run(wrong)]
+    )
+    one_serial, stderr = run_grader([right], folder / "one-serial", 1, cache)
     one_serial_child = sum(submission_seconds(stderr))
     typical = typical_submission(paths, folder / "sizing", cache)
     count = batch_size(typical)
     if count > len(paths):
-        paths, expected = write_batch(chapter, folder / "batch", count)
+        paths, expected, late = answered.write_answered_batch(
+            chapter, folder / "batch", count, late_from
+        )
     serial, forked = fastest_batch(paths, folder / "serial", 1, cache)
     parallel, _ = fastest_batch(paths, folder / "parallel", 2, cache)
+    mixed_count = batch_size(typical_submission(mixed_paths, folder / "mixed-sizing", cache))
+    if mixed_count > len(mixed_paths):
+        mixed_paths, mixed_expected = write_batch(chapter, folder / "mixed", mixed_count)
+    mixed_serial, _ = fastest_batch(mixed_paths, folder / "mixed-serial", 1, cache)
+    mixed_parallel, _ = fastest_batch(mixed_paths, folder / "mixed-parallel", 2, cache)
     other_flag = "--no-fork-server" if forked else "--fork-server"
-    other_one, _ = run_grader(paths[:1], folder / "other-one", 1, cache, other_flag)
+    other_one, _ = run_grader([right], folder / "other-one", 1, cache, other_flag)
     other_typical = typical_submission(paths, folder / "other-sizing", cache, other_flag)
     other_count = batch_size(other_typical)
     if other_count != count:
-        other_paths, other_expected = write_batch(chapter, folder / "other-batch", other_count)
+        other_paths, other_expected, _ = answered.write_answered_batch(
+            chapter, folder / "other-batch", other_count, late_from
+        )
     else:
         other_paths, other_expected = paths, expected
     other_serial, _ = fastest_batch(other_paths, folder / "other-serial", 1, cache, other_flag)
@@ -878,11 +937,16 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
         for name, planted in (
             ("serial", expected),
             ("parallel", expected),
+            ("mixed-serial", mixed_expected),
+            ("mixed-parallel", mixed_expected),
             ("other-serial", other_expected),
             ("other-parallel", other_expected),
         )
-        for problem in grade_problems(read_grades(folder / name / "grades.csv"), planted)
+        for problem in grade_problems(
+            read_grades(folder / name / "grades.csv"), answered.checked(planted)
+        )
     ]
+    problems += answered.late_problems(folder / "serial", late)  # as they were built
     if problems:  # reported, and the chapter fails; the other chapters are still measured
         print(f"  chapter {chapter}: GRADED WRONGLY:\n    " + "\n    ".join(problems))
     frameworks = sorted({f for e in for_chapter(chapter) for f in e.frameworks})
@@ -905,6 +969,10 @@ def bench_chapter(chapter: str, folder: Path, cache: Path) -> ChapterTimes:
         other_parallel,
         other_typical,
         other_count,
+        one_wrong,
+        mixed_serial,
+        mixed_parallel,
+        len(mixed_paths),
     )
 
 
@@ -945,7 +1013,8 @@ def bench_grading(chapters: Sequence[str]) -> bool:
     section(
         f"3. Grading speed per chapter: seed {GRADE_SEED}, batches of {BATCH} (or as many "
         f"more as last {MIN_BATCH_SECONDS:.0f} s with --jobs 1, up to {MAX_BATCH}) built from "
-        "solutions/ (some exercise cells left as the course's stub)"
+        "solutions/: judged on fully answered submissions (right, or wrong from a late case "
+        "on), mixed ones (some exercise cells left as the course's stub) beside them"
     )
     print(
         "The command: `python -m autograder grade SUBMISSIONS --out DIR --seed N` (the "
@@ -992,7 +1061,7 @@ def grading_table(
 
 
 def grading_targets(rows: Sequence[ChapterTimes]) -> list[str]:
-    one = max(ratio(r.one, r.nbconvert) for r in rows)
+    one = max(ratio(r.one_worst, r.nbconvert) for r in rows)
     marginal = max(ratio(r.marginal, r.nbconvert) for r in rows)
     jobs = min(r.jobs_speedup for r in rows)
     wrong = sum(r.wrong_grades for r in rows)
