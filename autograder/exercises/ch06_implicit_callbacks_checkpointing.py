@@ -470,6 +470,21 @@ PREDICTIONS = (
         "evaluated at an iterate that is not quite x*.",
     ),
     Prediction(
+        name="ch06_while_loop_reverse",
+        question="solve_until_converged runs x <- a / (1 + x) in a lax.while_loop until two "
+        "iterates agree to 1e-6, so the number of iterations is known only once it has run. "
+        "What does jax.grad(solve_until_converged)(2.0) do?",
+        choices={
+            "a": "it differentiates through every iteration, as it does for lax.fori_loop",
+            "b": "it raises an error",
+            "c": "it returns 0: the loop is treated as a constant",
+        },
+        answer="b",
+        why="Reverse mode must keep the residuals of every iteration and replay them "
+        "backward, so it needs the trip count when it traces; a while_loop's is decided by "
+        "its values. JAX refuses (forward mode, jax.jvp, works: it needs no history).",
+    ),
+    Prediction(
         name="ch06_checkpoint_saved_residuals",
         question="The block takes two arrays, w and x, and computes two tanh layers from "
         "them. How many arrays does the backward pass of jax.checkpoint(block) save?",
@@ -477,5 +492,27 @@ PREDICTIONS = (
         rel_tolerance=0.01,
         why="Only the block's inputs, w and x: everything inside is recomputed from them "
         "during the backward pass.",
+    ),
+    Prediction(
+        name="ch06_checkpoint_policy_dots",
+        question="jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable): the "
+        "policy lets the backward pass keep the outputs of matrix products (w @ x, w @ h) and "
+        "nothing else computed inside. How many arrays does it save in all?",
+        answer=4.0,
+        rel_tolerance=0.01,
+        why="The inputs w and x, and the two matrix products; each tanh, and the derivative "
+        "of each, is recomputed from a saved product during the backward pass.",
+    ),
+    Prediction(
+        name="ch06_sqrt_n_segments",
+        question="A chain of n = 64 steps is cut into segments of k steps, each segment "
+        "checkpointed: its input is kept, and during the backward pass its k steps run again "
+        "and keep their residuals until its backward pass is done. For which k does the "
+        "backward pass need the least memory?",
+        answer=8.0,
+        rel_tolerance=0.01,
+        why="It keeps n / k segment inputs, plus the k residuals of the segment being "
+        "differentiated: n / k + k is smallest at k = sqrt(n) = 8, where it is 2 sqrt(n) "
+        "instead of n.",
     ),
 )

@@ -4,10 +4,15 @@ differences in random directions."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import jax
 import jax.numpy as jnp
+import nbformat
 import numpy as np
 import pytest
+from jax.ad_checkpoint import print_saved_residuals
 
 from autograder import check
 from autograder.exercises.ch06_implicit_callbacks_checkpointing import (
@@ -26,6 +31,7 @@ from ..jax_rules import (
     central_difference,
     reference_table,
 )
+from ..submissions import ROOT
 
 # ---------------------------------------------------------------- fixed_point
 
@@ -538,3 +544,88 @@ def test_remat_net_is_compiled_once_per_function_and_shape():
         np.testing.assert_allclose(g_w, want[0], rtol=1e-10)
         np.testing.assert_allclose(g_x, want[1], rtol=1e-10)
     assert harness._remat_program._cache_size() == compiled + 1
+
+
+# ---------------------------------------------------------------- the chapter's topics
+
+
+def _solve_until_converged(a, tol=1e-6):
+    def not_converged(state):
+        x, previous = state
+        return jnp.any(jnp.abs(x - previous) > tol)
+
+    def iterate(state):
+        return fixed_point_map(a, state[0]), state[0]
+
+    start = jnp.zeros_like(a)
+    return jax.lax.while_loop(not_converged, iterate, (fixed_point_map(a, start), start))[0]
+
+
+def test_reverse_mode_refuses_a_while_loop_and_a_traced_fori_loop_but_not_a_static_one():
+    """What section 1 shows: jax.grad through while_loop raises, jax.jvp works, fori_loop with
+    a Python-number bound is differentiable and a traced bound is refused the same way."""
+    with pytest.raises(ValueError, match="while_loop"):
+        jax.grad(_solve_until_converged)(2.0)
+    np.testing.assert_allclose(jax.jvp(_solve_until_converged, (2.0,), (1.0,))[1], 1 / 3, 1e-4)
+
+    def solve_for(a, n):
+        return jax.lax.fori_loop(0, n, lambda _, x: fixed_point_map(a, x), jnp.zeros_like(a))
+
+    np.testing.assert_allclose(jax.grad(solve_for)(2.0, 60), 1 / 3, rtol=1e-4)
+    with pytest.raises(ValueError, match="while_loop"):
+        jax.jit(jax.grad(solve_for))(2.0, 60)
+
+
+def _segments_of(n, k):
+    segment = jax.checkpoint(
+        lambda h: jax.lax.scan(lambda c, _: (jnp.sin(c), None), h, None, length=k)[0]
+    )
+    return lambda h: jnp.sum(
+        jax.lax.scan(lambda c, _: (segment(c), None), h, None, length=n // k)[0] ** 2
+    )
+
+
+def test_segments_of_sqrt_n_steps_need_the_least_memory():
+    """Section 3's count n/k + k, on XLA's plan for the CPU: smallest at k = sqrt(n)."""
+    n = 16
+    with jax.default_device(jax.devices("cpu")[0]):
+        h = jnp.ones((64, 64), jnp.float32)
+        state = h.size * h.dtype.itemsize
+        measured = {
+            k: custom_derivatives.compiled_temp_bytes(jax.grad(_segments_of(n, k)), h) / state
+            for k in (1, 2, 4, 8, 16)
+        }
+    assert min(measured, key=measured.get) == 4
+    assert all(-0.5 < measured[k] - (n // k + k) < 3 for k in measured), measured
+
+
+def test_dots_saveable_keeps_the_products_and_nothing_else_computed():
+    def block(w, x):
+        return jnp.tanh(w @ jnp.tanh(w @ x))
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        print_saved_residuals(
+            jax.checkpoint(block, policy=jax.checkpoint_policies.dots_saveable),
+            jnp.full((3, 3), 0.1),
+            jnp.ones(3),
+        )
+    kept = printed.getvalue().strip().splitlines()
+    assert len(kept) == 4, kept
+    assert sum("output of dot_general" in line for line in kept) == 2, kept
+
+
+@pytest.mark.parametrize(
+    "name", ["ch06_while_loop_reverse", "ch06_checkpoint_policy_dots", "ch06_sqrt_n_segments"]
+)
+def test_each_new_topic_is_predicted_and_revealed_in_both_learner_copies(name):
+    """The while_loop, checkpoint-policy and sqrt(n) topics each ask a guess before the run
+    and reveal what the run computed (nbval then fails the cell on a stale claim)."""
+    for path in (
+        "course/06_implicit_callbacks_checkpointing.ipynb",
+        "course/zh-CN/06_implicit_callbacks_checkpointing.ipynb",
+    ):
+        sources = [c.source for c in nbformat.read(ROOT / path, as_version=4).cells]
+        asked = [i for i, s in enumerate(sources) if f'check.predict("{name}"' in s]
+        revealed = [i for i, s in enumerate(sources) if f'check.reveal("{name}"' in s]
+        assert asked and revealed and asked[0] < revealed[0], (path, name)
