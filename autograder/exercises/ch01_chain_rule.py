@@ -1,14 +1,15 @@
 """Chapter 01 exercises: what `tape.gradient` returns for a vector output, the Q&A gradient
-computed in two parts through a cotangent, and a Jacobian built row by row.
+computed in two parts through a cotangent, and each example's gradient from one cotangent each.
 
-`predict_tape_gradient` is a numpy exercise. `qa_gradients` and `jacobian_by_rows` are done with
-TensorFlow or JAX (either may be used), so their `invoke` (autograder/harness/ch01_chain_rule.py)
-turns returned tensors into numpy arrays. The private helpers below only build the known wrong
-answers; verdicts always come from TensorFlow and JAX.
+`predict_tape_gradient` is a numpy exercise. `qa_gradients` and `per_example_gradients` are done
+with TensorFlow or JAX (either may be used), so their `invoke`
+(autograder/harness/ch01_chain_rule.py) turns returned tensors into numpy arrays. The private
+helpers below only build the known wrong answers; verdicts always come from TensorFlow and JAX.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from autograder.exercises.common import rng_array, seeded_arrays
 from autograder.judging.cases import Case, Profile, Shape, dtypes, shape_menu
-from autograder.judging.derived import jacobian_reference, vjp_reference
+from autograder.judging.derived import two_references, vjp_reference
 from autograder.judging.exercise import Exercise, Mistake
 from autograder.judging.prediction import Prediction
 
@@ -27,7 +28,8 @@ F32 = np.dtype(np.float32)
 # Tensors become arrays, shape errors ValueError.
 TO_NUMPY_INVOKE = "ch01_chain_rule:invoke_to_numpy"
 QA_INVOKE = "ch01_chain_rule:invoke_qa"  # the same, and the method: two parts through a cotangent
-ROWS_INVOKE = "ch01_chain_rule:invoke_rows"  # the same, and the method: one VJP per row, no jacrev
+# the same, and the method: one VJP with a cotangent per example, no Jacobian builder
+PER_EXAMPLE_INVOKE = "ch01_chain_rule:invoke_per_example"
 
 
 def _rng_array(rng: np.random.Generator, shape: Shape, dtype: Any) -> np.ndarray:
@@ -350,127 +352,165 @@ QA_GRADIENTS = Exercise(
 )
 
 
-# ---------------------------------------------------------------- jacobian_by_rows
+# ---------------------------------------------------------------- per_example_gradients
 
 
-# (inputs, outputs): one of each, square (a transposed Jacobian keeps its shape), a row, a
-# column, non-square; grading adds larger.
-ROWS_SIZES: tuple[Shape, ...] = ((1, 1), (3, 3), (4, 1), (1, 4), (2, 4))
-ROWS_GRADING: tuple[Shape, ...] = ((6, 5), (5, 6))
+# (batch, inputs, outputs): one example, the Q&A's sizes, batch = inputs (a transposed stack
+# keeps its shape), one output unit, a larger batch; grading adds larger ones.
+PER_EXAMPLE_SIZES: tuple[Shape, ...] = ((1, 3, 2), (4, 3, 2), (3, 3, 3), (5, 2, 1), (6, 2, 3))
+PER_EXAMPLE_GRADING: tuple[Shape, ...] = ((8, 4, 3), (7, 5, 2))
 
 
 @st.composite
-def _rows_case(draw: st.DrawFn, profile: Profile) -> Case:
-    n, m = draw(shape_menu(profile, ROWS_SIZES, ROWS_GRADING))
-    x, w, b = seeded_arrays(draw, [(n,), (n, m), (m,)], F32, 1.5, decimals=2)
-    return Case((("x", x), ("W", w), ("b", b)))
+def _per_example_case(draw: st.DrawFn, profile: Profile) -> Case:
+    batch, n, m = draw(shape_menu(profile, PER_EXAMPLE_SIZES, PER_EXAMPLE_GRADING))
+    x, w, b = seeded_arrays(draw, [(batch, n), (n, m), (m,)], F32, 1.5, decimals=2)
+    (y0,) = seeded_arrays(draw, [(batch, m)], F32, 1.0, decimals=2)
+    return Case((("x", x), ("W", w), ("b", b), ("y0", y0)))
 
 
-def _rows_edges() -> list[Case]:
-    rng = np.random.default_rng(5)
+def _per_example_edges() -> list[Case]:
+    rng = np.random.default_rng(7)
     sizes = [
-        (4, 3, "4 inputs, 3 outputs"),
-        (3, 3, "as many outputs as inputs: a transposed Jacobian has the right shape"),
-        (5, 1, "one output: the Jacobian is one row, the gradient"),
-        (1, 4, "one input: the Jacobian is one column"),
+        (4, 3, 2, "the Q&A sizes: a batch of 4, 3 inputs, 2 outputs"),
+        (1, 3, 2, "a single example: its gradient is the batch gradient"),
+        (3, 3, 3, "batch = inputs = outputs: a stack along the wrong axis has the right shape"),
+        (5, 2, 1, "a single output unit"),
     ]
     cases = []
-    for n, m, label in sizes:
-        x, w, b = (_rng_array(rng, s, F32) for s in ((n,), (n, m), (m,)))
-        cases.append(Case((("x", x), ("W", w), ("b", b)), label=label))
+    for batch, n, m, label in sizes:
+        x, w, b, y0 = (_rng_array(rng, s, F32) for s in ((batch, n), (n, m), (m,), (batch, m)))
+        cases.append(Case((("x", x), ("W", w), ("b", b), ("y0", y0)), label=label))
     return cases
 
 
-def _rows_right(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    x, w, b = (v.astype(np.float64) for v in (x, w, b))
-    return (1 - np.tanh(x @ w + b) ** 2)[:, None] * w.T
+def _per_example_losses(xp: Any, x: Any, W: Any, b: Any, y0: Any) -> Any:
+    """loss_i = mean over k of (tanh(x @ W + b) - y0)[i, k] ** 2: one entry per example."""
+    return xp.mean(xp.square(xp.tanh(xp.matmul(x, W) + b) - y0), axis=-1)
 
 
-def _columns_scaled(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    x, w, b = (v.astype(np.float64) for v in (x, w, b))
-    return w.T * (1 - np.tanh(x @ w + b) ** 2)  # broadcasts, or raises, as the learner's does
+def _per_example_tf(tf: Any, case: Case) -> tuple[np.ndarray, ...]:
+    x, W, b, y0 = (tf.constant(v) for v in case.values())
+    with tf.GradientTape() as tape:
+        tape.watch([W, b])
+        losses = _per_example_losses(tf.experimental.numpy, x, W, b, y0)
+    g_w, g_b = tape.jacobian(losses, [W, b])
+    return g_w.numpy(), g_b.numpy()
 
 
-def _as_f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """The learner's jacobian_by_rows(x, W, b) giving fn's float64 Jacobian, in float32."""
-
-    def jacobian_by_rows(x: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.asarray(fn(x, W, b)).astype(F32)
-
-    return jacobian_by_rows
+def _per_example_jax(jax: Any, params: dict[str, Any], arrays: dict[str, Any]) -> tuple:
+    x, y0 = arrays["x"], arrays["y0"]
+    losses = functools.partial(_per_example_losses, jax.numpy, x)
+    return jax.jacrev(lambda W, b: losses(W, b, y0), argnums=(0, 1))(arrays["W"], arrays["b"])
 
 
-JACOBIAN_BY_ROWS = Exercise(
-    signature="jacobian_by_rows(x, W, b) -> ndarray",
+def _per_example_parts(
+    x: np.ndarray, W: np.ndarray, b: np.ndarray, y0: np.ndarray, tanh: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """What the wrong answers are made of, in float64: x, and row i of each example's g_h
+    (B, m) for its own loss, the mean of its m squared errors (without tanh's derivative
+    when `tanh` is False)."""
+    x64, w64, b64, y0_64 = (v.astype(np.float64) for v in (x, W, b, y0))
+    y = np.tanh(x64 @ w64 + b64)
+    g_h = 2 * (y - y0_64) / y.shape[-1] * ((1 - y**2) if tanh else 1)
+    return x64, g_h
+
+
+def _per_example_answer(
+    scale: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None,
+    tanh: bool = True,
+) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
+    """A learner's per_example_gradients, always a wrong one (the module holds no answer):
+    `scale(per_w, per_b)` maps the (B, n, m) and (B, m) stacks to the wrong ones, or None
+    with `tanh` False, which leaves tanh's derivative out."""
+    if scale is None and tanh:
+        raise ValueError("_per_example_answer makes mistakes only")
+
+    def per_example_gradients(
+        x: np.ndarray, W: np.ndarray, b: np.ndarray, y0: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        x64, g_h = _per_example_parts(x, W, b, y0, tanh)
+        per_w = x64[:, :, None] * g_h[:, None, :]  # example i: outer(x[i], g_h[i])
+        per_w, per_b = (per_w, g_h) if scale is None else scale(per_w, g_h)
+        return per_w.astype(F32), per_b.astype(F32)
+
+    return per_example_gradients
+
+
+def _repeated(stack: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(stack.sum(axis=0), stack.shape)
+
+
+PER_EXAMPLE_GRADIENTS = Exercise(
+    signature="per_example_gradients(x, W, b, y0) -> (g_W, g_b)",
     nudge=(
-        "Row i of the Jacobian is the gradient of output entry i alone. Which cotangent selects one"
-        " entry of y, and how many pullbacks does the whole matrix take?"
+        "The gradient of a vector of losses is the gradient of their sum. What cotangent on that "
+        "vector keeps one example's loss and drops the others, and how many pullbacks does the "
+        "batch take from one forward pass?"
     ),
-    outputs=("jacobian",),
-    cases=_rows_case,
-    edges=_rows_edges,
-    reference=jacobian_reference(lambda xp, x, W, b: xp.tanh(xp.matmul(x, W) + b), wrt="x"),
-    references_text="tf.GradientTape.jacobian and jax.jacrev of y = tanh(x @ W + b)",
+    outputs=("g_W", "g_b"),
+    cases=_per_example_case,
+    edges=_per_example_edges,
+    reference=two_references(
+        tf=_per_example_tf,
+        jax=_per_example_jax,
+        why="the Jacobian of the vector of per-example losses with respect to two parameters, "
+        "W and b, at once (tape.jacobian and jax.jacrev); jacobian_reference takes one",
+    ),
+    references_text=(
+        "tf.GradientTape.jacobian and jax.jacrev of the per-example losses "
+        "mean((tanh(x @ W + b) - y0)**2, axis=-1) with respect to W and b"
+    ),
     mistakes=(
         Mistake(
-            "ones_cotangent",
-            "Every row of your Jacobian is the same: each is the gradient of reduce_sum(y), what a "
-            "cotangent of ones (or no output_gradients at all) gives. Row i is the gradient of y_i "
-            "alone: which cotangent weights y_i by 1 and every other entry of y by 0?",
-            _as_f32(lambda x, W, b: np.broadcast_to(_rows_right(x, W, b).sum(axis=0), W.T.shape)),
+            "batch_gradient_repeated",
+            "Every example's gradient is the same: the sum of all of them, what tape.gradient of "
+            "the vector of losses gives without output_gradients (a cotangent of ones). Example "
+            "i's gradient comes from a cotangent that weights loss_i by 1 and every other loss "
+            "by 0.",
+            _per_example_answer(lambda w, b: (_repeated(w), _repeated(b))),
         ),
         Mistake(
-            "transposed",
-            "Your Jacobian is transposed. J[i, j] = dy_i/dx_j: row i is the gradient of y_i and "
-            "has x's shape; stack the rows along axis 0 (the order tape.jacobian and jax.jacrev "
-            "use: y's axes first).",
-            _as_f32(lambda x, W, b: _rows_right(x, W, b).T),
+            "sum_over_outputs",
+            "Your gradients are m times too large: an example's loss is the MEAN of its m squared "
+            "errors (reduce over the last axis with tf.reduce_mean / jnp.mean), not their sum.",
+            _per_example_answer(lambda w, b: (w * b.shape[-1], b * b.shape[-1])),
+        ),
+        Mistake(
+            "batch_mean",
+            "Your gradients are B times too small: you divided by the batch size too. Each "
+            "example's loss is the mean of its own m squared errors; the batch loss of exercise 2 "
+            "is the mean of these B losses, so it is your answer averaged over the batch, not "
+            "each example's.",
+            _per_example_answer(lambda w, b: (w / b.shape[0], b / b.shape[0])),
         ),
         Mistake(
             "without_tanh",
-            "That is W^T, the Jacobian of h = x @ W + b alone: the derivative of tanh is missing. "
-            "Differentiate y = tanh(x @ W + b) itself.",
-            _as_f32(lambda x, W, b: W.T),
-        ),
-        Mistake(
-            "columns_scaled",
-            "Row i of the Jacobian is (1 - y_i**2) times row i of W^T: scale the rows, (1 - "
-            "y**2)[:, None] * W.T, not the columns.",
-            _as_f32(_columns_scaled),
-        ),
-        Mistake(
-            "without_b",
-            "You left b out: y = tanh(x @ W + b), and the tanh derivative must be taken at x @ W + "
-            "b.",
-            _as_f32(lambda x, W, b: _rows_right(x, W, np.zeros_like(b))),
+            "The derivative of tanh is missing: h = x @ W + b goes through y = tanh(h) before the "
+            "loss, so each example's g_h is its g_y times (1 - y**2). Differentiate the loss of "
+            "tanh(x @ W + b) itself.",
+            _per_example_answer(None, tanh=False),
         ),
     ),
     hints_by_kind={
-        "error": "The traceback names the line of your code that raised. A TypeError from JAX's "
-        "dot_general or matmul means two operands' shapes do not fit: each row is one VJP, whose "
-        "cotangent has y's shape (m,), not x's, and whose result has x's shape (n,); stack the m "
-        "rows into an (m, n) array. Print the shapes on that line.",
-        "exception": "A shape error. TensorFlow's `In[0] and In[1] has different ndims: [n] vs. "
-        "[n,m] [Op:MatMul]` (with oneDNN's CPU kernels: `In[0] ndims must be >= 2 [Op:MatMul]`) "
-        "comes from `x @ W` with the vector x: TensorFlow's @ (tf.matmul) needs operands of rank 2 "
-        "or more, unlike numpy's and JAX's. Write `tf.linalg.matvec(W, x, transpose_a=True) + b`, "
-        "or make x a (1, n) row with `x[None, :]` and take row 0 of the product. Any other shape "
-        "error: print the shapes on the line that raised; each row is one VJP, whose cotangent has "
-        "y's shape (m,).",
-        "shape": "The Jacobian of y:(m,) with respect to x:(n,) has shape (m, n) = y.shape + "
-        "x.shape (the order tape.jacobian and jax.jacrev use): one row per entry of y, row i "
-        "holding the derivatives of y_i alone with respect to every entry of x. One VJP gives one "
-        "array of x's shape (n,): stack m of them along a new first axis.",
-        "value": "Right shape, wrong values. Row i is the gradient of the single entry y_i of y = "
-        "tanh(x @ W + b). One VJP with cotangent g gives g^T J: the rows of J added up, row i "
-        "weighted by g_i. Which g leaves row i alone in that sum?",
-        "dtype": "Keep float32: build the cotangents in y's dtype (dtype=y.dtype).",
+        "error": "The traceback names the line of your code that raised. per_example_gradients "
+        "returns numpy arrays (g_W, g_b): call .numpy() on tensors, and watch W and b (or make "
+        "them tf.Variables) before the forward pass; keep the tape persistent to call "
+        "tape.gradient more than once.",
+        "shape": "g_W stacks B arrays of W's shape: (B, n, m); g_b stacks B arrays of b's shape: "
+        "(B, m). Example i's gradient goes at index i of the first axis.",
+        "value": "Right shapes, wrong values. Example i's loss is mean((tanh(x[i] @ W + b) - "
+        "y0[i])**2) over its m outputs, and its gradient is what the batch gradient would be if "
+        "every other example's loss were weighted by 0.",
+        "dtype": "Keep float32: create tensors from the inputs as they are (tf.constant(x)), and "
+        "build the cotangents in the losses' dtype.",
     },
-    invoke=ROWS_INVOKE,
+    invoke=PER_EXAMPLE_INVOKE,
     frameworks=("jax", "tensorflow"),
 )
 
-EXERCISES = (PREDICT_TAPE_GRADIENT, QA_GRADIENTS, JACOBIAN_BY_ROWS)
+
+EXERCISES = (PREDICT_TAPE_GRADIENT, QA_GRADIENTS, PER_EXAMPLE_GRADIENTS)
 
 
 # ---------------------------------------------------------------- predictions, in notebook order

@@ -5,7 +5,7 @@ so lists of numbers and other wrong types are still reported as such. A framewor
 error (TF's InvalidArgumentError, JAX's TypeError) becomes a ValueError, as numpy's would
 be, so the check recognises it as a shape error and can say why it happened.
 
-`qa_gradients` and `jacobian_by_rows` name a method, so their invokes also watch how the
+`qa_gradients` and `per_example_gradients` name a method, so their invokes also watch how the
 answer was computed (method.py) and refuse one that was not computed that way.
 """
 
@@ -55,11 +55,12 @@ QA_METHOD = (
     "at g_h: tape.gradient(h, [W, b], output_gradients=g_h), or the pullback of "
     "jax.vjp(lambda W, b: x @ W + b, W, b) called on g_h."
 )
-ROWS_METHOD = (
-    "jacobian_by_rows must build the Jacobian from m VJPs, one per row, but {found}. Use one "
-    "persistent tf.GradientTape and tape.gradient(y, x, output_gradients=tf.one_hot(i, m, "
-    "dtype=y.dtype)) for each row i, or one jax.vjp and its pullback called once per row "
-    "(in a loop, or jax.vmap(pullback) over the rows of jnp.eye(m, dtype=y.dtype))."
+PER_EXAMPLE_METHOD = (
+    "per_example_gradients must take each example's gradient from a VJP with its own cotangent, "
+    "one per example, but {found}. Compute the B per-example losses in one forward pass, then "
+    "call tape.gradient(losses, [W, b], output_gradients=tf.one_hot(i, B, dtype=losses.dtype)) "
+    "for each example i on a persistent tape, or the pullback of jax.vjp once per example (in a "
+    "loop, or jax.vmap(pullback) over the rows of jnp.eye(B, dtype=losses.dtype))."
 )
 
 
@@ -80,20 +81,20 @@ def invoke_qa(fn: Callable[..., Any], *args: Any) -> Any:
     return result
 
 
-def invoke_rows(fn: Callable[..., Any], x: Any, w: Any, b: Any) -> Any:
-    """invoke_to_numpy, and the method: no Jacobian builder, and at least one VJP per row
-    (a vmap of the pullback over m cotangents counts m: method.py)."""
+def invoke_per_example(fn: Callable[..., Any], x: Any, w: Any, b: Any, y0: Any) -> Any:
+    """invoke_to_numpy, and the method: no Jacobian builder, and at least one VJP with a
+    cotangent per example (a vmap of the pullback over B cotangents counts B: method.py)."""
     with method.watching(fn) as usage:
-        result = invoke_to_numpy(fn, x, w, b)
-    rows = np.shape(w)[-1]
+        result = invoke_to_numpy(fn, x, w, b, y0)
+    examples = np.shape(x)[0]
     if usage.builders:
         found = english("it used {builder}", builder=usage.builders[0])
-        raise method.MethodNotFollowed(english(ROWS_METHOD, found=found), result)
-    if usage.gradients < rows:
+        raise method.MethodNotFollowed(english(PER_EXAMPLE_METHOD, found=found), result)
+    if usage.cotangent_vjps < examples:
         found = english(
-            "it made {gradients} VJP call(s) for the {rows} rows of this case",
-            gradients=usage.gradients,
-            rows=rows,
+            "it made {vjps} VJP call(s) with a cotangent for the {examples} examples of this case",
+            vjps=usage.cotangent_vjps,
+            examples=examples,
         )
-        raise method.MethodNotFollowed(english(ROWS_METHOD, found=found), result)
+        raise method.MethodNotFollowed(english(PER_EXAMPLE_METHOD, found=found), result)
     return result

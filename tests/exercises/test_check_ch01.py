@@ -18,7 +18,7 @@ import tensorflow as tf
 from autograder import check
 from autograder.exercises import for_chapter
 from autograder.exercises.ch01_chain_rule import (
-    JACOBIAN_BY_ROWS,
+    PER_EXAMPLE_GRADIENTS,
     PREDICT_TAPE_GRADIENT,
     QA_GRADIENTS,
     TO_NUMPY_INVOKE,
@@ -303,84 +303,87 @@ def test_qa_cases_include_the_shapes_that_hide_mistakes():
     assert all(c.arg(name).dtype == np.float32 for c in cases for name in ("x", "W", "b", "y0"))
 
 
-# ---------------------------------------------------------------- jacobian_by_rows
+# ---------------------------------------------------------------- per_example_gradients
 
 
-def rows_tf(x, W, b):
-    x = tf.constant(x)
+def _losses_tf(x, W, b, y0):
+    return tf.reduce_mean(tf.square(tf.tanh(x @ W + b) - y0), axis=-1)
+
+
+def per_example_tf(x, W, b, y0):
+    x, W, b, y0 = (tf.constant(v) for v in (x, W, b, y0))
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
-    m = y.shape[0]
-    return tf.stack([tape.gradient(y, x, output_gradients=tf.one_hot(i, m)) for i in range(m)])
+        tape.watch([W, b])
+        losses = _losses_tf(x, W, b, y0)
+    batch = losses.shape[0]
+    grads = [
+        tape.gradient(losses, [W, b], output_gradients=tf.one_hot(i, batch)) for i in range(batch)
+    ]
+    return tuple(tf.stack([g[k] for g in grads]) for k in range(2))
 
 
-def rows_jax(x, W, b):
-    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), x)
-    return jnp.stack([pullback(e)[0] for e in jnp.eye(y.shape[0], dtype=y.dtype)])
+def _pullback(x, W, b, y0):
+    def losses_of(W, b):
+        return jnp.mean((jnp.tanh(x @ W + b) - y0) ** 2, axis=-1)
+
+    return jax.vjp(losses_of, jnp.asarray(W), jnp.asarray(b))
 
 
-def rows_by_hand(x, W, b):
-    """The right Jacobian without any VJP: a wrong answer below builds on it."""
-    return (1 - np.tanh(x @ W + b) ** 2)[:, None] * W.T
+def per_example_jax(x, W, b, y0):
+    losses, pullback = _pullback(x, W, b, y0)
+    return jax.vmap(pullback)(jnp.eye(losses.shape[0], dtype=losses.dtype))
 
 
-@pytest.mark.parametrize("fn", [rows_tf, rows_jax])
-def test_right_jacobians_pass(fn):
-    report = check.jacobian_by_rows(fn)
+@pytest.mark.parametrize("fn", [per_example_tf, per_example_jax])
+def test_right_per_example_gradients_pass(fn):
+    report = check.per_example_gradients(fn)
     assert report.passed, str(report)
 
 
-def rows_without_cotangent(x, W, b):
-    x = tf.constant(x)
+def per_example_without_cotangent(x, W, b, y0):
+    x, W, b, y0 = (tf.constant(v) for v in (x, W, b, y0))
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
-    return tf.stack([tape.gradient(y, x) for _ in range(y.shape[0])]).numpy()
+        tape.watch([W, b])
+        losses = _losses_tf(x, W, b, y0)
+    grads = [tape.gradient(losses, [W, b]) for _ in range(losses.shape[0])]
+    return tuple(tf.stack([g[k] for g in grads]).numpy() for k in range(2))
 
 
-def stacks_rows_as_columns(x, W, b):
-    return np.stack(list(rows_by_hand(x, W, b)), axis=1)
+def per_example_summed_outputs(x, W, b, y0):
+    def losses_of(W, b):
+        return jnp.sum((jnp.tanh(x @ W + b) - y0) ** 2, axis=-1)
+
+    losses, pullback = jax.vjp(losses_of, jnp.asarray(W), jnp.asarray(b))
+    return jax.vmap(pullback)(jnp.eye(losses.shape[0], dtype=losses.dtype))
 
 
-def one_hot_in_float64(x, W, b):
-    y = np.tanh(x @ W + b)
-    eye = np.eye(y.shape[0])  # float64: the product upcasts
-    return eye @ ((1 - y**2)[:, None] * W.T)
+def per_example_in_float64(x, W, b, y0):
+    return tuple(np.asarray(g, np.float64) for g in per_example_jax(x, W, b, y0))
 
 
-def rows_with_matmul_of_a_vector(x, W, b):
-    """x @ W as the statement writes it: tf.matmul refuses the vector x."""
-    x = tf.constant(x)
-    with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = tf.tanh(x @ W + b)
-    m = y.shape[0]
-    return tf.stack([tape.gradient(y, x, output_gradients=tf.one_hot(i, m)) for i in range(m)])
-
-
-ROWS_BUGS = [
-    (rows_with_matmul_of_a_vector, "needs operands of rank 2 or more"),
-    (rows_without_cotangent, "Every row of your Jacobian is the same"),
-    (stacks_rows_as_columns, "Your Jacobian is transposed"),
-    (one_hot_in_float64, "Keep float32"),
+PER_EXAMPLE_BUGS = [
+    (per_example_without_cotangent, "Every example's gradient is the same"),
+    (per_example_summed_outputs, "m times too large"),
+    (per_example_in_float64, "Keep float32"),
 ]
 
 
-@pytest.mark.parametrize(("fn", "hint"), ROWS_BUGS, ids=[f.__name__ for f, _ in ROWS_BUGS])
-def test_wrong_jacobians_fail_with_their_hint(fn, hint):
-    report = check.jacobian_by_rows(fn)
+@pytest.mark.parametrize(
+    ("fn", "hint"), PER_EXAMPLE_BUGS, ids=[f.__name__ for f, _ in PER_EXAMPLE_BUGS]
+)
+def test_wrong_per_example_gradients_fail_with_their_hint(fn, hint):
+    report = check.per_example_gradients(fn)
     assert report.status == "failed"
     assert hint in str(report), str(report)
 
 
-def rows_with_doubled_cotangents(x, W, b):
-    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), x)
-    return jnp.stack([pullback(2 * e)[0] for e in jnp.eye(y.shape[0], dtype=y.dtype)])
+def per_example_with_doubled_cotangents(x, W, b, y0):
+    losses, pullback = _pullback(x, W, b, y0)
+    return jax.vmap(pullback)(2 * jnp.eye(losses.shape[0], dtype=losses.dtype))
 
 
-def rows_flattened(x, W, b):
-    return jnp.ravel(rows_jax(x, W, b))
+def per_example_flattened(x, W, b, y0):
+    return tuple(jnp.ravel(g) for g in per_example_jax(x, W, b, y0))
 
 
 THE_COTANGENT = ("one-hot", "one_hot", "eye(", "e_i")  # what the learner is to work out
@@ -389,31 +392,42 @@ THE_COTANGENT = ("one-hot", "one_hot", "eye(", "e_i")  # what the learner is to 
 @pytest.mark.parametrize(
     ("fn", "kind", "idea"),
     [
-        (rows_with_doubled_cotangents, "value", "Which g leaves row i alone in that sum?"),
-        (rows_flattened, "shape", "One VJP gives one array of x's shape (n,)"),
+        (per_example_with_doubled_cotangents, "value", "every other example's loss were weighted"),
+        (per_example_flattened, "shape", "Example i's gradient goes at index i of the first axis"),
     ],
 )
-def test_rows_hints_point_at_the_idea_not_at_the_cotangent(fn, kind, idea):
-    """The hints say what one VJP computes and what a row of the Jacobian is; which
-    cotangent gives row i is the exercise, so no hint a wrong answer gets names it."""
-    report = check.jacobian_by_rows(fn)
+def test_per_example_hints_point_at_the_idea_not_at_the_cotangent(fn, kind, idea):
+    """The hints say what an example's gradient is; which cotangent gives it is the
+    exercise, so no hint a wrong answer gets names it."""
+    report = check.per_example_gradients(fn)
     assert report.status == "failed", str(report)
     assert idea in report.failure.hint, str(report)
-    for kind_hint in JACOBIAN_BY_ROWS.hints_by_kind.values():
+    for kind_hint in PER_EXAMPLE_GRADIENTS.hints_by_kind.values():
         assert not [word for word in THE_COTANGENT if word in kind_hint], kind_hint
     assert not [word for word in THE_COTANGENT if word in report.failure.hint], str(report)
 
 
 @pytest.mark.parametrize("index", range(4))
-def test_jacobian_references_agree_with_compute_gradient(index):
-    case = JACOBIAN_BY_ROWS.edge_cases()[index]
-    x, W, b = (tf.constant(v.astype(np.float64)) for v in case.values())
-    theoretical, numerical = tf.test.compute_gradient(
-        lambda x: tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b), [x]
-    )
-    (reference,) = JACOBIAN_BY_ROWS.tf_reference(tf, case)
-    np.testing.assert_allclose(theoretical[0], numerical[0], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(reference, numerical[0], rtol=1e-4, atol=1e-4)
+def test_per_example_references_agree_with_compute_gradient(index):
+    """Example i's reference gradients against finite differences of loss_i alone."""
+    case = PER_EXAMPLE_GRADIENTS.edge_cases()[index]
+    x, W, b, y0 = (tf.constant(v.astype(np.float64)) for v in case.values())
+    g_w, g_b = PER_EXAMPLE_GRADIENTS.tf_reference(tf, case)
+    for i in range(x.shape[0]):
+        _, numerical = tf.test.compute_gradient(
+            lambda W, b, i=i: _losses_tf(x, W, b, y0)[i : i + 1], [W, b]
+        )
+        np.testing.assert_allclose(g_w[i].ravel(), numerical[0].ravel(), rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(g_b[i], numerical[1].ravel(), rtol=1e-3, atol=1e-4)
+
+
+def test_the_examples_gradients_add_up_to_the_batch_gradient():
+    """What the statement says: the batch loss's gradient is the mean of the examples'."""
+    case = PER_EXAMPLE_GRADIENTS.edge_cases()[0]
+    g_w, g_b = PER_EXAMPLE_GRADIENTS.tf_reference(tf, case)
+    grad_w, grad_b = QA_GRADIENTS.tf_reference(tf, case)
+    np.testing.assert_allclose(g_w.mean(axis=0), grad_w, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(g_b.mean(axis=0), grad_b, rtol=1e-5, atol=1e-7)
 
 
 # ---------------------------------------------------------------- the chapter as a whole
@@ -423,9 +437,9 @@ def test_chapter_lists_its_exercises_in_notebook_order():
     assert [e.name for e in for_chapter("01")] == [
         "predict_tape_gradient",
         "qa_gradients",
-        "jacobian_by_rows",
+        "per_example_gradients",
     ]
-    assert QA_GRADIENTS.frameworks == JACOBIAN_BY_ROWS.frameworks == ("jax", "tensorflow")
+    assert QA_GRADIENTS.frameworks == PER_EXAMPLE_GRADIENTS.frameworks == ("jax", "tensorflow")
 
 
 def test_invoke_converts_tensors_only():

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e  # the tampering attacks, graded in every sandbox m
 
 WAYS_IN = [
     'import sys\nsys.modules["harness"].invoker = lambda *a, **k: (lambda fn, *args: fn(*args))',
-    "import harness\nharness.ch01_chain_rule.invoke_rows = lambda fn, *a: fn(*a)",
+    "import harness\nharness.ch01_chain_rule.invoke_per_example = lambda fn, *a: fn(*a)",
     "harness.method._refused = lambda o, l, u: o",
     "def unbroadcast(g, shape):\n    return harness.ch03_unbroadcasting.unbroadcast(g, shape)",
     "def f(g):\n    return sys._getframe(1).f_globals",

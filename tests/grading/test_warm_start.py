@@ -228,10 +228,10 @@ def _assignment(chapter: str) -> SimpleNamespace:
 def test_framework_exercises_of_one_framework_share_a_child_and_numpy_ones_get_their_own():
     parts, workers, used = parts_and_workers(_assignment("01"), 2)
     assert [[e.name for e in part] for part in parts] == [
-        ["qa_gradients", "jacobian_by_rows"],
+        ["qa_gradients", "per_example_gradients"],
         ["predict_tape_gradient"],
     ]
-    assert sorted(map(sorted, workers)) == [["jacobian_by_rows"], ["qa_gradients"]]
+    assert sorted(map(sorted, workers)) == [["per_example_gradients"], ["qa_gradients"]]
     assert used == 2
     parts, workers, used = parts_and_workers(_assignment("04"), 3)
     assert len(parts) == 1 and len(workers) == used == 3

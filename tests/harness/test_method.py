@@ -47,38 +47,50 @@ def solution(notebook: str, name: str):
     return namespace[name]
 
 
-# ---------------------------------------------------------------- jacobian_by_rows (ch01)
+# ---------------------------------------------------------------- per_example_gradients (ch01)
 
 
-def rows_by_hand(x, W, b):
-    return (1 - np.tanh(x @ W + b) ** 2)[:, None] * W.T
+def _losses_jnp(x, W, b, y0):
+    return jnp.mean((jnp.tanh(x @ W + b) - y0) ** 2, axis=-1)  # one loss per example
 
 
-def rows_by_jacrev(x, W, b):
-    return jax.jacrev(lambda x: jnp.tanh(x @ W + b))(x)
+def _losses_tf(x, W, b, y0):
+    return tf.reduce_mean(tf.square(tf.tanh(x @ W + b) - y0), axis=-1)
 
 
-def rows_by_imported_jacrev(x, W, b):  # `from jax import jacrev` binds it in the globals
-    return jacrev(lambda x: jnp.tanh(x @ W + b))(x)
+def per_example_by_hand(x, W, b, y0):
+    y = np.tanh(x @ W + b)
+    g_h = 2 * (y - y0) / y.shape[-1] * (1 - y**2)  # row i: example i's own g_h
+    return (x[:, :, None] * g_h[:, None, :]).astype(np.float32), g_h.astype(np.float32)
 
 
-def rows_by_tape_jacobian(x, W, b):
-    x = tf.constant(x)
+def per_example_by_jacrev(x, W, b, y0):
+    return jax.jacrev(lambda W, b: _losses_jnp(x, W, b, y0), argnums=(0, 1))(W, b)
+
+
+def per_example_by_imported_jacrev(x, W, b, y0):  # `from jax import jacrev` binds it
+    return jacrev(lambda W, b: _losses_jnp(x, W, b, y0), argnums=(0, 1))(W, b)
+
+
+def per_example_by_tape_jacobian(x, W, b, y0):
+    W, b = tf.constant(W), tf.constant(b)
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
-    return tape.jacobian(y, x, experimental_use_pfor=False).numpy()
+        tape.watch([W, b])
+        losses = _losses_tf(x, W, b, y0)
+    return [j.numpy() for j in tape.jacobian(losses, [W, b], experimental_use_pfor=False)]
 
 
-def columns_forward_mode(x, W, b):
-    """By columns: one JVP per input direction (forward mode), not one VJP per row."""
-    x = tf.constant(x)
-    columns = []
-    for j in range(x.shape[0]):
-        with tf.autodiff.ForwardAccumulator(x, tf.one_hot(j, x.shape[0])) as acc:
-            y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
-        columns.append(acc.jvp(y))
-    return tf.stack(columns, axis=1).numpy()
+def per_example_by_one_tape_each(x, W, b, y0):
+    """One forward pass and one gradient per example, none with a cotangent: right values,
+    but not the chapter's method (a cotangent that selects one loss)."""
+    W, b = tf.constant(W), tf.constant(b)
+    parts = []
+    for i in range(x.shape[0]):
+        with tf.GradientTape() as tape:
+            tape.watch([W, b])
+            loss_i = _losses_tf(x[i : i + 1], W, b, y0[i : i + 1])[0]
+        parts.append(tape.gradient(loss_i, [W, b]))
+    return tuple(np.stack([p[k].numpy() for p in parts]) for k in range(2))
 
 
 # ---------------------------------------------------------------- qa_gradients (ch01)
@@ -167,17 +179,28 @@ def layer_with_a_module_level_custom_gradient(x, w):
     return _tanh_by_module_weight(x)
 
 
-ROWS_SAYS = ("must build the Jacobian from m VJPs", "tape.gradient(y, x, output_gradients=")
+PER_EXAMPLE_SAYS = (
+    "must take each example's gradient from a VJP with its own cotangent",
+    "output_gradients=tf.one_hot(i, B",
+)
 QA_SAYS = ("in two parts through a cotangent", "output_gradients=g_h")
 GN_SAYS = ("without a matrix", "one after the other")
 LAYER_SAYS = ("@tf.custom_gradient", "your gradient rule never ran")
 
 IGNORING = [
-    ("jacobian_by_rows", rows_by_hand, (*ROWS_SAYS, "made 0 VJP call(s)")),
-    ("jacobian_by_rows", rows_by_jacrev, (*ROWS_SAYS, "it used jax.jacrev")),
-    ("jacobian_by_rows", rows_by_imported_jacrev, (*ROWS_SAYS, "it used jax.jacrev")),
-    ("jacobian_by_rows", rows_by_tape_jacobian, (*ROWS_SAYS, "it used tape.jacobian")),
-    ("jacobian_by_rows", columns_forward_mode, ROWS_SAYS),
+    ("per_example_gradients", per_example_by_hand, (*PER_EXAMPLE_SAYS, "made 0 VJP call(s)")),
+    ("per_example_gradients", per_example_by_jacrev, (*PER_EXAMPLE_SAYS, "it used jax.jacrev")),
+    (
+        "per_example_gradients",
+        per_example_by_imported_jacrev,
+        (*PER_EXAMPLE_SAYS, "it used jax.jacrev"),
+    ),
+    (
+        "per_example_gradients",
+        per_example_by_tape_jacobian,
+        (*PER_EXAMPLE_SAYS, "it used tape.jacobian"),
+    ),
+    ("per_example_gradients", per_example_by_one_tape_each, PER_EXAMPLE_SAYS),
     ("qa_gradients", qa_by_hand, (*QA_SAYS, "0 gradient call(s)")),
     ("qa_gradients", qa_in_one_tape_call, (*QA_SAYS, "1 gradient call(s), 0 of them")),
     ("qa_gradients", qa_in_one_jax_grad, (*QA_SAYS, "1 gradient call(s), 0 of them")),
@@ -201,7 +224,7 @@ def test_right_values_by_another_method_fail_saying_what_to_use(exercise, fn, sa
 
 
 SOLUTIONS = [
-    ("01_chain_rule.ipynb", "jacobian_by_rows"),
+    ("01_chain_rule.ipynb", "per_example_gradients"),
     ("01_chain_rule.ipynb", "qa_gradients"),
     ("07_jacobians.ipynb", "gauss_newton_product"),
     ("04_custom_gradient_tf.ipynb", "tanh_layer"),
@@ -222,13 +245,15 @@ def test_other_ways_that_follow_the_method_pass(fn):
 
 
 def test_a_wrong_value_gets_its_hint_before_the_method():
-    def transposed_by_hand(x, W, b):
-        return rows_by_hand(x, W, b).T
+    def summed_by_hand(x, W, b, y0):
+        return tuple(
+            np.broadcast_to(g.sum(axis=0), g.shape) for g in per_example_by_hand(x, W, b, y0)
+        )
 
-    report = check.jacobian_by_rows(transposed_by_hand)
+    report = check.per_example_gradients(summed_by_hand)
     assert report.status == FAILED
-    assert "Your Jacobian is transposed" in str(report), str(report)
-    assert "m VJPs" not in report.headline()
+    assert "Every example's gradient is the same" in str(report), str(report)
+    assert "its own cotangent" not in report.headline()
 
 
 # ---------------------------------------------------------------- in the grader's child
@@ -384,47 +409,45 @@ def test_a_graph_traced_on_an_earlier_case_is_not_a_method_failure():
 # Now compiled code runs its Python while watched, and no check remembers an earlier one.
 
 
-def rows_by_vmap_of_the_pullback(x, W, b):
-    """One jax.vjp, its pullback mapped over the one-hot rows: one VJP per row, as jacrev."""
-    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
-    (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
-    return rows
+def per_example_by_vmap_of_the_pullback(x, W, b, y0):
+    """One jax.vjp, its pullback mapped over the one-hot rows: one VJP per example."""
+    losses, pullback = jax.vjp(lambda W, b: _losses_jnp(x, W, b, y0), jnp.asarray(W), b)
+    return jax.vmap(pullback)(jnp.eye(losses.shape[0], dtype=losses.dtype))
 
 
-def rows_by_a_loop_of_the_pullback(x, W, b):
-    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
-    eye = jnp.eye(y.shape[0], dtype=y.dtype)
-    return jnp.stack([pullback(eye[i])[0] for i in range(y.shape[0])])
+def per_example_by_a_loop_of_the_pullback(x, W, b, y0):
+    losses, pullback = jax.vjp(lambda W, b: _losses_jnp(x, W, b, y0), jnp.asarray(W), b)
+    eye = jnp.eye(losses.shape[0], dtype=losses.dtype)
+    parts = [pullback(eye[i]) for i in range(losses.shape[0])]
+    return tuple(jnp.stack([p[k] for p in parts]) for k in range(2))
 
 
 @jax.jit
-def _rows_jitted(x, W, b):
-    return rows_by_a_loop_of_the_pullback(x, W, b)
+def _per_example_jitted(x, W, b, y0):
+    return per_example_by_a_loop_of_the_pullback(x, W, b, y0)
 
 
-def rows_by_a_jitted_loop(x, W, b):
+def per_example_by_a_jitted_loop(x, W, b, y0):
     """Follows the method inside jax.jit: a later call of the same shapes replays the
     compiled program without calling Python, unless the check makes it."""
-    return _rows_jitted(x, W, b)
+    return _per_example_jitted(x, W, b, y0)
 
 
-def rows_by_vectorized_map(x, W, b):
-    x = tf.constant(x)
+def per_example_by_vectorized_map(x, W, b, y0):
+    W, b = tf.constant(W), tf.constant(b)
     with tf.GradientTape(persistent=True) as tape:
-        tape.watch(x)
-        y = tf.tanh(tf.linalg.matvec(W, x, transpose_a=True) + b)
-    m = y.shape[0]
-    return tf.vectorized_map(
-        lambda e: tape.gradient(y, x, output_gradients=e), tf.eye(m, dtype=y.dtype)
-    )
+        tape.watch([W, b])
+        losses = _losses_tf(x, W, b, y0)
+    eye = tf.eye(losses.shape[0], dtype=losses.dtype)
+    return tf.vectorized_map(lambda e: tape.gradient(losses, [W, b], output_gradients=e), eye)
 
 
-def rows_by_one_vmapped_sum(x, W, b):
-    """A vmap, but not of VJPs: one pullback of the ones cotangent, inside vmap over nothing
-    that multiplies it. Right values (by hand), 0 VJPs per row: must fail."""
-    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
-    pullback(jnp.ones_like(y))
-    return rows_by_hand(x, W, b)
+def per_example_by_one_vmapped_sum(x, W, b, y0):
+    """A pullback, but of the ones cotangent only: right values (by hand), 0 VJPs per
+    example: must fail."""
+    losses, pullback = jax.vjp(lambda W, b: _losses_jnp(x, W, b, y0), jnp.asarray(W), b)
+    pullback(jnp.ones_like(losses))
+    return per_example_by_hand(x, W, b, y0)
 
 
 @tf.function
@@ -444,10 +467,10 @@ def qa_in_a_tf_function(x, W, b, y0):
 
 
 FOLLOWING = [
-    ("jacobian_by_rows", rows_by_vmap_of_the_pullback),
-    ("jacobian_by_rows", rows_by_a_loop_of_the_pullback),
-    ("jacobian_by_rows", rows_by_a_jitted_loop),
-    ("jacobian_by_rows", rows_by_vectorized_map),
+    ("per_example_gradients", per_example_by_vmap_of_the_pullback),
+    ("per_example_gradients", per_example_by_a_loop_of_the_pullback),
+    ("per_example_gradients", per_example_by_a_jitted_loop),
+    ("per_example_gradients", per_example_by_vectorized_map),
     ("qa_gradients", qa_with_a_traced_second_part),
     ("qa_gradients", qa_in_a_tf_function),
 ]
@@ -459,28 +482,29 @@ def test_an_answer_that_follows_the_method_passes_its_first_check_and_every_late
     assert all(report.passed for report in reports), "\n".join(map(str, reports))
 
 
-def rows_by_the_jitted_loop_after_the_learner_ran_it(x, W, b):
-    return _rows_jitted(x, W, b)
+def per_example_by_the_jitted_loop_after_the_learner_ran_it(x, W, b, y0):
+    return _per_example_jitted(x, W, b, y0)
 
 
 def test_a_function_the_learner_ran_before_the_check_still_passes():
     """The learner's own cell traced the jitted function on these shapes before the check."""
     rng = np.random.default_rng(0)
-    for n, m in [(1, 1), (2, 3), (3, 2), (4, 4)]:
-        _rows_jitted(
-            rng.normal(size=n).astype(np.float32),
+    for batch, n, m in [(1, 3, 2), (4, 3, 2), (3, 3, 3), (5, 2, 1)]:
+        _per_example_jitted(
+            rng.normal(size=(batch, n)).astype(np.float32),
             rng.normal(size=(n, m)).astype(np.float32),
             rng.normal(size=m).astype(np.float32),
+            rng.normal(size=(batch, m)).astype(np.float32),
         )
-    report = check.jacobian_by_rows(rows_by_the_jitted_loop_after_the_learner_ran_it)
+    report = check.per_example_gradients(per_example_by_the_jitted_loop_after_the_learner_ran_it)
     assert report.passed, str(report)
 
 
 @pytest.mark.parametrize(
     ("exercise", "fn"),
     [
-        ("jacobian_by_rows", rows_by_one_vmapped_sum),
-        ("jacobian_by_rows", rows_by_hand),
+        ("per_example_gradients", per_example_by_one_vmapped_sum),
+        ("per_example_gradients", per_example_by_hand),
         ("qa_gradients", qa_in_one_tape_call),
     ],
 )
@@ -521,19 +545,23 @@ def test_gauss_newton_is_judged_on_what_its_helpers_do_now_not_on_an_earlier_che
     assert report.passed, str(report)
 
 
-VMAP_ROWS = """def jacobian_by_rows(x, W, b):
-    y, pullback = jax.vjp(lambda x: jnp.tanh(x @ W + b), jnp.asarray(x))
-    (rows,) = jax.vmap(pullback)(jnp.eye(y.shape[0], dtype=y.dtype))
-    return rows
+VMAP_PER_EXAMPLE = """def per_example_gradients(x, W, b, y0):
+    def losses_of(W, b):
+        return jnp.mean((jnp.tanh(x @ W + b) - y0) ** 2, axis=-1)
+
+    losses, pullback = jax.vjp(losses_of, jnp.asarray(W), jnp.asarray(b))
+    return jax.vmap(pullback)(jnp.eye(losses.shape[0], dtype=losses.dtype))
 """
 
 
 @pytest.mark.e2e  # grades a notebook through the sandbox
 def test_the_grader_gives_the_vmap_answer_the_notebook_check_s_verdict(tmp_path):
     notebook = nbformat.read(ROOT / "solutions" / "01_chain_rule.ipynb", as_version=4)
-    _replace_exercise(notebook, "jacobian_by_rows", VMAP_ROWS)
+    _replace_exercise(notebook, "per_example_gradients", VMAP_PER_EXAMPLE)
     tests = graded_tests(notebook, tmp_path, seed=11)
-    assert tests["jacobian_by_rows"]["status"] == "passed", tests["jacobian_by_rows"]["output"]
+    assert tests["per_example_gradients"]["status"] == "passed", tests["per_example_gradients"][
+        "output"
+    ]
 
 
 @partial(jax.jit, static_argnums=(0, 1))

@@ -55,7 +55,7 @@ def test_cases_do_not_depend_on_other_local_modules(tmp_path):
 # bounded number of times however many cases it draws. numpy chapters draw freely.
 FRAMEWORK_CHAPTERS = ("01", "04", "05", "06", "07")
 MAX_SIGNATURES = 20
-FLOAT32_ONLY = {"qa_gradients", "jacobian_by_rows"}  # the Q&A's float32 network
+FLOAT32_ONLY = {"qa_gradients", "per_example_gradients"}  # the Q&A's float32 network
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from autograder import check
 from autograder.exercises import EXERCISES
-from autograder.exercises.ch01_chain_rule import JACOBIAN_BY_ROWS
+from autograder.exercises.ch01_chain_rule import PER_EXAMPLE_GRADIENTS
 from autograder.exercises.ch04_custom_gradient_tf import TANH_LAYER
 from autograder.exercises.ch07_jacobians import GAUSS_NEWTON, JACOBIAN_VIA_VJP
 from autograder.judging.attempts import exception_hint
@@ -33,7 +33,7 @@ def test_every_exercise_has_a_fallback_for_exceptions_and_for_wrong_values(name)
     ("exercise", "type_name", "words"),
     [
         (GAUSS_NEWTON, "ValueError", "the shape and dtype of its primal"),
-        (JACOBIAN_BY_ROWS, "TypeError", "dot_general"),
+        (PER_EXAMPLE_GRADIENTS, "RuntimeError", "keep the tape persistent"),
         (JACOBIAN_VIA_VJP, "TypeError", "jnp.reshape"),
     ],
 )

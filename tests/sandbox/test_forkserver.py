@@ -136,7 +136,7 @@ def test_what_a_submission_does_to_the_framework_stays_in_its_own_child(chapter_
     assert tamper["qa_gradients"]["status"] != "passed"  # the tampering took effect there
     assert tamper["predict_tape_gradient"]["status"] == "passed"  # a numpy round: untouched
     assert solution["qa_gradients"]["status"] == "passed"  # and not in the next child
-    assert solution["jacobian_by_rows"]["status"] == "passed"
+    assert solution["per_example_gradients"]["status"] == "passed"
 
 
 def test_code_that_sets_the_environment_first_gets_a_child_that_imports_after_it(chapter_01):
