@@ -56,6 +56,9 @@ def test_plot_has_two_log_panels():
     fig = plot_fixes(measure_fixes([8, 64], repeats=1))
     assert len(fig.axes) == 2
     assert all(ax.get_xscale() == ax.get_yscale() == "log" for ax in fig.axes)
-    assert [ax.get_ylabel() for ax in fig.axes] == ["seconds (fastest round)", "peak bytes (tracemalloc)"]
+    assert [ax.get_ylabel() for ax in fig.axes] == [
+        "seconds (fastest round)",
+        "peak bytes (tracemalloc)",
+    ]
     assert {ax.get_xlabel() for ax in fig.axes} == {"batch B"}
     plt.close(fig)
