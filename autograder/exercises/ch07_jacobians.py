@@ -44,7 +44,7 @@ VECTOR_NAMES = ("tanh_mix", "cumsum_sin", "outer", "logsumexp_rows")
 ANY_RANK = ("tanh_mix", "cumsum_sin")  # these accept a scalar x; the others need an axis
 BATCH_NAMES = ("dense_tanh", "softmax_rows", "batchnorm", "batch_centred")
 GAUSS_NEWTON_MODELS = ("cumsum_sin", "outer")  # small inside: no array as large as J
-LOSS_NAMES = ("softmax_xent", "squared_error", "log_cosh")
+LOSS_NAMES = ("coupled_squares", "squared_error", "quartic")
 
 
 @cache
@@ -89,11 +89,11 @@ def _tf_batch_function(tf: Any, name: str, x: Any) -> Any:
 
 
 def _tf_loss_function(tf: Any, name: str, z: Any) -> Any:
-    if name == "softmax_xent":
-        return tf.reduce_logsumexp(z) - tf.reshape(z, [-1])[0]
+    if name == "coupled_squares":
+        return 0.5 * tf.reduce_sum(z**2) + 0.5 * tf.reduce_sum(z) ** 2
     if name == "squared_error":
         return 0.5 * tf.reduce_sum((z - 0.5) ** 2)
-    return tf.reduce_sum(tf.math.log(tf.cosh(z)))
+    return tf.reduce_sum(z**4) / 12
 
 
 def _tf_jacobian(tf: Any, fn: Any, x: np.ndarray) -> np.ndarray:
@@ -224,11 +224,11 @@ def _gauss_newton_cases(draw: st.DrawFn, profile: Profile) -> Case:
 def _gauss_newton_edges() -> list[Case]:
     rng = np.random.default_rng(8)
     picks = [
-        ("cumsum_sin", "softmax_xent", (4,), "a cross-entropy: a dense loss Hessian"),
-        ("outer", "log_cosh", (2, 3), "an output of higher rank than x"),
+        ("cumsum_sin", "coupled_squares", (4,), "a dense loss Hessian, I + 1 1^T"),
+        ("outer", "quartic", (2, 3), "an output of higher rank than x"),
         ("cumsum_sin", "squared_error", (2, 3), "half a squared error: the loss Hessian is I"),
-        ("cumsum_sin", "log_cosh", (), "a scalar x"),
-        ("outer", "softmax_xent", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
+        ("cumsum_sin", "quartic", (), "a scalar x"),
+        ("outer", "coupled_squares", (2, 1, 2), "a size-1 middle axis, float64", FLOAT64),
     ]
     return [
         Case(

@@ -332,7 +332,7 @@ def test_the_gauss_newton_matrix_is_not_the_hessian_of_the_composition():
     x = np.linspace(-1, 1, 4).astype(np.float32)
     v = np.cos(np.arange(4)).astype(np.float32)
     linear = lambda t: jnp.cumsum(2.0 * t)  # noqa: E731
-    loss = harness.loss_function("softmax_xent")
+    loss = harness.loss_function("coupled_squares")
     np.testing.assert_allclose(
         full.answer(linear, loss, x, v), gauss_newton_jvp_then_vjp(linear, loss, x, v), rtol=1e-5
     )
