@@ -53,10 +53,12 @@ def executed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     learner copy, so the digests the builds record are the real ones."""
     record: list[str] = []
 
-    def write_both(solution, solution_path: Path, learner_path: Path) -> None:
+    def write_both(
+        solution, solution_path: Path, learner_path: Path, stubs: str = notebooks.ENGLISH
+    ) -> None:
         record.append(f"{solution_path.parent.name}/{solution_path.name}")
         nbformat.write(solution, solution_path)
-        nbformat.write(notebooks.learner_copy(solution, solution_path.name), learner_path)
+        nbformat.write(notebooks.learner_copy(solution, solution_path.name, stubs), learner_path)
 
     monkeypatch.setattr(notebooks, "_execute_both", write_both)
     return record
