@@ -7,11 +7,13 @@ back to the CJK font (matplotlib draws each glyph from the first family of `font
 font has it): Microsoft YaHei or SimHei on Windows, PingFang SC or Hiragino Sans GB on macOS, Noto
 Sans CJK SC or WenQuanYi on Linux (`apt-get install fonts-noto-cjk`). A font installed after
 matplotlib wrote its font cache is found by its file. Without any, a figure's Chinese shows as
-boxes and matplotlib warns; the labels are still the notebook's.
+boxes (README.zh-CN.md says which font to install), and matplotlib's warning for each missing
+glyph is silenced, so a cell's output does not depend on the fonts a machine has.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 CJK_FONTS = (
@@ -53,6 +55,9 @@ def use_fonts_for(language: str | None) -> None:
     import matplotlib as mpl
 
     font = chinese_font()
+    if font is None:
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .* missing from font")
+        return
     families = list(mpl.rcParams["font.family"])
     if font and font not in families:
         mpl.rcParams["font.family"] = [*families, font]

@@ -40,3 +40,15 @@ def test_chinese_labels_draw_without_a_missing_glyph():
             draw("tanh 在 x = 1 处的前向差分")
     with mpl.rc_context(), pytest.warns(UserWarning, match="missing from font"):
         draw("前向差分")  # the check can fail: without the CJK font the glyphs are missing
+
+
+def test_without_a_chinese_font_a_figure_prints_no_warning(monkeypatch):
+    """A machine without a CJK font (Colab, a bare Linux) draws boxes, but a cell's output stays
+    the same as on a machine with one: matplotlib's missing-glyph warnings are silenced."""
+    monkeypatch.setattr("coursekit.fonts.chinese_font", lambda: None)
+    with mpl.rc_context(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        before = list(mpl.rcParams["font.family"])
+        use_fonts_for("zh-CN")
+        assert list(mpl.rcParams["font.family"]) == before
+        draw("前向差分")
