@@ -107,7 +107,9 @@ def test_a_learner_copy_runs_on_colab_from_the_wheel(installed, tmp_path):
     assert record.read_text().split() == ["install", "--quiet", *f'"{spec}"'.split()]
     assert "no restart needed" in outputs_text(code[0])
 
-    helpers = ("hint", "progress", "predict")  # cells that show no report
+    helpers = ("hint", "progress", "predict", "reset")  # cells that show no report
+    resets = [outputs_text(cell) for cell in code if "check.reset(" in cell.source]
+    assert resets and all("raise NotImplementedError(" in text for text in resets), resets
     reports = [
         outputs_text(cell)
         for cell in code
