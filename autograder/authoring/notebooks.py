@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import nbformat
 from nbclient import NotebookClient
-from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 from nbformat import NotebookNode
 
 from autograder.locale import ENGLISH, say, speaking
@@ -106,7 +105,14 @@ def execute(notebook: NotebookNode, directory: Path) -> NotebookNode:
     older build are removed: they changed every line of `metadata.execution` on each rebuild,
     burying the changes a reviewer should see. For the same reason consecutive stream outputs
     are merged (nbconvert's CoalesceStreamsPreprocessor): how a cell's printing was split into
-    messages depends on when the kernel flushed, not on what it printed."""
+    messages depends on when the kernel flushed, not on what it printed.
+
+    nbconvert is imported here, not at the top: only a build executes notebooks, while
+    `check.reset` and `python -m autograder reset` import this module in a learner's or the
+    grader's environment, which need not have nbconvert (requirements-grader.txt,
+    `pip install .`)."""
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     without_run_records(notebook)
     client = NotebookClient(
