@@ -24,7 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = (ROOT / "solutions" / "zh-CN", ROOT / "course" / "zh-CN")
 CHAPTERS = sorted(path.name[:2] for path in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
 # Chapters whose code cells and outputs still hold the course's English: the remaining work.
-NOT_YET_TRANSLATED = ("00", "01", "03", "04", "05", "06", "07")
+NOT_YET_TRANSLATED = (
+    "00",
+    "01",
+    "03",
+    "04",
+    "05",
+    "06",
+    "07",
+)
 # A framework's or Python's own message from here to the end of its line; the errors the
 # course raises itself (an exercise stub's, a prediction's claim) say the course's words.
 COURSE_ERRORS = ("NotImplementedError", "CourseClaimError")
