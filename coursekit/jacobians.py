@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograder.locale import say
+
 
 def two_layer(n_in: int, n_out: int, hidden: int = 128, seed: int = 0) -> tuple[Callable, Any]:
     """f(x) = W2 tanh(W1 x) from R^n_in to R^n_out, and a point x (float32)."""
@@ -81,20 +83,21 @@ def plot_modes(rows: list[ModeCost]):
     fig, (ax_f, ax_t) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
     for mode in ("forward", "reverse"):
         mine = [r for r in rows if r.mode == mode]
-        label = "forward (jacfwd)" if mode == "forward" else "reverse (jacrev)"
+        label = say("forward (jacfwd)") if mode == "forward" else say("reverse (jacrev)")
         ax_f.plot([r.n_in for r in mine], [r.flops for r in mine], marker="o", label=label)
         ax_t.plot([r.n_in for r in mine], [r.seconds for r in mine], marker="o", label=label)
     n_out = rows[0].n_out
-    for ax, what in ((ax_f, "FLOPs (XLA cost analysis)"), (ax_t, "seconds (fastest run)")):
+    axes = ((ax_f, say("FLOPs (XLA cost analysis)")), (ax_t, say("seconds (fastest run)")))
+    for ax, what in axes:
         ax.axvline(n_out, color="k", ls="--", lw=1)
         ax.set(
             xscale="log",
             yscale="log",
-            xlabel=f"inputs n (outputs m = {n_out}, dashed)",
+            xlabel=say("inputs n (outputs m = {n_out}, dashed)", n_out=n_out),
             ylabel=what,
         )
-    ax_f.set_title("work for the whole Jacobian")
-    ax_t.set_title("time for the whole Jacobian")
+    ax_f.set_title(say("work for the whole Jacobian"))
+    ax_t.set_title(say("time for the whole Jacobian"))
     ax_f.legend()
     return fig
 

@@ -31,7 +31,6 @@ NOT_YET_TRANSLATED = (
     "04",
     "05",
     "06",
-    "07",
 )
 # A framework's or Python's own message from here to the end of its line; the errors the
 # course raises itself (an exercise stub's, a prediction's claim) say the course's words.
