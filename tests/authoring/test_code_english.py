@@ -30,7 +30,6 @@ NOT_YET_TRANSLATED = (
     "03",
     "04",
     "05",
-    "06",
 )
 # A framework's or Python's own message from here to the end of its line; the errors the
 # course raises itself (an exercise stub's, a prediction's claim) say the course's words.
@@ -38,7 +37,9 @@ COURSE_ERRORS = ("NotImplementedError", "CourseClaimError")
 FRAMEWORK_TEXT = re.compile(
     rf"\b(?!(?:{'|'.join(COURSE_ERRORS)})\b)[A-Z]\w*(Error|Exception|Warning|Exit)\b:?.*$"
     # a framework's message a cell prints without its exception's name (TensorFlow's)
-    r"|Error in gradient for op .*$",
+    r"|Error in gradient for op .*$"
+    # what JAX's print_saved_residuals says of each saved array (chapter 06 shows it)
+    r"|^[ \t]*[a-z]+\d*\[[\d,]*\] (?:from the argument|output of|named) .*$",
     re.MULTILINE,
 )
 
@@ -114,6 +115,15 @@ def test_the_list_of_chapters_left_names_chapters_there_are():
 )
 def test_the_rule_finds_english_prose_and_only_that(text, english):
     assert bool(code_text.prose_pieces(text)) == english, code_text.pieces(text)
+
+
+def test_what_print_saved_residuals_says_is_jax_s_and_only_that():
+    listed = "f32[3,3] from the argument w\n  f32[3] output of tanh (block)\nbool[2] named 'h' (f)"
+    shown = {"output_type": "stream", "name": "stdout", "text": listed}
+    assert not code_text.english_prose(output_text(shown))
+    # the course's own words about a saved array are still counted
+    said = {"output_type": "stream", "name": "stdout", "text": "f32[3] is kept for the backward"}
+    assert code_text.english_prose(output_text(said))
 
 
 def test_framework_messages_in_outputs_are_not_counted():
