@@ -35,8 +35,9 @@ from typing import Any
 import nbformat
 from nbformat import NotebookNode
 
+from autograder.authoring import code_text
 from autograder.authoring.notebooks import BEGIN, DEF_LINE, strip_solutions
-from autograder.locale import current, normalized, say, speaking
+from autograder.locale import ENGLISH, current, normalized, say, speaking
 
 COLAB_TIMEOUT = 10  # seconds to wait for Colab's frontend to send the open notebook
 
@@ -122,8 +123,19 @@ def stub_for(cell: NotebookNode, notebook: Path, exercise: str, solutions: Path 
     if solutions is None and (stub := recorded_stub(cell)) is not None:
         return stub
     if solutions is None and BEGIN in cell.source:
-        return strip_solutions(cell.source, where=f"{notebook.name}, exercise {exercise}")
+        return strip_solutions(
+            cell.source,
+            where=f"{notebook.name}, exercise {exercise}",
+            language=solution_stub_language(cell, notebook),
+        )
     return original_stub(solution_for(notebook, solutions, exercise), exercise)
+
+
+def solution_stub_language(cell: NotebookNode, notebook: Path) -> str:
+    """The language of a solution notebook's stub, as its learner copy has it: the notebook's
+    once the cell's own text is translated (no English prose left in it), else English."""
+    translated = not code_text.prose_pieces(cell.source)
+    return notebook_language(notebook) if translated else ENGLISH
 
 
 def reset_exercise(notebook: Path, exercise: str, solutions: Path | None = None) -> int:
