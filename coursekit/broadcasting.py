@@ -7,9 +7,12 @@ A broadcast copies an operand along some result axes; its VJP must add those cop
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
+
+from autograder.locale import say
 
 Shape = tuple[int, ...]
 Aligned = tuple[int | None, ...]
@@ -39,27 +42,41 @@ class BroadcastPlan:
     result: Shape
 
     def describe(self) -> str:
-        """A short deterministic text table: one column per result axis."""
+        """A short deterministic text table: one column per result axis, in the notebook's
+        language (columns aligned as displayed: a Chinese character takes two columns)."""
         rank = len(self.result)
-        header = ["", *(f"axis {i}" for i in range(rank))]
+        header = ["", *(say("axis {i}", i=i) for i in range(rank))]
         rows = [
             header,
             ["a", *(_cell(d) for d in self.a.aligned)],
             ["b", *(_cell(d) for d in self.b.aligned)],
-            ["result", *(str(d) for d in self.result)],
+            [say("result"), *(str(d) for d in self.result)],
         ]
-        widths = [max(len(row[i]) for row in rows) for i in range(rank + 1)]
-        lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-        lines.append(f"result shape: {self.result}")
+        widths = [max(_width(row[i]) for row in rows) for i in range(rank + 1)]
+        lines = [
+            "  ".join(" " * (w - _width(c)) + c for c, w in zip(row, widths, strict=True))
+            for row in rows
+        ]
+        lines.append(say("result shape: {shape}", shape=self.result))
         for name, op in (("a", self.a), ("b", self.b)):
             lines.append(
-                f"grad {name} {op.shape}: sum axes (drop) {op.drop_axes}, "
-                f"sum axes (keepdims) {op.keep_axes}"
+                say(
+                    "grad {name} {shape}: sum axes (drop) {drop}, sum axes (keepdims) {keep}",
+                    name=name,
+                    shape=op.shape,
+                    drop=op.drop_axes,
+                    keep=op.keep_axes,
+                )
             )
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.describe()
+
+
+def _width(text: str) -> int:
+    """Columns `text` takes on screen: two for a wide (Chinese) character."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def _cell(dim: int | None) -> str:
@@ -101,8 +118,16 @@ def broadcast_plan(shape_a: Shape, shape_b: Shape) -> BroadcastPlan:
         rank = max(len(shape_a), len(shape_b))
         da, db = _align(shape_a, rank)[axis], _align(shape_b, rank)[axis]
         raise ValueError(
-            f"shapes {shape_a} and {shape_b} cannot be broadcast: at result axis {axis} "
-            f"(shapes right-aligned) the sizes are {da} and {db}; they must be equal or one be 1"
+            say(
+                "shapes {shape_a} and {shape_b} cannot be broadcast: at result axis {axis} "
+                "(shapes right-aligned) the sizes are {da} and {db}; they must be equal or one "
+                "be 1",
+                shape_a=shape_a,
+                shape_b=shape_b,
+                axis=axis,
+                da=da,
+                db=db,
+            )
         ) from None
     return BroadcastPlan(_operand(shape_a, result), _operand(shape_b, result), result)
 
@@ -116,9 +141,11 @@ def parse_shape(text: str) -> Shape:
     try:
         dims = tuple(int(p) for p in parts)
     except ValueError:
-        raise ValueError(f"cannot read {text!r} as a shape; write sizes like 6,1,5") from None
+        raise ValueError(
+            say("cannot read {text!r} as a shape; write sizes like 6,1,5", text=text)
+        ) from None
     if any(d < 0 for d in dims):
-        raise ValueError(f"shape {dims} has a negative size")
+        raise ValueError(say("shape {dims} has a negative size", dims=dims))
     return dims
 
 
@@ -127,7 +154,7 @@ def explain(text_a: str, text_b: str) -> str:
     try:
         return broadcast_plan(parse_shape(text_a), parse_shape(text_b)).describe()
     except ValueError as err:
-        return f"error: {err}"
+        return say("error: {err}", err=err)
 
 
 def broadcast_explorer(shape_a: str = "6,1,5", shape_b: str = "4,1"):
@@ -136,8 +163,8 @@ def broadcast_explorer(shape_a: str = "6,1,5", shape_b: str = "4,1"):
 
     import ipywidgets as widgets
 
-    box_a = widgets.Text(value=shape_a, description="shape a")
-    box_b = widgets.Text(value=shape_b, description="shape b")
+    box_a = widgets.Text(value=shape_a, description=say("shape a"))
+    box_b = widgets.Text(value=shape_b, description=say("shape b"))
     out = widgets.HTML()
 
     def refresh(_change: object = None) -> None:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from autograder.locale import say
+
 Fix = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
@@ -138,11 +140,11 @@ def plot_fixes(rows: list[Measurement]):
         ax_m.plot(batches, [r.peak_bytes for r in mine], marker="o", label=name)
     out_rows = [r for r in rows if r.fix == "reshape"]
     out_bytes = [r.peak_bytes - r.work_bytes for r in out_rows]
-    ax_m.plot([r.batch for r in out_rows], out_bytes, "k--", lw=1, label="output alone")
+    ax_m.plot([r.batch for r in out_rows], out_bytes, "k--", lw=1, label=say("output alone"))
     for ax, ylabel, title in (
-        (ax_t, "seconds (fastest round)", "time for out and grad_W"),
-        (ax_m, "peak bytes (tracemalloc)", "peak memory during the call"),
+        (ax_t, say("seconds (fastest round)"), say("time for out and grad_W")),
+        (ax_m, say("peak bytes (tracemalloc)"), say("peak memory during the call")),
     ):
-        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel=ylabel, title=title)
+        ax.set(xscale="log", yscale="log", xlabel=say("batch B"), ylabel=ylabel, title=title)
     ax_m.legend()
     return fig

@@ -26,7 +26,6 @@ CHAPTERS = sorted(path.name[:2] for path in (ROOT / "solutions").glob("[0-9][0-9
 # Chapters whose code cells and outputs still hold the course's English: the remaining work.
 NOT_YET_TRANSLATED = (
     "01",
-    "03",
     "04",
     "05",
 )

@@ -109,6 +109,9 @@ SOLUTION = '''def mean_rows_vjp(g: np.ndarray, x: np.ndarray) -> np.ndarray:
 WRONG = SOLUTION.replace(
     "np.broadcast_to(g / x.shape[0], x.shape).copy()", "np.broadcast_to(g, x.shape).copy()"
 )
+# Chapter 03's translation has code sections, so the new cell's docstring gets one too.
+DOCSTRING = '"""The cotangent of x for y = np.mean(x, axis=0), given y\'s cotangent g."""'
+CHINESE_DOCSTRING = '"""已知 y = np.mean(x, axis=0) 中 y 的余切向量 g，求 x 的余切向量。"""'
 CHINESE = {  # what the maintainer writes in ch03.po
     "You gave every row the cotangent g itself: that is the VJP of a sum. A mean divides by the "
     "number of rows, and so does its VJP.": "你给每一行的余切向量都是 g 本身：那是求和的 VJP。"
@@ -126,6 +129,10 @@ CHINESE_PROSE = (
     "`y = np.mean(x, axis=0)` 的余切向量 `g`，求 `x` 的余切向量。"
 )
 WRONG_HINT = {"en": "that is the VJP of a sum", "zh-CN": "那是求和的 VJP"}
+SOLUTIONS = {  # the exercise cell as each edition shows it, answered right and wrong
+    "en": (SOLUTION, WRONG),
+    "zh-CN": tuple(cell.replace(DOCSTRING, CHINESE_DOCSTRING) for cell in (SOLUTION, WRONG)),
+}
 # ------------------------------------------------------------------
 
 
@@ -175,7 +182,11 @@ def write_the_chinese(copy: Path) -> None:
         write_po(handle, catalogue, width=100, omit_header=True, sort_output=False)
     prose = (copy / PROSE).read_text(encoding="utf-8")
     assert prose.count(PROSE_CELL) == 1, "sync left no section holding the new cell's English"
-    (copy / PROSE).write_text(prose.replace(PROSE_CELL, CHINESE_PROSE), encoding="utf-8")
+    prose = prose.replace(PROSE_CELL, CHINESE_PROSE)
+    stub = f"```python zh-CN\n{DOCSTRING}\n```"
+    assert prose.count(stub) == 1, "sync left no section holding the new docstring's English"
+    prose = prose.replace(stub, f"```python zh-CN\n{CHINESE_DOCSTRING}\n```")
+    (copy / PROSE).write_text(prose, encoding="utf-8")
 
 
 def in_the_copy(copy: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
@@ -252,8 +263,9 @@ def graded_scores(copy: Path, tmp_path: Path) -> dict[str, dict[str, tuple[float
         notebook = nbformat.read(copy / edition, as_version=4)
         language = notebook.metadata["course"]["language"]
         nbformat.write(notebook, tmp_path / f"right_{language}.ipynb")
-        (index,) = [i for i, c in enumerate(notebook.cells) if c.source == SOLUTION]
-        notebook.cells[index].source = WRONG
+        solution, wrong = SOLUTIONS[language]
+        (index,) = [i for i, c in enumerate(notebook.cells) if c.source == solution]
+        notebook.cells[index].source = wrong
         nbformat.write(notebook, tmp_path / f"wrong_{language}.ipynb")
         submissions += [tmp_path / f"right_{language}.ipynb", tmp_path / f"wrong_{language}.ipynb"]
     graded = in_the_copy(

@@ -81,8 +81,8 @@ def run_summary(rows: list[Measurement]) -> str:
     return "\n".join(printed)
 
 
-def fastest_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.startswith("Fastest in this run: ")]
+def fastest_line(text: str, start: str = "Fastest in this run: ") -> str:
+    lines = [line for line in text.splitlines() if line.startswith(start)]
     assert len(lines) == 1, text
     return lines[0]
 
@@ -111,20 +111,45 @@ def test_a_run_where_reshape_is_fastest_says_the_counts_predicted_it():
     )
 
 
+# What the summary cell prints, in each edition: the start of the sentence naming the fastest
+# fix, its comma, the words of a run that contradicts the counts, the lead-in to the ratios
+# and one ratio (the Chinese edition's words come from translations/zh-CN/03_unbroadcasting.md).
+SUMMARY_WORDS = {
+    "en": (
+        "Fastest in this run: ",
+        ",",
+        "not reshape",
+        r"relative to reshape: (.*)",
+        r"(\w+) ([\d.]+)x",
+    ),
+    "zh-CN": (
+        "这次运行中最快的是 ",
+        "，",
+        "而不是 reshape",
+        r"是 reshape 的多少倍：(.*)",
+        r"(\w+) ([\d.]+) 倍",
+    ),
+}
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_stored_time_sentence_agrees_with_the_table_above_it(path):
     notebook = cells(path)
+    language = nbformat.read(path, as_version=4).metadata["course"]["language"]
+    fastest_words, comma, contradicted, lead_in, ratio = SUMMARY_WORDS[language]
     rows = parse_table(stdout(notebook[TABLE_CELL]))
     assert len(rows) == 4 * len(FIXES), stdout(notebook[TABLE_CELL])
     largest = max(r.batch for r in rows)
     times = {r.fix: r.seconds for r in rows if r.batch == largest}
     summary = stdout(notebook[SUMMARY_CELL])
     fastest = min(times, key=times.get)
-    line = fastest_line(summary)
-    assert line.startswith(f"Fastest in this run: {fastest},"), (line, times)
-    assert ("not reshape" in line) == (fastest != "reshape"), line
-    ratios = re.search(r"relative to reshape: (.*)", summary).group(1)
-    for name, printed in re.findall(r"(\w+) ([\d.]+)x", ratios):
+    line = fastest_line(summary, fastest_words)
+    assert line.startswith(f"{fastest_words}{fastest}{comma}"), (line, times)
+    assert (contradicted in line) == (fastest != "reshape"), line
+    ratios = re.search(lead_in, summary).group(1)
+    printed_ratios = re.findall(ratio, ratios)
+    assert {name for name, _ in printed_ratios} == set(FIXES), ratios
+    for name, printed in printed_ratios:
         assert float(printed) == pytest.approx(times[name] / times["reshape"], rel=0.02, abs=0.01)
 
 
