@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autograder.locale import say
+
 Scalar = Callable[[np.ndarray], np.ndarray]
 
 
@@ -62,8 +64,11 @@ class ChainAt:
                 f"x = {self.x:.4f}, f = {self.f_name}, g = {self.g_name}",
                 f"u = f(x) = {self.u:.4f}        f'(x) = {self.df:.4f}",
                 f"z = g(u) = {self.z:.4f}        g'(u) = {self.dg:.4f}",
-                f"slopes multiply: g'(u) * f'(x) = {self.product:.4f}",
-                f"slope of g(f(x)) measured with a central difference: {self.numeric:.4f}",
+                say("slopes multiply: g'(u) * f'(x) = {slope}", slope=f"{self.product:.4f}"),
+                say(
+                    "slope of g(f(x)) measured with a central difference: {slope}",
+                    slope=f"{self.numeric:.4f}",
+                ),
             ]
         )
 
@@ -103,23 +108,42 @@ def plot_chain(f_name: str, g_name: str, x: float, width: float = 1.0):
     g, _ = FUNCTIONS[g_name]
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3), constrained_layout=True)
     panels = [
-        (axes[0], f, at.x, at.u, at.df, f"f = {f_name} near x", "x", f"f'(x) = {at.df:.3f}"),
-        (axes[1], g, at.u, at.z, at.dg, f"g = {g_name} near u = f(x)", "u", f"g'(u) = {at.dg:.3f}"),
+        (
+            axes[0],
+            f,
+            at.x,
+            at.u,
+            at.df,
+            say("f = {name} near x", name=f_name),
+            "x",
+            f"f'(x) = {at.df:.3f}",
+        ),
+        (
+            axes[1],
+            g,
+            at.u,
+            at.z,
+            at.dg,
+            say("g = {name} near u = f(x)", name=g_name),
+            "u",
+            f"g'(u) = {at.dg:.3f}",
+        ),
         (
             axes[2],
             lambda t: g(f(t)),
             at.x,
             at.z,
             at.product,
-            "g(f(x)) near x",
+            say("g(f(x)) near x"),
             "x",
             f"g'(u) f'(x) = {at.product:.3f}",
         ),
     ]
     for ax, fn, x0, y0, slope, title, label, legend in panels:
         ts = np.linspace(x0 - width, x0 + width, 201)
-        ax.plot(ts, fn(ts), color="C0", label="function")
-        ax.plot(ts, y0 + slope * (ts - x0), "--", color="C1", label=f"tangent, {legend}")
+        ax.plot(ts, fn(ts), color="C0", label=say("function"))
+        tangent = say("tangent, {slope}", slope=legend)
+        ax.plot(ts, y0 + slope * (ts - x0), "--", color="C1", label=tangent)
         ax.plot([x0], [y0], "o", color="C3")
         ax.set(title=title, xlabel=label)
         ax.legend(loc="best", fontsize=8)
@@ -172,12 +196,14 @@ NODES = {
     "loss": (6.9, 1.0),
 }
 OPERATIONS = {"h": "x @ W + b", "y": "tanh(h)", "loss": "mean((y - y0)²)"}
+# The one edge label in words rather than a formula: drawn in the notebook's language.
+SUMMED = "g_b = g_h summed\nover the batch"
 # Each edge (primal input, output): the cotangent that flows back along it, where its label
 # goes, and which way the backward arrow bends. y0 is a constant: nothing flows back to it.
 EDGES = {
     ("x", "h"): ("g_x = g_h Wᵀ", (0.9, 2.3), 0.3),
     ("W", "h"): ("g_W = xᵀ g_h", (0.9, -0.3), -0.3),
-    ("b", "h"): ("g_b = g_h summed\nover the batch", (3.35, 0.15), -0.5),
+    ("b", "h"): (SUMMED, (3.35, 0.15), -0.5),
     ("h", "y"): ("g_h = g_y · (1 - y²)", (3.5, 1.52), 0.3),
     ("y", "loss"): ("g_y = 2 (y - y0) / N", (5.75, 1.52), 0.3),
     ("y0", "loss"): ("", (0.0, 0.0), 0.0),
@@ -200,7 +226,7 @@ def draw_graph(shapes: dict[str, tuple[int, ...]] | None = None):
         leaf = name not in OPERATIONS
         label = name if leaf else f"{name} = {OPERATIONS[name]}"
         if name in shapes:
-            label += f"\nshape {shapes[name]}"
+            label += "\n" + say("shape {shape}", shape=shapes[name])
         text = ax.text(
             px,
             py,
@@ -239,10 +265,11 @@ def draw_graph(shapes: dict[str, tuple[int, ...]] | None = None):
                     connectionstyle=f"arc3,rad={bend}",
                 )
             )
-            ax.text(lx, ly, cotangent, color="C3", ha="center", va="center", fontsize=9)
-    ax.text(6.9, 0.45, "its cotangent: 1", color="C3", ha="center", fontsize=9)
+            words = say(SUMMED) if cotangent == SUMMED else cotangent
+            ax.text(lx, ly, words, color="C3", ha="center", va="center", fontsize=9)
+    ax.text(6.9, 0.45, say("its cotangent: 1"), color="C3", ha="center", fontsize=9)
     ax.set(xlim=(-0.8, 8.0), ylim=(-1.1, 2.8))
-    ax.set_title("forward: primals (grey)      backward: cotangents (red, dashed)")
+    ax.set_title(say("forward: primals (grey)      backward: cotangents (red, dashed)"))
     ax.axis("off")
     return fig
 
@@ -261,7 +288,8 @@ class SplitTiming:
     jacobian_entries: int  # entries of dh/dW, built only by the Jacobian method
 
 
-VJP, JACOBIAN = "VJP with cotangent g_h", "Jacobian + tensordot"
+VJP = "VJP with cotangent g_h"
+JACOBIAN = "Jacobian + tensordot"
 
 
 def _split_functions():
@@ -329,15 +357,16 @@ def plot_split(rows: list[SplitTiming]):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.8), constrained_layout=True)
-    for method in (VJP, JACOBIAN):
+    names = {VJP: say(VJP), JACOBIAN: say(JACOBIAN)}  # in the notebook's language
+    for method, name in names.items():
         mine = [r for r in rows if r.method == method]
-        ax.plot([r.size for r in mine], [r.seconds for r in mine], marker="o", label=method)
+        ax.plot([r.size for r in mine], [r.seconds for r in mine], marker="o", label=name)
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="B = n = m",
-        ylabel="seconds (fastest of the repeats)",
-        title="dloss/dW from g_h = dloss/dh",
+        ylabel=say("seconds (fastest of the repeats)"),
+        title=say("dloss/dW from g_h = dloss/dh"),
     )
     ax.legend()
     return fig
