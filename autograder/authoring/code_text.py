@@ -43,10 +43,12 @@ DIRECTIVE = re.compile(r"#\s*(NBVAL_\w+|noqa\b|type:|fmt:|pragma\b|ruff:)|### (B
 _WORD = r"(?<![\w.`'\"/\\{-])[A-Za-z]+(?:['-][A-Za-z]+)*(?![\w(`/\\}-]|\.\w|\[)"
 PROSE_RUN = re.compile(rf"{_WORD}(?:[,;:]?[ \t]+{_WORD})+")
 # Not prose: code spans, formulas, addresses, a call's arguments (`sum(x, axis, keepdims)`),
-# an English gloss in full-width brackets after a Chinese term (余切向量（cotangent）), and the
-# terms the Chinese edition keeps in English (docs/zh-CN/terminology.toml: logits).
+# an English gloss in full-width brackets after a Chinese term (余切向量（cotangent）), the
+# terms the Chinese edition keeps in English (docs/zh-CN/terminology.toml: logits), and the
+# numbers nan and inf as numpy and Python print them (`[0.6931    inf    inf]`).
 CODE_SPANS = re.compile(
     r"`[^`\n]*`|\$[^$\n]*\$|https?://\S+|\w\([^()\n]*\)|（[^）\u4e00-\u9fff]*）|\blogits\b"
+    r"|\b(?:nan|inf)\b"
 )
 FENCE = re.compile(r"^```python (en|zh-CN)\n(.*?)\n```[ \t]*$", re.MULTILINE | re.DOTALL)
 # What a translated literal holds and an English one lacks: Chinese, or full-width punctuation.

@@ -146,3 +146,12 @@ def test_chapters_02_and_08_translate_their_code_and_stubs():
             learner = translations.read(edition.learner)
             stubs = [c.source for c in learner.cells if "NotImplementedError(" in c.source]
             assert stubs and all("把这一行换成你的代码" in s for s in stubs), edition.learner
+
+
+def test_nan_and_inf_as_numpy_prints_them_are_numbers_not_english():
+    # a Chinese label before an array numpy printed: two infs side by side are not a sentence
+    assert not code_text.english_prose("函数值:     [0.     0.     0.6931    inf    inf]")
+    assert not code_text.english_prose("梯度:       [0.  0.  0.5 nan nan]")
+    # English words around them still are
+    assert code_text.english_prose("the gradient is nan here")
+    assert code_text.english_prose("literal gradient is NaN")
