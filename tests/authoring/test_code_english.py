@@ -25,7 +25,6 @@ FOLDERS = (ROOT / "solutions" / "zh-CN", ROOT / "course" / "zh-CN")
 CHAPTERS = sorted(path.name[:2] for path in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
 # Chapters whose code cells and outputs still hold the course's English: the remaining work.
 NOT_YET_TRANSLATED = (
-    "04",
     "05",
 )
 # A framework's or Python's own message from here to the end of its line; the errors the
