@@ -631,7 +631,12 @@ def grade_problems(
 
 
 def run_grader(
-    paths: Sequence[Path], out: Path, jobs: int | None, cache: Path, *flags: str
+    paths: Sequence[Path],
+    out: Path,
+    jobs: int | None,
+    cache: Path,
+    *flags: str,
+    seed: int = GRADE_SEED,
 ) -> tuple[float, str]:
     """Seconds for one `python -m autograder grade` run and its stderr; raises on failure.
     `jobs` None: the grader's default, as Gradescope's run_autograder runs it."""
@@ -646,7 +651,7 @@ def run_grader(
         str(out),
         *jobs_flag,
         "--seed",
-        str(GRADE_SEED),
+        str(seed),
         "--reference-cache",
         str(cache),
         *flags,

@@ -11,7 +11,14 @@ import numpy as np
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from autograder.grading import cache_folders
 from benchmarks import answered, bench
+
+# The seed and reference cache (the user's, as `grade` uses by default) that
+# tests/grading/test_chapters_graded.py grades every chapter with: a chapter's hidden cases and
+# references are computed once for both tests (10-60 s of CPU each), not once per test. What
+# this test checks (the batches score as built, wrong answers fail late) holds for any seed.
+SEED = 11
 
 RULE = '''def scale_vjp(g, x, *, factor=2.0):
     """Docstring."""
@@ -121,7 +128,8 @@ def test_feedback_counts_are_read():
 @pytest.mark.slow
 @pytest.mark.parametrize("chapter", ["03", "04", "05"])
 def test_a_fully_answered_batch_scores_as_built_and_its_wrong_answers_fail_late(tmp_path, chapter):
-    points = answered.late_points(chapter, bench.GRADE_SEED, tmp_path / "cache")
+    cache = cache_folders.reference_cache()  # shared with test_chapters_graded: same seed
+    points = answered.late_points(chapter, SEED, cache)
     paths, expected, late = answered.write_answered_batch(chapter, tmp_path / "subs", 2, points)
     learner = nbformat.read(bench.chapter_notebooks()[chapter][1], as_version=4)
     stubs = set(answered.answered_cells(learner))
@@ -130,7 +138,7 @@ def test_a_fully_answered_batch_scores_as_built_and_its_wrong_answers_fail_late(
         assert cells and not stubs & set(cells)
     assert set(expected["full01"].values()) == {1.0}
     assert set(expected["full02"].values()) == {0.0}
-    bench.run_grader(paths, tmp_path / "graded", 1, tmp_path / "cache")
+    bench.run_grader(paths, tmp_path / "graded", 1, cache, seed=SEED)
     grades = bench.read_grades(tmp_path / "graded" / "grades.csv")
     assert bench.grade_problems(grades, answered.checked(expected)) == []
     assert late["full02"] == set(expected["full02"])  # no exercise of theirs calls another
