@@ -205,6 +205,20 @@ def attacks(targets: dict[str, Path]) -> dict[str, tuple[str, list[str]]]:
         # must not need room there (it once failed with ENOSPC, a GRADING ERROR), and the
         # other exercise runs again in fresh folders and keeps its point.
         "fills_its_folder": (_exit_in_unbroadcast(FILL_FOLDER), []),
+        # A right unbroadcast whose work is done by the course's own code (marked as a helper
+        # of the exercises' module, which a pip-installed course lets a child import): the
+        # check refuses any answer that calls the course's code, not only coursekit's.
+        "calls_the_course_s_code": (
+            "def _summed(g, shape):\n"
+            "    lead = g.ndim - len(shape)\n"
+            "    ones = tuple(lead + i for i, n in enumerate(shape)\n"
+            "                 if n == 1 and g.shape[lead + i] != 1)\n"
+            "    return g.sum(axis=ones, keepdims=True).sum(axis=tuple(range(lead)))\n"
+            "_summed.__module__ = 'autograder.exercises.ch03_unbroadcasting'\n"
+            "def unbroadcast(g, shape):\n"
+            "    return _summed(g, shape)\n",
+            [],
+        ),
         "reads_parent_proc": (
             _correct_if("_peek()"),
             [

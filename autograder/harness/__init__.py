@@ -16,6 +16,7 @@ calls) is declared on them (`Exercise.reference_implementation`) and passed in b
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -27,6 +28,7 @@ from typing import Any
 
 from .method import MethodNotFollowed as MethodNotFollowed  # the child catches it by name
 from .method import new_check as new_check  # both sides start each check afresh
+from .method import per_check
 from .precision import exact_precision
 
 Invoke = Callable[..., Any]
@@ -97,7 +99,32 @@ def invoker(name: str, frameworks: tuple[str, ...] = (), depends: Depends = ()) 
     invoke = resolve(name) if name else plain_call
     if depends:
         invoke = _with_references(invoke, depends)
+    invoke = _own_code_only(invoke)  # read before the references are bound in its namespace
     return _at_full_precision(invoke) if frameworks else invoke
+
+
+def _own_code_only(invoke: Invoke) -> Invoke:
+    """`invoke`, refusing a learner's function that calls the course's own code, read once
+    per function and check (course_helpers.refuse_course_code)."""
+    from .course_helpers import refuse_course_code
+
+    read: dict[Invoke, bool] = per_check({})
+
+    def own_code_only(fn: Invoke, *args: Any) -> Any:
+        try:
+            known = read.get(fn)
+        except TypeError:  # an unhashable callable: read every time
+            known = None
+        if known is None:
+            refuse_course_code(fn)
+            with contextlib.suppress(TypeError):
+                read[fn] = True
+        return invoke(fn, *args)
+
+    # Named as the invoke it guards; `__wrapped__` stays the mark of _at_full_precision alone.
+    functools.update_wrapper(own_code_only, invoke, updated=())
+    del own_code_only.__wrapped__
+    return own_code_only
 
 
 _STANDING_IN: list[str] = []  # the dependencies whose references _with_references binds now

@@ -7,17 +7,32 @@ learner deriving anything. So before it is run, an answer's code is read for the
 uses, following the learner's own functions it calls, and a name bound to such a helper is
 refused with a message that says why.
 
+Every exercise's answer is also read, before its first case, for the grader's own code
+(`refuse_course_code`): the exercises' modules keep private helpers that do part of an answer
+(chapter 04's `_n_step_returns`), and a learner's kernel can import them. `coursekit` is left
+to the refusals of the exercises whose answers its helpers hold, which say which helper and
+why (chapter 03's `broadcast_plan`, chapter 06's solvers, chapter 07's measurements).
+
 This runs in the learner's kernel and in the grader's child, like the rest of the harness.
 """
 
 from __future__ import annotations
 
+import dis
+import functools
+import os
+import sys
+import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import english
 
 COURSE_PACKAGE = "coursekit"
+# The grader's own code, which no answer may call: the exercises' modules (their mistakes and
+# private helpers), the references, and the harness under the name the grader's child
+# imports it by.
+COURSE_CODE = ("autograder", "harness")
 
 
 def _codes(code: Any) -> Iterator[Any]:
@@ -28,9 +43,25 @@ def _codes(code: Any) -> Iterator[Any]:
             yield from _codes(constant)
 
 
+# The instructions that read a name from a function's globals, or import a module by name.
+# (co_names alone also holds every attribute name: `tape.check(...)` is no use of a global
+# `check` bound to the course's module.)
+_NAME_READS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "IMPORT_NAME"})
+
+
 def _names(fn: Any) -> set[str]:
     code = getattr(fn, "__code__", None)
-    return {name for c in _codes(code) for name in c.co_names} if code is not None else set()
+    return set(_names_in(code)) if isinstance(code, types.CodeType) else set()
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_in(code: types.CodeType) -> frozenset[str]:
+    return frozenset(
+        instruction.argval
+        for c in _codes(code)
+        for instruction in dis.get_instructions(c)
+        if instruction.opname in _NAME_READS and isinstance(instruction.argval, str)
+    )
 
 
 class _ModuleName:
@@ -64,7 +95,26 @@ def helpers_used(fn: Callable[..., Any], is_helper: Callable[[Any], bool]) -> li
                 found.append(name)
             elif getattr(value, "__globals__", None) is namespace:  # the learner's own function
                 pending.append(value)
+        for value in _held(current):  # closures and defaults: `def make(h): return lambda: h()`
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            if is_helper(value):
+                found.append(getattr(value, "__name__", type(value).__name__))
+            elif getattr(value, "__globals__", None) is namespace:
+                pending.append(value)
     return found
+
+
+def _held(fn: Any) -> Iterator[Any]:
+    """The values a function holds besides its globals: its closure cells and defaults."""
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell (a name assigned after the inner function)
+            continue
+    yield from getattr(fn, "__defaults__", None) or ()
+    yield from (getattr(fn, "__kwdefaults__", None) or {}).values()
 
 
 def from_course(value: Any, modules: Iterable[str] = (COURSE_PACKAGE,)) -> bool:
@@ -75,6 +125,90 @@ def from_course(value: Any, modules: Iterable[str] = (COURSE_PACKAGE,)) -> bool:
     return isinstance(module, str) and any(
         module == p or module.startswith(p + ".") for p in prefixes
     )
+
+
+def _parts(value: Any, depth: int = 2) -> Iterator[Any]:
+    """`value` and what it wraps or holds: a partial's function and arguments, a bound
+    method's function and object, a container's items (two levels, the first 64 of each)."""
+    yield value
+    if depth == 0:
+        return
+    inner: Iterable[Any] = ()
+    if isinstance(value, functools.partial):
+        inner = (value.func, *value.args, *value.keywords.values())
+    elif isinstance(value, types.MethodType):
+        inner = (value.__func__, value.__self__)
+    elif isinstance(value, dict):
+        inner = list(value.values())[:64]
+    elif isinstance(value, list | tuple | set | frozenset):
+        inner = list(value)[:64]
+    for item in inner:
+        yield from _parts(item, depth - 1)
+
+
+def _course_folders() -> tuple[str, ...]:
+    """The folders of the grader's code loaded in this process: the harness's parent (the
+    `autograder` package, or the grader child's read-only folder) and those of the packages
+    of COURSE_CODE that are imported (a function not loaded from them cannot be in use)."""
+    files = (__file__, *(getattr(sys.modules.get(name), "__file__", None) for name in COURSE_CODE))
+    return _folders_of(files)
+
+
+@functools.cache
+def _folders_of(files: tuple[str | None, ...]) -> tuple[str, ...]:
+    here, *packages = files
+    assert here is not None
+    folders = {os.path.dirname(os.path.dirname(os.path.abspath(here)))}
+    folders |= {os.path.dirname(os.path.abspath(path)) for path in packages if path}
+    return tuple(sorted(os.path.realpath(folder) + os.sep for folder in folders))
+
+
+@functools.lru_cache(maxsize=4096)
+def _real(filename: str) -> str:
+    return os.path.realpath(filename)
+
+
+def _from_course_files(value: Any) -> bool:
+    """Whether `value`'s code was compiled from a file of the grader's code (a copy of a
+    helper, `types.FunctionType(helper.__code__, globals())`, keeps the helper's file)."""
+    code = getattr(value, "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    if not isinstance(filename, str) or filename.startswith("<"):
+        return False
+    return _real(filename).startswith(_course_folders())
+
+
+def is_course_code(value: Any) -> bool:
+    """Whether `value`, or what it wraps or holds, is the grader's own code: a module of
+    COURSE_CODE, a function or class defined in one (its alias too), or a copy of one's code."""
+    return any(from_course(part, COURSE_CODE) or _from_course_files(part) for part in _parts(value))
+
+
+class CourseCodeUsed(ValueError):
+    """An answer that calls the course's own code: it fails every case the same way, so the
+    check and the grader show no case for it (attempts.INPUT_INDEPENDENT) and the grader's
+    child stops at the first (wire.STOPPING_ERRORS)."""
+
+
+def refuse_course_code(fn: Callable[..., Any]) -> None:
+    """Refuse a learner's answer that calls the grader's own code (read from its code, before
+    it runs). The grader's own functions run through the same invokes unrefused: the
+    exercises' mistakes, and the check's tests of itself; none of them passes a check by
+    itself (tests/exercises/test_no_importable_answers.py)."""
+    if is_course_code(fn):
+        return
+    used = helpers_used(fn, is_course_code)
+    if used:
+        name = getattr(fn, "__name__", "answer")
+        raise CourseCodeUsed(
+            english(
+                "Your {exercise} calls the course's own code ({names}): a check needs your own "
+                "code, so it cannot pass. Write {exercise} without {first}.",
+                exercise=name,
+                names=", ".join(dict.fromkeys(used)),
+                first=used[0],
+            )
+        )
 
 
 FRAMEWORKS = ("tensorflow", "jax", "jaxlib", "keras")

@@ -39,6 +39,7 @@ INPUT_INDEPENDENT = {
     "IndentationError",
     "TabError",
     "FrameworkUsed",
+    "CourseCodeUsed",
 }
 
 

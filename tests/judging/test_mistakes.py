@@ -8,6 +8,8 @@ every chapter: a new mistake is tested the moment it is declared.
 from __future__ import annotations
 
 import ast
+import functools
+import types
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -17,12 +19,13 @@ import numpy as np
 import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 
+from autograder import harness
 from autograder.exercises import EXERCISES
+from autograder.judging import references
 from autograder.judging.attempts import call_learner, fails, failure_to_show
 from autograder.judging.cases import NOTEBOOK
 from autograder.judging.engine import _notebook_table, check_function
 from autograder.judging.exercise import SEVERAL_MISTAKES, Exercise, Mistake
-from autograder.judging.references import jax_module, tensorflow
 from autograder.judging.report import FAILED, PASSED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +82,75 @@ def test_the_solution_passes(exercise: Exercise) -> None:
     assert report.status == PASSED, str(report)
 
 
+# ---------------------------------------------------------------- the course's own code
+
+
+def calling(helper: Any) -> Any:
+    """A learner's answer that hands its arguments to `helper` (held in a closure)."""
+
+    def answer(*args: Any) -> Any:
+        return helper(*args)
+
+    return answer
+
+
+def _course_function(exercise: Exercise) -> Any:
+    """A function of the course's own code: a declared mistake of the exercise (the exercises'
+    module), else the harness's plain call (the answer is refused before anything runs)."""
+    return exercise.mistakes[0].answer if exercise.mistakes else harness.plain_call
+
+
+@pytest.mark.parametrize("exercise", list(EXERCISES.values()), ids=list(EXERCISES))
+def test_an_answer_that_calls_the_course_s_code_is_refused(exercise: Exercise) -> None:
+    """The exercises' modules keep private helpers that do part of an answer, and a learner's
+    kernel can import them: every exercise's check refuses an answer that calls any of the
+    course's code, before its first case (no case is shown: every case fails alike)."""
+    answer = calling(_course_function(exercise))
+    report = check_function(exercise, answer)
+    assert report.status == FAILED and report.failure is not None, str(report)
+    assert "the course's own code" in report.failure.message, report.failure.message
+    assert report.failure.input_independent
+
+
+def _n_step_td_loss_ways() -> list[Any]:
+    """n_step_td_loss from chapter 04's private `_n_step_returns` (the return, as two matrix
+    products) and tf.stop_gradient: right values, reached five ways a name can hide."""
+    from autograder.exercises import ch04_custom_gradient_tf as module
+
+    tf = references.tensorflow()
+
+    class XP:  # what _n_step_returns calls of its `xp`
+        matmul = staticmethod(tf.linalg.matmul)
+        asarray = staticmethod(lambda a, dtype=None: tf.constant(a, dtype=dtype))
+
+    def using(returns: Any) -> Any:
+        def n_step_td_loss(values: Any, target_values: Any, rewards: Any, gamma: Any, n: Any):
+            target = tf.stop_gradient(returns(XP, target_values, rewards, gamma, n))
+            return 0.5 * (values - target) ** 2
+
+        return n_step_td_loss
+
+    helper = module._n_step_returns
+    copied = types.FunctionType(helper.__code__, dict(vars(module)), "returns")
+    held = {"returns": helper}
+    return [
+        using(helper),  # an alias in a closure
+        using(functools.partial(helper)),  # wrapped
+        using(copied),  # a copy of its code, with a name of the learner's
+        using(lambda *args: held["returns"](*args)),  # in a container
+        using(module.__dict__["_n_step_returns"]),
+    ]
+
+
+def test_chapter_04_s_private_helper_is_refused_however_it_is_reached() -> None:
+    """Found by trying it: `from autograder.exercises.ch04_custom_gradient_tf import
+    _n_step_returns` and tf.stop_gradient once passed check.n_step_td_loss."""
+    for answer in _n_step_td_loss_ways():
+        report = check_function(EXERCISES["n_step_td_loss"], answer)
+        assert report.status == FAILED and report.failure is not None
+        assert "the course's own code" in report.failure.message, report.failure.message
+
+
 # ---------------------------------------------------------------- hints that named the wrong
 # mistake: on the shrunk case alone, each of these wrong answers gave the output of
 # another declared mistake. Each is written here as a learner would write it.
@@ -98,7 +170,7 @@ def qa_batch_mean(
 
 
 def clip_cotangent_norm_hard_coded(x: Any, max_norm: float) -> Any:
-    tf = tensorflow()
+    import tensorflow as tf
 
     @tf.custom_gradient
     def identity(x: Any) -> Any:
@@ -112,7 +184,7 @@ def soft_threshold_straight_through() -> Any:
     """A custom_jvp soft_threshold whose rule passes the tangent through everywhere, the
     dead zone included. On a case whose only points in the dead zone are its ends x = +-1,
     it gives what the rule with live ends (slope 1 at +-1) gives."""
-    jax = jax_module()
+    import jax
 
     @jax.custom_jvp
     def soft_threshold(x: Any) -> Any:
@@ -128,7 +200,7 @@ def soft_threshold_straight_through_answer(x: Any) -> Any:
 
 def batch_jacobian_batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
     """Each example's Jacobian from f on that example alone (a batch of one)."""
-    jax = jax_module()
+    import jax
     blocks = jax.numpy.stack([jax.jacrev(lambda row: f(row[None])[0])(x[i]) for i in range(len(x))])
     full = jax.jacrev(f)(x)
     off_diagonal = full * (1 - jax.numpy.eye(len(x), dtype=x.dtype)[:, None, :, None])

@@ -39,6 +39,7 @@ STOPPING_ERRORS = frozenset(
         "IndentationError",
         "TabError",
         "FrameworkUsed",
+        "CourseCodeUsed",
     }
 )
 
