@@ -37,6 +37,8 @@ lint: $(STAMP)
 # modules of long independent tests spread them over the workers (tests/conftest.py).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
+# nbval's kernels are this venv's Python, forked from a server per worker that has imported
+# TensorFlow and JAX once (conftest.py, tests/warm_kernels.py; COURSE_COLD_KERNELS=1: fresh ones).
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with etc/nbval-sanitize.cfg
 # The fast tiers leave out the tests marked slow or e2e (pyproject.toml; tests/tiers.py).
 FAST := not slow and not e2e

@@ -1,0 +1,81 @@
+"""Hooks for every pytest run of the project, whatever its arguments: `make test` runs tests/
+and the notebooks of solutions/ and course/ under nbval in one run, `make test-notebooks` the
+notebooks alone (tests/conftest.py is not read then).
+
+nbval's kernels are forked from a server per worker that has imported the frameworks
+(tests/warm_kernels.py says why and how). COURSE_COLD_KERNELS=1 starts each one afresh, as
+`--nbval-current-env` alone does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+WARM_KERNEL = "course-warm-python3"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _runs_notebooks(config) and not os.environ.get("COURSE_COLD_KERNELS"):
+        _use_warm_kernels(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    server = getattr(config, "_warm_kernel_server", None)
+    if server is not None:
+        server.kill()
+        server.wait()
+        shutil.rmtree(config._warm_kernel_folder, ignore_errors=True)  # type: ignore[attr-defined]
+
+
+def _runs_notebooks(config: pytest.Config) -> bool:
+    """nbval runs notebooks here, in this process (a pytest-xdist worker, or a run without
+    workers; not the controller of workers, which runs no test)."""
+    return bool(
+        getattr(config.option, "nbval", False)
+        and getattr(config.option, "nbval_current_env", False)
+        and not (
+            getattr(config.option, "numprocesses", None) and "PYTEST_XDIST_WORKER" not in os.environ
+        )
+    )
+
+
+def _use_warm_kernels(config: pytest.Config) -> None:
+    """nbval's kernels forked from one server that has imported the frameworks: the same
+    interpreter and environment as `--nbval-current-env`, without paying TensorFlow's import
+    again for every notebook."""
+    folder = Path(tempfile.mkdtemp(prefix="course-kernels-"))
+    socket_path = str(folder / "server.sock")
+    script = str(Path(__file__).parent / "tests" / "warm_kernels.py")
+    server = subprocess.Popen(
+        [sys.executable, script, "serve", socket_path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    spec = folder / "kernels" / WARM_KERNEL
+    spec.mkdir(parents=True)
+    launch = [sys.executable, script, "launch", str(server.pid), socket_path]
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [*launch, "-f", "{connection_file}"],
+                "display_name": "Python 3 (forked, for the tests)",
+                "language": "python",
+                "interrupt_mode": "signal",
+            }
+        )
+    )
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        p for p in (str(folder), os.environ.get("JUPYTER_PATH", "")) if p
+    )
+    config._warm_kernel_server = server  # type: ignore[attr-defined]
+    config._warm_kernel_folder = folder  # type: ignore[attr-defined]
+    config.option.nbval_current_env = False
+    config.option.nbval_kernel_name = WARM_KERNEL
