@@ -83,7 +83,10 @@ def serve(path: str, preloaded: tuple[str, ...] = PRELOADED) -> None:
     parent = os.getppid()
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     for name in preloaded:
-        __import__(name)
+        try:
+            __import__(name)
+        except ImportError:  # not installed here (make versions' venv has no matplotlib)
+            continue
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     os.rename(path + ".tmp", path)  # appears only once the imports are done

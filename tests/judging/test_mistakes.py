@@ -201,6 +201,7 @@ def soft_threshold_straight_through_answer(x: Any) -> Any:
 def batch_jacobian_batches_of_one(f: Any, x: Any) -> tuple[Any, Any]:
     """Each example's Jacobian from f on that example alone (a batch of one)."""
     import jax
+
     blocks = jax.numpy.stack([jax.jacrev(lambda row: f(row[None])[0])(x[i]) for i in range(len(x))])
     full = jax.jacrev(f)(x)
     off_diagonal = full * (1 - jax.numpy.eye(len(x), dtype=x.dtype)[:, None, :, None])
