@@ -32,7 +32,7 @@ COURSE_PACKAGE = "coursekit"
 # The grader's own code, which no answer may call: the exercises' modules (their mistakes and
 # private helpers), the references, and the harness under the name the grader's child
 # imports it by.
-COURSE_CODE = ("autograder", "harness")
+GRADER_CODE = ("autograder", "harness")
 
 
 def _codes(code: Any) -> Iterator[Any]:
@@ -146,20 +146,18 @@ def _parts(value: Any, depth: int = 2) -> Iterator[Any]:
         yield from _parts(item, depth - 1)
 
 
-def _course_folders() -> tuple[str, ...]:
+def _grader_folders() -> tuple[str, ...]:
     """The folders of the grader's code loaded in this process: the harness's parent (the
-    `autograder` package, or the grader child's read-only folder) and those of the packages
-    of COURSE_CODE that are imported (a function not loaded from them cannot be in use)."""
-    files = (__file__, *(getattr(sys.modules.get(name), "__file__", None) for name in COURSE_CODE))
-    return _folders_of(files)
+    `autograder` package, or the grader child's read-only folder, which holds the harness), and
+    `autograder`'s where the child can import it too (a pip-installed course)."""
+    return _folders_of(getattr(sys.modules.get("autograder"), "__file__", None))
 
 
 @functools.cache
-def _folders_of(files: tuple[str | None, ...]) -> tuple[str, ...]:
-    here, *packages = files
-    assert here is not None
-    folders = {os.path.dirname(os.path.dirname(os.path.abspath(here)))}
-    folders |= {os.path.dirname(os.path.abspath(path)) for path in packages if path}
+def _folders_of(autograder_file: str | None) -> tuple[str, ...]:
+    folders = {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    if autograder_file:
+        folders.add(os.path.dirname(os.path.abspath(autograder_file)))
     return tuple(sorted(os.path.realpath(folder) + os.sep for folder in folders))
 
 
@@ -168,20 +166,20 @@ def _real(filename: str) -> str:
     return os.path.realpath(filename)
 
 
-def _from_course_files(value: Any) -> bool:
+def _from_grader_files(value: Any) -> bool:
     """Whether `value`'s code was compiled from a file of the grader's code (a copy of a
     helper, `types.FunctionType(helper.__code__, globals())`, keeps the helper's file)."""
     code = getattr(value, "__code__", None)
     filename = getattr(code, "co_filename", None)
     if not isinstance(filename, str) or filename.startswith("<"):
         return False
-    return _real(filename).startswith(_course_folders())
+    return _real(filename).startswith(_grader_folders())
 
 
-def is_course_code(value: Any) -> bool:
+def is_grader_code(value: Any) -> bool:
     """Whether `value`, or what it wraps or holds, is the grader's own code: a module of
-    COURSE_CODE, a function or class defined in one (its alias too), or a copy of one's code."""
-    return any(from_course(part, COURSE_CODE) or _from_course_files(part) for part in _parts(value))
+    GRADER_CODE, a function or class defined in one (its alias too), or a copy of one's code."""
+    return any(from_course(part, GRADER_CODE) or _from_grader_files(part) for part in _parts(value))
 
 
 class CourseCodeUsed(ValueError):
@@ -195,9 +193,9 @@ def refuse_course_code(fn: Callable[..., Any]) -> None:
     it runs). The grader's own functions run through the same invokes unrefused: the
     exercises' mistakes, and the check's tests of itself; none of them passes a check by
     itself (tests/exercises/test_no_importable_answers.py)."""
-    if is_course_code(fn):
+    if is_grader_code(fn):
         return
-    used = helpers_used(fn, is_course_code)
+    used = helpers_used(fn, is_grader_code)
     if used:
         name = getattr(fn, "__name__", "answer")
         raise CourseCodeUsed(
