@@ -15,7 +15,6 @@ exercise.
 from __future__ import annotations
 
 import contextlib
-import functools
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import english
+from .compiling import fast_jit
 from .method import MethodNotFollowed
 
 Fn = Callable[..., Any]
@@ -186,7 +186,7 @@ def numpy_arrays(values: Any) -> tuple[np.ndarray, ...]:
 # cache on its own). `fn` is a static argument; the values are the learner's own outputs.
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@fast_jit(static_argnums=0)
 def _elementwise_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
     return (
         stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x)),
@@ -200,7 +200,7 @@ def _elementwise_program(fn: Fn, x: Any, t: Any, g: Any) -> tuple[Any, ...]:
     )
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@fast_jit(static_argnums=0)
 def _row_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
     """A function of each row (the last axis) to one number: its value, its VJP, and the
     VJP of each row on its own (a rule that only works on a whole batch fails there)."""
@@ -266,7 +266,7 @@ NO_CUSTOM_RULE = (
 )
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@fast_jit(static_argnums=0)
 def _argmax_ste_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
     return (
         stage("jax.jit(fn)(logits)", lambda: jax.jit(fn)(logits)),

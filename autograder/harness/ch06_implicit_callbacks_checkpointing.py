@@ -4,7 +4,6 @@ likely mistake)."""
 
 from __future__ import annotations
 
-import functools
 import weakref
 from typing import Any
 
@@ -22,10 +21,11 @@ from .ch05_custom_derivatives_jax import (
     stage,
     vjp_of,
 )
+from .compiling import fast_jit
 from .method import MethodNotFollowed
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@fast_jit(static_argnums=0)
 def _fixed_point_program(fn: Fn, a: Any, g: Any) -> tuple[Any, ...]:
     return (
         stage("jax.jit(fn)(a)", lambda: jax.jit(fn)(a)),
@@ -45,12 +45,12 @@ def _fixed_point_program(fn: Fn, a: Any, g: Any) -> tuple[Any, ...]:
 DERIVATIVE_BUCKET = 16
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@fast_jit(static_argnums=0)
 def _bessel_i0e_program(fn: Fn, x: Any) -> Any:
     return stage("jax.jit(fn)(x)", lambda: jax.jit(fn)(x))
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@fast_jit(static_argnums=0)
 def _bessel_i0e_derivatives(fn: Fn, flat: Any, flat_t: Any) -> tuple[Any, ...]:
     return (
         *stage("jax.jit(jax.jvp(fn))", lambda: jax.jvp(fn, (flat,), (flat_t,))),
@@ -423,7 +423,7 @@ def _remat_vjp(fn: Fn, w: Any, x: Any, g: Any) -> tuple[Any, Any, Any]:
 # The same, compiled once per function, shape and dtype: run op by op, the net's six layers and
 # their checkpoints were traced and dispatched again for every case (about 10 ms each, most of
 # a submission's remat_net).
-_remat_program = functools.partial(jax.jit, static_argnums=0)(_remat_vjp)
+_remat_program = fast_jit(_remat_vjp, static_argnums=0)
 
 
 def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:

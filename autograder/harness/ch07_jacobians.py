@@ -22,6 +22,7 @@ import numpy as np
 
 from . import english, method
 from .ch05_custom_derivatives_jax import double_precision
+from .compiling import fast_jit
 from .course_helpers import refuse_course_helpers
 
 BATCH_NORM_EPS = 0.1
@@ -190,7 +191,7 @@ def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any
     f = _TEST_FUNCTIONS[kind, name]
     key = (fn, kind, name)
     if key not in _JITTED:
-        _JITTED[key] = jax.jit(lambda *a: fn(f, *a))
+        _JITTED[key] = fast_jit(lambda *a: fn(f, *a))
     with _precision_for(arrays):
         args = [jnp.asarray(a) for a in arrays]
         try:
@@ -251,7 +252,7 @@ def _call_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarr
     f, loss_fn = _named_pair(model, loss)
     key = (fn, model, loss)
     if key not in _GN_JITTED:
-        _GN_JITTED[key] = jax.jit(lambda a, b: fn(f, loss_fn, a, b))
+        _GN_JITTED[key] = fast_jit(lambda a, b: fn(f, loss_fn, a, b))
     with _precision_for((x, v)):
         args = [jnp.asarray(x), jnp.asarray(v)]
         try:

@@ -15,11 +15,16 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autograder.harness.compiling import (
+    cache_dir,
+    cpu_device,
+    fast_compile_options,
+    jax_module,
+)
 from autograder.harness.precision import exact_precision
 from autograder.judging.cases import Case
 from autograder.judging.compare import compare_outputs
@@ -31,13 +36,9 @@ if TYPE_CHECKING:
 Outputs = tuple[np.ndarray, ...]
 
 
-# The reference program is run once and is tiny; what a learner waits for is its compilation.
-# Without XLA's fusion emitters and backend optimisation it compiles 6-9x faster here
-# (0.4 s instead of 2.5-3.8 s for chapter 03's matmul cases); TensorFlow cross-checks it.
-# These are XLA debug options that come and go between releases (jaxlib 0.11 dropped
-# `xla_cpu_use_fusion_emitters`), so they are used only where `fast_compile_options` finds
-# that the running XLA accepts them.
-FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+# The reference program is run once and is tiny; what a learner waits for is its compilation,
+# done quickly (harness/compiling.py): 0.4 s instead of 2.5-3.8 s for chapter 03's matmul
+# cases. TensorFlow cross-checks it.
 
 
 class ReferenceDisagreement(RuntimeError):
@@ -56,26 +57,6 @@ def tensorflow() -> Any:
     return tf
 
 
-def _cache_dir() -> Path:
-    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return base / "autodiff-course" / "jax"
-
-
-@cache
-def jax_module() -> Any:
-    """JAX, with a persistent compilation cache unless the user configured one already."""
-    import jax
-
-    if not jax.config.jax_compilation_cache_dir:
-        try:
-            _cache_dir().mkdir(parents=True, exist_ok=True)
-        except (OSError, RuntimeError):  # RuntimeError: no home directory at all
-            return jax  # read-only home (e.g. a sandbox): compile without a cache
-        jax.config.update("jax_compilation_cache_dir", str(_cache_dir()))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    return jax
-
-
 def cache_compiled_programs() -> None:
     """Every JAX program of this process compiles into the persistent cache, from the
     import of the checks on (`from autograder import check`, a notebook's first cells).
@@ -89,10 +70,10 @@ def cache_compiled_programs() -> None:
         jax_module()
         return
     try:
-        _cache_dir().mkdir(parents=True, exist_ok=True)
+        cache_dir().mkdir(parents=True, exist_ok=True)
     except (OSError, RuntimeError):  # RuntimeError: no home directory at all
         return  # read-only home: compile without a cache
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_cache_dir()))
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache_dir()))
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 
 
@@ -123,32 +104,6 @@ def jax_references(
         arrays = jax.device_put([case.arrays() for case in cases], cpu_device())
         compiled = jax.jit(batch).lower(arrays).compile(compiler_options=fast_compile_options())
         return [tuple(np.asarray(o) for o in outputs) for outputs in compiled(arrays)]
-
-
-def cpu_device() -> Any:
-    """JAX's first CPU device: references are computed there on every machine."""
-    return jax_module().devices("cpu")[0]
-
-
-@cache
-def fast_compile_options() -> dict[str, Any]:
-    """The FAST_COMPILE options that the running XLA accepts (maybe none), decided once.
-
-    Each option is tried on a tiny program on the CPU device; one that is refused (unknown
-    to this XLA, or a value it rejects) is left out and XLA's default applies. A missing
-    option costs compile time, never a check, and nothing is printed.
-    """
-    return {name: value for name, value in FAST_COMPILE.items() if _accepted(name, value)}
-
-
-def _accepted(name: str, value: Any) -> bool:
-    jax = jax_module()
-    probe = jax.device_put(np.zeros(2, np.float32), cpu_device())
-    try:
-        jax.jit(lambda x: x + 1).lower(probe).compile(compiler_options={name: value})
-    except Exception:  # XLA raises its own runtime error types, which vary by release
-        return False
-    return True
 
 
 def ensure_agreement(

@@ -23,6 +23,7 @@ from autograder.exercises import EXERCISES
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
 from autograder.exercises.ch04_custom_gradient_tf import LOGADDEXP
 from autograder.exercises.ch07_jacobians import JACOBIAN_VIA_VJP
+from autograder.harness import compiling
 from autograder.judging import references
 from autograder.judging.cases import Case, Profile, draw_cases
 from autograder.judging.engine import check_function, reference_outputs
@@ -43,9 +44,9 @@ def learner_settings():
 @pytest.fixture
 def fresh_compile_probe():
     """Forget which compile options were accepted, before and after the test."""
-    references.fast_compile_options.cache_clear()
+    compiling.fast_compile_options.cache_clear()
     yield
-    references.fast_compile_options.cache_clear()
+    compiling.fast_compile_options.cache_clear()
 
 
 # ---------------------------------------------------------------- version-specific options
@@ -55,11 +56,11 @@ def test_compile_options_this_xla_refuses_are_dropped_silently(
     monkeypatch, fresh_compile_probe, capfd
 ):
     bogus = {"xla_no_such_option_for_this_test": True}
-    monkeypatch.setattr(references, "FAST_COMPILE", {**references.FAST_COMPILE, **bogus})
+    monkeypatch.setattr(compiling, "FAST_COMPILE", {**compiling.FAST_COMPILE, **bogus})
     cases = draw_cases(MATMUL_VJP.strategy(TINY), TINY)
     outputs = reference_outputs(MATMUL_VJP, cases)  # raises if an option reached XLA
     report = check_function(UNBROADCAST, _unbroadcast, TINY)
-    assert "xla_no_such_option_for_this_test" not in references.fast_compile_options()
+    assert "xla_no_such_option_for_this_test" not in compiling.fast_compile_options()
     assert len(outputs) == len(cases) and report.passed, str(report)
     printed = capfd.readouterr()
     assert printed.out == "" and printed.err == ""
@@ -67,12 +68,32 @@ def test_compile_options_this_xla_refuses_are_dropped_silently(
 
 def test_accepted_compile_options_are_probed_once(monkeypatch, fresh_compile_probe):
     calls = []
-    probe = references._accepted
-    monkeypatch.setattr(references, "_accepted", lambda *a: calls.append(a) or probe(*a))
-    first = references.fast_compile_options()
-    assert references.fast_compile_options() == first
-    assert len(calls) == len(references.FAST_COMPILE)
-    assert set(first) <= set(references.FAST_COMPILE)
+    probe = compiling._accepted
+    monkeypatch.setattr(compiling, "_accepted", lambda *a: calls.append(a) or probe(*a))
+    first = compiling.fast_compile_options()
+    assert compiling.fast_compile_options() == first
+    assert len(calls) == len(compiling.FAST_COMPILE)
+    assert set(first) <= set(compiling.FAST_COMPILE)
+
+
+def test_a_check_s_program_computes_what_the_default_compilation_does(fresh_compile_probe):
+    """fast_jit changes how long XLA spends compiling, not the values: a Jacobian program
+    compiled both ways agrees to the last bits that fused code may round differently."""
+
+    def program(x):
+        def f(v):
+            return jnp.tanh(v) * jnp.sin(v).sum() + v**3 / (1.0 + v**2)
+
+        return jax.jacrev(f)(x) @ jax.jacfwd(f)(x)
+
+    x = np.linspace(-2.0, 2.0, 7)
+    fast = compiling.fast_jit(program)
+    assert fast.__name__ == "program"
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(fast(x), jax.jit(program)(x), rtol=1e-13, atol=1e-13)
+        # nested in another trace it is the plain jit (JAX refuses options there)
+        np.testing.assert_allclose(jax.jit(fast)(x), fast(x), rtol=1e-13, atol=1e-13)
+    assert compiling.fast_compile_options()  # this XLA accepts at least one of them
 
 
 def _unbroadcast(g, shape):

@@ -1,0 +1,118 @@
+"""Compiling the checks' JAX programs quickly: the references, and the programs a framework
+exercise's invoke runs the learner's function in.
+
+A check compiles one small program per case shape (the learner's function under `jax.jit`,
+`jax.vjp`, `jax.vmap`), then runs it once or twice. What a learner waits for, and most of
+what a grader's child spends on a JAX chapter, is that compilation, not the run. Without
+XLA's fusion emitters and backend optimisation, such a program compiles about 4x faster here
+(a Jacobian of a 10-element function: 22 ms instead of 96 ms; chapter 03's matmul references:
+0.4 s instead of 2.5-3.8 s), and computes the same values: the optimisations change how fast
+the code runs, not which floating-point operations it does (the references are computed this
+way and cross-checked against TensorFlow's).
+
+It lives in the harness because both sides use it: the trusted grader's references, and each
+JAX exercise's invoke, in the notebook and in the grader's child. A learner's own cells are
+never compiled this way: only the programs a check builds.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# XLA debug options that come and go between releases (jaxlib 0.11 dropped
+# `xla_cpu_use_fusion_emitters`), so they are used only where `fast_compile_options` finds
+# that the running XLA accepts them.
+FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 0}
+
+
+def cache_dir() -> Path:
+    """The persistent compilation cache of the checks: under the user's cache folder."""
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "autodiff-course" / "jax"
+
+
+@functools.cache
+def jax_module() -> Any:
+    """JAX, with a persistent compilation cache unless the user configured one already."""
+    import jax
+
+    if not jax.config.jax_compilation_cache_dir:
+        try:
+            cache_dir().mkdir(parents=True, exist_ok=True)
+        except (OSError, RuntimeError):  # RuntimeError: no home directory at all
+            return jax  # read-only home (e.g. a sandbox): compile without a cache
+        jax.config.update("jax_compilation_cache_dir", str(cache_dir()))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return jax
+
+
+def cpu_device() -> Any:
+    """JAX's first CPU device: references are computed there on every machine."""
+    return jax_module().devices("cpu")[0]
+
+
+@functools.cache
+def fast_compile_options() -> dict[str, Any]:
+    """The FAST_COMPILE options that the running XLA accepts (maybe none), decided once.
+
+    Each option is tried on a tiny program on the CPU device; one that is refused (unknown
+    to this XLA, or a value it rejects) is left out and XLA's default applies. A missing
+    option costs compile time, never a check, and nothing is printed.
+    """
+    return {name: value for name, value in FAST_COMPILE.items() if _accepted(name, value)}
+
+
+def _accepted(name: str, value: Any) -> bool:
+    jax = jax_module()
+    probe = jax.device_put(np.zeros(2, np.float32), cpu_device())
+    try:
+        jax.jit(lambda x: x + 1).lower(probe).compile(compiler_options={name: value})
+    except Exception:  # XLA raises its own runtime error types, which vary by release
+        return False
+    return True
+
+
+class FastJit:
+    """`jax.jit(fn, **options)` compiled with `fast_compile_options()`, decided at the first
+    call: a module can declare its programs at import without compiling the probes then.
+
+    Only a top-level program takes compiler options (JAX refuses them on a jit nested in
+    another trace), so called with traced values it is the plain `jax.jit(fn, **options)`:
+    the enclosing program is compiled as a whole anyway. The functions a learner's code calls
+    (chapter 07's test functions) are plain `jax.jit` for the same reason.
+    """
+
+    def __init__(self, fn: Callable[..., Any], options: dict[str, Any]) -> None:
+        self.fn, self.options = fn, options
+        self.jitted: Callable[..., Any] | None = None
+        self.nested: Callable[..., Any] | None = None
+        functools.update_wrapper(self, fn)  # its name in JAX's errors and tracebacks
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        jax = jax_module()
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves((args, kwargs))):
+            if self.nested is None:
+                self.nested = jax.jit(self.fn, **self.options)
+            return self.nested(*args, **kwargs)
+        if self.jitted is None:
+            self.jitted = jax.jit(self.fn, compiler_options=fast_compile_options(), **self.options)
+        return self.jitted(*args, **kwargs)
+
+    def _cache_size(self) -> int:
+        """How many programs the top-level jit has compiled, as `jax.jit`'s own (the tests
+        count compilations with it)."""
+        return self.jitted._cache_size() if self.jitted is not None else 0
+
+
+def fast_jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """`jax.jit` for the programs a check builds, compiled quickly (FAST_COMPILE); usable
+    as `fast_jit(fn)`, `@fast_jit` or `@fast_jit(static_argnums=0)`."""
+    if fn is None:
+        return lambda inner: FastJit(inner, options)
+    return FastJit(fn, options)
