@@ -23,14 +23,16 @@ def pytest_configure(config: pytest.Config) -> None:
         tiers.chapter_or_error(chapter)
 
 
-# The longest tests (`make test`'s slowest durations, 45-160 s each), started first: `--dist
-# loadfile` hands modules to the workers in collection order, and these, collected mid-way,
-# kept one worker busy minutes after the other had finished everything else.
+# The longest modules (`make test`'s slowest, 35-140 s each), started first: `--dist loadfile`
+# hands modules to the workers in collection order, and these, collected mid-way, kept one
+# worker busy minutes after the other had finished everything else.
 LONGEST_FIRST = (
+    "tests/judging/test_mistakes.py",
+    "tests/harness/test_method.py",
     "tests/exercises/test_adding_an_exercise.py",
     "tests/grading/test_chapters_graded.py",
+    "tests/benchmarks/test_answered.py",
     "tests/notebook/test_browser.py",
-    "tests/harness/test_method.py",
     "tests/exercises/test_no_importable_answers.py",
     "tests/grading/test_warm_start.py",
     "tests/grading/test_default_way.py",
