@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 WARM_KERNEL = "course-warm-python3"
+WARM_PYTHON3_ENV = "COURSE_WARM_PYTHON3_PATH"  # a JUPYTER_PATH folder: "python3" is warm there
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -75,6 +76,14 @@ def _use_warm_kernels(config: pytest.Config) -> None:
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         p for p in (str(folder), os.environ.get("JUPYTER_PATH", "")) if p
     )
+    # The same kernel under the name the course's own commands ask for ("python3"), for a test
+    # that runs one of them (`sync` executes notebooks) and opts in by putting this folder
+    # first on its command's JUPYTER_PATH. Not on this process's: a test of another
+    # interpreter (a wheel's venv) must get that interpreter's kernel.
+    as_python3 = folder / "as-python3" / "kernels" / "python3"
+    as_python3.mkdir(parents=True)
+    shutil.copy(spec / "kernel.json", as_python3 / "kernel.json")
+    os.environ[WARM_PYTHON3_ENV] = str(folder / "as-python3")
     config._warm_kernel_server = server  # type: ignore[attr-defined]
     config._warm_kernel_folder = folder  # type: ignore[attr-defined]
     config.option.nbval_current_env = False

@@ -6,8 +6,11 @@ half of what checking a notebook under nbval costs, paid again for each of the 3
 A server per pytest worker imports those modules once (imports only: nothing runs a framework
 before the fork, as the grader's own fork server does); each kernel is then a fork of it that
 runs what `python -m ipykernel_launcher -f <connection file>` runs, in the notebook's folder,
-with the environment and the stdio jupyter_client gave the launcher. The cells run in the
-kernel exactly as in a fresh one: only the interpreter's start-up is shared.
+with the environment and the stdio jupyter_client gave the launcher, and its sys.path as
+that environment's PYTHONPATH makes it (a command run on a copy of the course puts the copy
+first). The cells run in the kernel exactly as in a fresh one: only the interpreter's start-up
+is shared. A launcher whose environment would have imported the frameworks differently (any
+of IMPORT_SETTINGS set otherwise than in the server's) gets a fresh kernel instead.
 
 The launcher that jupyter_client starts (the kernelspec's argv) is a stand-in: it hands its
 request and stdio to the server, forwards signals (an interrupt) to the kernel, and exits with
@@ -37,6 +40,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # What every notebook's kernel imports and takes seconds to: the frameworks (TensorFlow brings
 # keras, matplotlib.pyplot and scipy with it), and the kernel itself.
 PRELOADED = ("numpy", "tensorflow", "jax", "jax.numpy", "matplotlib.pyplot", "ipykernel.kernelapp")
+# Read by the frameworks or by Python when they are imported: a kernel whose environment sets
+# one otherwise than the server's would not be the kernel its launcher asked for.
+IMPORT_SETTINGS = ("TF_", "JAX_", "XLA_", "KERAS_", "MPL", "CUDA_", "OMP_", "PYTHON")
 SERVER_WAIT_S = 90  # how long a stand-in waits for its server's imports before starting cold
 REQUEST_LIMIT = 1 << 22
 
@@ -77,10 +83,46 @@ def _receive(conn: socket.socket, with_fds: int = 0) -> tuple[dict, list[int]]:
 # ---------------------------------------------------------------- the server
 
 
+def import_settings(environment: dict[str, str]) -> dict[str, str]:
+    """The variables of `environment` that an import reads (PYTHONPATH aside: sys.path is
+    rebuilt from it in each kernel, as nothing of the course is imported before the fork)."""
+    return {
+        name: value
+        for name, value in environment.items()
+        if name.startswith(IMPORT_SETTINGS) and name != "PYTHONPATH"
+    }
+
+
+def kernel_configuration_defaults() -> dict[str, str]:
+    """Run the kernel configuration files IPython reads at a kernel's start (this environment's
+    etc/ipython, the system's, the default profile's), as a fresh kernel does before its first
+    cell, and return the variables they set in the environment.
+
+    The course's own (etc/ipython/ipython_kernel_config.py, installed by `make`) sets
+    TF_ENABLE_ONEDNN_OPTS=0 so that no cell imports TensorFlow with oneDNN's batch matmul: the
+    server must import TensorFlow as such a kernel would."""
+    from IPython.core.application import ENV_CONFIG_DIRS, SYSTEM_CONFIG_DIRS
+    from IPython.paths import get_ipython_dir
+    from traitlets.config.loader import ConfigFileNotFound, PyFileConfigLoader
+
+    before = dict(os.environ)
+    profile = os.path.join(get_ipython_dir(), "profile_default")
+    for folder in [*SYSTEM_CONFIG_DIRS[::-1], *ENV_CONFIG_DIRS, profile]:
+        with contextlib.suppress(ConfigFileNotFound):
+            PyFileConfigLoader("ipython_kernel_config.py", path=folder).load_config()
+    return {name: value for name, value in os.environ.items() if before.get(name) != value}
+
+
 def serve(path: str, preloaded: tuple[str, ...] = PRELOADED) -> None:
     """Import `preloaded`, then fork a kernel for each stand-in that connects, until the
     process that started this server exits."""
     parent = os.getppid()
+    python_path = _python_path(dict(os.environ))
+    defaults = kernel_configuration_defaults()
+    # What the launcher's environment must match: the server's, with what every kernel's
+    # configuration sets before its first cell (the backend below is what ipykernel itself
+    # sets, before matplotlib is imported, when none is set).
+    started = (import_settings(dict(os.environ)), python_path, defaults)
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     for name in preloaded:
         try:
@@ -98,7 +140,7 @@ def serve(path: str, preloaded: tuple[str, ...] = PRELOADED) -> None:
         for key, _ in selector.select(timeout=0.2):
             if key.fileobj is listener:
                 conn, _ = listener.accept()
-                pid = _fork_kernel(conn, listener, kernels)
+                pid = _fork_kernel(conn, listener, kernels, started)
                 if pid:
                     kernels[pid] = conn
                     selector.register(conn, selectors.EVENT_READ, pid)
@@ -110,11 +152,26 @@ def serve(path: str, preloaded: tuple[str, ...] = PRELOADED) -> None:
         _kill(pid)
 
 
-def _fork_kernel(conn: socket.socket, listener: socket.socket, kernels: dict) -> int:
-    """The kernel's pid (0 when the request could not be read)."""
+def _python_path(environment: dict[str, str]) -> list[str]:
+    return [os.path.abspath(p) for p in environment.get("PYTHONPATH", "").split(os.pathsep) if p]
+
+
+def _fork_kernel(
+    conn: socket.socket, listener: socket.socket, kernels: dict, started: tuple[dict, list, dict]
+) -> int:
+    """The kernel's pid (0 when the request could not be read, or asks for other settings:
+    its stand-in is told to start a fresh kernel)."""
     try:
         request, fds = _receive(conn, with_fds=3)
     except (OSError, EOFError, ValueError):
+        conn.close()
+        return 0
+    settings, python_path, defaults = started
+    if import_settings({**defaults, **request["env"]}) != settings:
+        for fd in fds:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            _send(conn, {"fresh": "its environment imports the frameworks otherwise"})
         conn.close()
         return 0
     pid = os.fork()
@@ -122,14 +179,16 @@ def _fork_kernel(conn: socket.socket, listener: socket.socket, kernels: dict) ->
         listener.close()
         for other in kernels.values():
             other.close()
-        _become_kernel(conn, request, fds)  # never returns
+        _become_kernel(conn, request, fds, python_path)  # never returns
     for fd in fds:
         os.close(fd)
     _send(conn, {"pid": pid})
     return pid
 
 
-def _become_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
+def _become_kernel(
+    conn: socket.socket, request: dict, fds: list[int], server_python_path: list[str]
+) -> None:
     code = 1
     try:
         conn.close()
@@ -147,8 +206,10 @@ def _become_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
 
         sys.argv = [ipykernel_launcher.__file__, *request["argv"]]
         # As ipykernel_launcher: no working folder on sys.path while ipykernel loads;
-        # InteractiveShellApp.init_path puts it back.
-        sys.path[:] = [p for p in sys.path if p != ""]
+        # InteractiveShellApp.init_path puts it back. PYTHONPATH's folders first, as Python
+        # puts them at start-up: this environment's, not the server's.
+        rest = [p for p in sys.path if p != "" and p not in server_python_path]
+        sys.path[:] = [*_python_path(request["env"]), *rest]
         code = 0
         # parent_handle's default was read from the environment when ipykernel was imported,
         # before this kernel's environment existed: the process to outlive (the kernel stops
@@ -208,7 +269,7 @@ def launch(server: int, path: str, argv: list[str]) -> None:
     try:
         conn.connect(path)
         _send(conn, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}, [0, 1, 2])
-        pid = _receive(conn)[0]["pid"]
+        pid = _receive(conn)[0]["pid"]  # no pid: {"fresh": why}, a fresh kernel is needed
     except (OSError, EOFError, ValueError, KeyError):
         conn.close()
         os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])

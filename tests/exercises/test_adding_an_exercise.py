@@ -191,6 +191,9 @@ def write_the_chinese(copy: Path) -> None:
 
 def in_the_copy(copy: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(copy)}
+    warm = os.environ.get("COURSE_WARM_PYTHON3_PATH")  # conftest.py: when nbval runs too
+    if warm:  # sync's kernels forked from this worker's server, with the copy on sys.path
+        environment["JUPYTER_PATH"] = os.pathsep.join([warm, os.environ.get("JUPYTER_PATH", "")])
     return subprocess.run(
         [sys.executable, *args],
         cwd=copy,

@@ -146,3 +146,86 @@ def test_without_a_server_the_stand_in_starts_a_fresh_kernel_at_once(tmp_path, m
     finally:
         km.shutdown_kernel(now=True)
         km.context.destroy(linger=0)
+
+
+def test_a_forked_kernel_takes_sys_path_from_its_own_pythonpath(tmp_path, server, monkeypatch):
+    """A command run on a copy of the course (PYTHONPATH=copy) gets the copy's modules first,
+    in the order a fresh interpreter would give them."""
+    process, socket_path = server
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "where_am_i.py").write_text("WHERE = 'the copy'\n")
+    monkeypatch.setenv("PYTHONPATH", str(copy))
+    fresh = KernelManager(kernel_name="python3")  # `python -m ipykernel_launcher`
+    fresh.start_kernel(cwd=str(tmp_path))
+    try:
+        fresh_path = json.loads(_run(fresh, SHOW)[0])["path"]
+    finally:
+        fresh.shutdown_kernel(now=True)
+        fresh.context.destroy(linger=0)
+    km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
+    km.start_kernel(cwd=str(tmp_path))
+    try:
+        printed, reply = _run(km, SHOW + "\nimport where_am_i\nprint(where_am_i.WHERE)")
+        assert reply["status"] == "ok", reply
+        shown, where = printed.splitlines()
+        seen = json.loads(shown)
+        assert seen["ppid"] == process.pid  # forked, not started afresh
+        assert where == "the copy"
+        assert seen["path"] == fresh_path and str(copy) in fresh_path, (seen["path"], fresh_path)
+    finally:
+        km.shutdown_kernel(now=True)
+        km.context.destroy(linger=0)
+
+
+def test_a_launcher_that_sets_a_framework_otherwise_gets_a_fresh_kernel(
+    tmp_path, server, monkeypatch
+):
+    """JAX reads JAX_ENABLE_X64 when imported: the server's import would not be the one this
+    environment asks for, so the stand-in becomes a fresh kernel."""
+    process, socket_path = server
+    monkeypatch.setenv("JAX_ENABLE_X64", "1")
+    km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
+    km.start_kernel(cwd=str(tmp_path))
+    try:
+        printed, reply = _run(km, SHOW + "\nprint(os.environ['JAX_ENABLE_X64'])")
+        assert reply["status"] == "ok", reply
+        shown, setting = printed.splitlines()
+        assert json.loads(shown)["ppid"] == os.getpid()  # the stand-in became the kernel
+        assert setting == "1"
+    finally:
+        km.shutdown_kernel(now=True)
+        km.context.destroy(linger=0)
+
+
+def test_the_server_imports_as_a_kernel_with_the_course_s_configuration_would(
+    tmp_path, monkeypatch
+):
+    """A fresh kernel runs etc/ipython/ipython_kernel_config.py (TF_ENABLE_ONEDNN_OPTS=0)
+    before its first cell imports TensorFlow; the server's imports see the same setting, and
+    a launcher's environment without it still gets a fork (its kernel would set it too)."""
+    assert warm_kernels.kernel_configuration_defaults().get("TF_ENABLE_ONEDNN_OPTS") == "0"
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "import_probe.py").write_text(
+        "import os\nSEEN = os.environ.get('TF_ENABLE_ONEDNN_OPTS')\n"
+    )
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(modules))
+    socket_path = str(tmp_path / "server.sock")
+    process = subprocess.Popen([sys.executable, SCRIPT, "serve", socket_path, "import_probe"])
+    try:
+        assert _wait_for(lambda: os.path.exists(socket_path)), "the server never listened"
+        km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
+        km.start_kernel(cwd=str(tmp_path))
+        try:
+            code = "import os, import_probe\nprint(os.getppid(), import_probe.SEEN)"
+            printed, reply = _run(km, code)
+            assert reply["status"] == "ok", reply
+            assert printed.split() == [str(process.pid), "0"]
+        finally:
+            km.shutdown_kernel(now=True)
+            km.context.destroy(linger=0)
+    finally:
+        process.kill()
+        process.wait()
