@@ -33,7 +33,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if server is not None:
         server.kill()
         server.wait()
-        shutil.rmtree(config._warm_kernel_folder, ignore_errors=True)  # type: ignore[attr-defined]
+    folder = getattr(config, "_warm_kernel_folder", None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _runs_notebooks(config: pytest.Config) -> bool:
@@ -51,28 +53,11 @@ def _runs_notebooks(config: pytest.Config) -> bool:
 def _use_warm_kernels(config: pytest.Config) -> None:
     """nbval's kernels forked from one server that has imported the frameworks: the same
     interpreter and environment as `--nbval-current-env`, without paying TensorFlow's import
-    again for every notebook."""
+    again for every notebook. The server starts once collection is done (pytest_collection_
+    finish): importing the test modules sets variables the frameworks read when imported
+    (JAX's compilation cache), which every kernel's environment then has, so the server's
+    imports must see them too."""
     folder = Path(tempfile.mkdtemp(prefix="course-kernels-"))
-    socket_path = str(folder / "server.sock")
-    script = str(Path(__file__).parent / "tests" / "warm_kernels.py")
-    server = subprocess.Popen(
-        [sys.executable, script, "serve", socket_path],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-    )
-    spec = folder / "kernels" / WARM_KERNEL
-    spec.mkdir(parents=True)
-    launch = [sys.executable, script, "launch", str(server.pid), socket_path]
-    (spec / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [*launch, "-f", "{connection_file}"],
-                "display_name": "Python 3 (forked, for the tests)",
-                "language": "python",
-                "interrupt_mode": "signal",
-            }
-        )
-    )
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         p for p in (str(folder), os.environ.get("JUPYTER_PATH", "")) if p
     )
@@ -80,11 +65,33 @@ def _use_warm_kernels(config: pytest.Config) -> None:
     # that runs one of them (`sync` executes notebooks) and opts in by putting this folder
     # first on its command's JUPYTER_PATH. Not on this process's: a test of another
     # interpreter (a wheel's venv) must get that interpreter's kernel.
-    as_python3 = folder / "as-python3" / "kernels" / "python3"
-    as_python3.mkdir(parents=True)
-    shutil.copy(spec / "kernel.json", as_python3 / "kernel.json")
     os.environ[WARM_PYTHON3_ENV] = str(folder / "as-python3")
-    config._warm_kernel_server = server  # type: ignore[attr-defined]
     config._warm_kernel_folder = folder  # type: ignore[attr-defined]
     config.option.nbval_current_env = False
     config.option.nbval_kernel_name = WARM_KERNEL
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    folder = getattr(session.config, "_warm_kernel_folder", None)
+    if folder is None:
+        return
+    socket_path = str(folder / "server.sock")
+    script = str(Path(__file__).parent / "tests" / "warm_kernels.py")
+    server = subprocess.Popen(
+        [sys.executable, script, "serve", socket_path],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+    )
+    session.config._warm_kernel_server = server  # type: ignore[attr-defined]
+    launch = [sys.executable, script, "launch", str(server.pid), socket_path]
+    spec = json.dumps(
+        {
+            "argv": [*launch, "-f", "{connection_file}"],
+            "display_name": "Python 3 (forked, for the tests)",
+            "language": "python",
+            "interrupt_mode": "signal",
+        }
+    )
+    for kernel in (folder / "kernels" / WARM_KERNEL, folder / "as-python3" / "kernels" / "python3"):
+        kernel.mkdir(parents=True)
+        (kernel / "kernel.json").write_text(spec)

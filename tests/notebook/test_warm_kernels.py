@@ -204,13 +204,14 @@ def test_the_server_imports_as_a_kernel_with_the_course_s_configuration_would(
     """A fresh kernel runs etc/ipython/ipython_kernel_config.py (TF_ENABLE_ONEDNN_OPTS=0)
     before its first cell imports TensorFlow; the server's imports see the same setting, and
     a launcher's environment without it still gets a fork (its kernel would set it too)."""
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)  # as in a fresh environment
     assert warm_kernels.kernel_configuration_defaults().get("TF_ENABLE_ONEDNN_OPTS") == "0"
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")  # what the line above set: the server sets it
     modules = tmp_path / "modules"
     modules.mkdir()
     (modules / "import_probe.py").write_text(
         "import os\nSEEN = os.environ.get('TF_ENABLE_ONEDNN_OPTS')\n"
     )
-    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(modules))
     socket_path = str(tmp_path / "server.sock")
     process = subprocess.Popen([sys.executable, SCRIPT, "serve", socket_path, "import_probe"])
