@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 WARM_KERNEL = "course-warm-python3"
-WARM_PYTHON3_ENV = "COURSE_WARM_PYTHON3_PATH"  # a JUPYTER_PATH folder: "python3" is warm there
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,10 +61,8 @@ def _use_warm_kernels(config: pytest.Config) -> None:
         p for p in (str(folder), os.environ.get("JUPYTER_PATH", "")) if p
     )
     # The same kernel under the name the course's own commands ask for ("python3"), for a test
-    # that runs one of them (`sync` executes notebooks) and opts in by putting this folder
-    # first on its command's JUPYTER_PATH. Not on this process's: a test of another
-    # interpreter (a wheel's venv) must get that interpreter's kernel.
-    os.environ[WARM_PYTHON3_ENV] = str(folder / "as-python3")
+    # that opts in (warm_kernels.with_warm_python3).
+    os.environ["COURSE_WARM_PYTHON3_PATH"] = str(folder / "as-python3")
     config._warm_kernel_folder = folder  # type: ignore[attr-defined]
     config.option.nbval_current_env = False
     config.option.nbval_kernel_name = WARM_KERNEL

@@ -80,6 +80,23 @@ def _receive(conn: socket.socket, with_fds: int = 0) -> tuple[dict, list[int]]:
     return json.loads(_receive_exactly(conn, size, head[4:])), fds
 
 
+# Set by conftest.py when a pytest worker has a server: a JUPYTER_PATH folder whose "python3"
+# kernel is this server's fork. Never on the worker's own JUPYTER_PATH: a test of another
+# interpreter (a wheel's venv) must get that interpreter's kernel.
+WARM_PYTHON3_ENV = "COURSE_WARM_PYTHON3_PATH"
+
+
+def with_warm_python3(environment: dict[str, str]) -> dict[str, str]:
+    """`environment` for a command that starts "python3" kernels (the course's `sync`,
+    JupyterLab) and may take them from this worker's server: its JUPYTER_PATH with that
+    folder first, where the worker has a server; else unchanged (fresh kernels)."""
+    folder = os.environ.get(WARM_PYTHON3_ENV)
+    if not folder:
+        return environment
+    rest = environment.get("JUPYTER_PATH", "")
+    return {**environment, "JUPYTER_PATH": os.pathsep.join(p for p in (folder, rest) if p)}
+
+
 # ---------------------------------------------------------------- the server
 
 

@@ -29,6 +29,8 @@ import nbformat
 import pytest
 from babel.messages.pofile import read_po, write_po
 
+from tests import warm_kernels
+
 pytestmark = pytest.mark.e2e  # copies the repository, runs sync and builds notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,10 +192,9 @@ def write_the_chinese(copy: Path) -> None:
 
 
 def in_the_copy(copy: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(copy)}
-    warm = os.environ.get("COURSE_WARM_PYTHON3_PATH")  # conftest.py: when nbval runs too
-    if warm:  # sync's kernels forked from this worker's server, with the copy on sys.path
-        environment["JUPYTER_PATH"] = os.pathsep.join([warm, os.environ.get("JUPYTER_PATH", "")])
+    # sync's kernels forked from this worker's server where it has one (the copy's PYTHONPATH
+    # puts the copy first on their sys.path)
+    environment = warm_kernels.with_warm_python3({**os.environ, "PYTHONPATH": str(copy)})
     return subprocess.run(
         [sys.executable, *args],
         cwd=copy,

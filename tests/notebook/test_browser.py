@@ -35,6 +35,7 @@ import nbformat
 import pytest
 
 from autograder.authoring.notebooks import BEGIN, END, learner_copy
+from tests import warm_kernels
 
 pytestmark = pytest.mark.e2e  # JupyterLab in headless Chromium
 
@@ -180,6 +181,10 @@ def lab(tmp_path):
     port, token = _free_port(), secrets.token_hex(16)
     log_path = tmp_path / "jupyterlab.log"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    # Its kernels forked from this worker's server where it has one (started as a fresh one
+    # would be, tests/warm_kernels.py; COURSE_COLD_KERNELS=1 for fresh ones): what is tested
+    # here is JupyterLab and the notebook in the browser, not TensorFlow's import.
+    env = warm_kernels.with_warm_python3(env)
     command = [
         sys.executable,
         "-m",
