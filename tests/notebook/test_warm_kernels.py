@@ -6,6 +6,7 @@ TensorFlow's import would cost the test 10 CPU-seconds)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -87,6 +88,17 @@ def _run(km: KernelManager, code: str, timeout: float = 30) -> tuple[str, dict]:
         client.stop_channels()
 
 
+@contextlib.contextmanager
+def _started(km: KernelManager, cwd: Path) -> Iterator[KernelManager]:
+    """The kernel started in `cwd`, and shut down (its stand-in killed) afterwards."""
+    km.start_kernel(cwd=str(cwd))
+    try:
+        yield km
+    finally:
+        km.shutdown_kernel(now=True)
+        km.context.destroy(linger=0)
+
+
 def test_a_forked_kernel_starts_as_a_fresh_one_would(tmp_path, server, monkeypatch):
     process, socket_path = server
     km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
@@ -156,26 +168,18 @@ def test_a_forked_kernel_takes_sys_path_from_its_own_pythonpath(tmp_path, server
     copy.mkdir()
     (copy / "where_am_i.py").write_text("WHERE = 'the copy'\n")
     monkeypatch.setenv("PYTHONPATH", str(copy))
-    fresh = KernelManager(kernel_name="python3")  # `python -m ipykernel_launcher`
-    fresh.start_kernel(cwd=str(tmp_path))
-    try:
+    # `python -m ipykernel_launcher`
+    with _started(KernelManager(kernel_name="python3"), tmp_path) as fresh:
         fresh_path = json.loads(_run(fresh, SHOW)[0])["path"]
-    finally:
-        fresh.shutdown_kernel(now=True)
-        fresh.context.destroy(linger=0)
-    km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
-    km.start_kernel(cwd=str(tmp_path))
-    try:
+    warm = _manager(tmp_path, process.pid, socket_path, monkeypatch)
+    with _started(warm, tmp_path) as km:
         printed, reply = _run(km, SHOW + "\nimport where_am_i\nprint(where_am_i.WHERE)")
-        assert reply["status"] == "ok", reply
-        shown, where = printed.splitlines()
-        seen = json.loads(shown)
-        assert seen["ppid"] == process.pid  # forked, not started afresh
-        assert where == "the copy"
-        assert seen["path"] == fresh_path and str(copy) in fresh_path, (seen["path"], fresh_path)
-    finally:
-        km.shutdown_kernel(now=True)
-        km.context.destroy(linger=0)
+    assert reply["status"] == "ok", reply
+    shown, where = printed.splitlines()
+    seen = json.loads(shown)
+    assert seen["ppid"] == process.pid  # forked, not started afresh
+    assert where == "the copy"
+    assert seen["path"] == fresh_path and str(copy) in fresh_path, (seen["path"], fresh_path)
 
 
 def test_a_launcher_that_sets_a_framework_otherwise_gets_a_fresh_kernel(
@@ -185,17 +189,12 @@ def test_a_launcher_that_sets_a_framework_otherwise_gets_a_fresh_kernel(
     environment asks for, so the stand-in becomes a fresh kernel."""
     process, socket_path = server
     monkeypatch.setenv("JAX_ENABLE_X64", "1")
-    km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
-    km.start_kernel(cwd=str(tmp_path))
-    try:
+    with _started(_manager(tmp_path, process.pid, socket_path, monkeypatch), tmp_path) as km:
         printed, reply = _run(km, SHOW + "\nprint(os.environ['JAX_ENABLE_X64'])")
-        assert reply["status"] == "ok", reply
-        shown, setting = printed.splitlines()
-        assert json.loads(shown)["ppid"] == os.getpid()  # the stand-in became the kernel
-        assert setting == "1"
-    finally:
-        km.shutdown_kernel(now=True)
-        km.context.destroy(linger=0)
+    assert reply["status"] == "ok", reply
+    shown, setting = printed.splitlines()
+    assert json.loads(shown)["ppid"] == os.getpid()  # the stand-in became the kernel
+    assert setting == "1"
 
 
 def test_the_server_imports_as_a_kernel_with_the_course_s_configuration_would(
@@ -217,16 +216,12 @@ def test_the_server_imports_as_a_kernel_with_the_course_s_configuration_would(
     process = subprocess.Popen([sys.executable, SCRIPT, "serve", socket_path, "import_probe"])
     try:
         assert _wait_for(lambda: os.path.exists(socket_path)), "the server never listened"
-        km = _manager(tmp_path, process.pid, socket_path, monkeypatch)
-        km.start_kernel(cwd=str(tmp_path))
-        try:
-            code = "import os, import_probe\nprint(os.getppid(), import_probe.SEEN)"
-            printed, reply = _run(km, code)
-            assert reply["status"] == "ok", reply
-            assert printed.split() == [str(process.pid), "0"]
-        finally:
-            km.shutdown_kernel(now=True)
-            km.context.destroy(linger=0)
+        with _started(_manager(tmp_path, process.pid, socket_path, monkeypatch), tmp_path) as km:
+            printed, reply = _run(
+                km, "import os, import_probe\nprint(os.getppid(), import_probe.SEEN)"
+            )
+        assert reply["status"] == "ok", reply
+        assert printed.split() == [str(process.pid), "0"]
     finally:
         process.kill()
         process.wait()
