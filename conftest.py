@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import warm_kernels
+
 WARM_KERNEL = "course-warm-python3"
 
 
@@ -52,28 +54,29 @@ def _runs_notebooks(config: pytest.Config) -> bool:
 def _use_warm_kernels(config: pytest.Config) -> None:
     """nbval's kernels forked from one server that has imported the frameworks: the same
     interpreter and environment as `--nbval-current-env`, without paying TensorFlow's import
-    again for every notebook. The server starts once collection is done (pytest_collection_
-    finish): importing the test modules sets variables the frameworks read when imported
-    (JAX's compilation cache), which every kernel's environment then has, so the server's
-    imports must see them too."""
+    again for every notebook. The server starts once collection is done
+    (`pytest_collection_finish`): importing the test modules sets variables the frameworks read
+    when imported (JAX's compilation cache), which every kernel's environment then has, so the
+    server's imports must see them too."""
     folder = Path(tempfile.mkdtemp(prefix="course-kernels-"))
     os.environ["JUPYTER_PATH"] = os.pathsep.join(
         p for p in (str(folder), os.environ.get("JUPYTER_PATH", "")) if p
     )
     # The same kernel under the name the course's own commands ask for ("python3"), for a test
     # that opts in (warm_kernels.with_warm_python3).
-    os.environ["COURSE_WARM_PYTHON3_PATH"] = str(folder / "as-python3")
+    os.environ[warm_kernels.WARM_PYTHON3_ENV] = str(folder / "as-python3")
     config._warm_kernel_folder = folder  # type: ignore[attr-defined]
     config.option.nbval_current_env = False
     config.option.nbval_kernel_name = WARM_KERNEL
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the kernel server _use_warm_kernels prepared, and write its two kernelspecs."""
     folder = getattr(session.config, "_warm_kernel_folder", None)
     if folder is None:
         return
     socket_path = str(folder / "server.sock")
-    script = str(Path(__file__).parent / "tests" / "warm_kernels.py")
+    script = warm_kernels.__file__
     server = subprocess.Popen(
         [sys.executable, script, "serve", socket_path],
         stdin=subprocess.DEVNULL,

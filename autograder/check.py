@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autograder.exercises import EXERCISES
+from autograder.harness.compiling import cache_compiled_programs
 from autograder.judging.engine import check_function, notebook_case_count
-from autograder.judging.references import cache_compiled_programs
 from autograder.judging.report import Report
 from autograder.notebook.waiting import message, waiting
 

@@ -12,19 +12,13 @@ TensorFlow and JAX are imported on first use, so `from autograder import check` 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from autograder.harness.compiling import (
-    cache_dir,
-    cpu_device,
-    fast_compile_options,
-    jax_module,
-)
+from autograder.harness.compiling import cpu_device, fast_compile_options, jax_module
 from autograder.harness.precision import exact_precision
 from autograder.judging.cases import Case
 from autograder.judging.compare import compare_outputs
@@ -34,11 +28,6 @@ if TYPE_CHECKING:
     from autograder.judging.exercise import Exercise
 
 Outputs = tuple[np.ndarray, ...]
-
-
-# The reference program is run once and is tiny; what a learner waits for is its compilation,
-# done quickly (harness/compiling.py): 0.4 s instead of 2.5-3.8 s for chapter 03's matmul
-# cases. TensorFlow cross-checks it.
 
 
 class ReferenceDisagreement(RuntimeError):
@@ -57,26 +46,6 @@ def tensorflow() -> Any:
     return tf
 
 
-def cache_compiled_programs() -> None:
-    """Every JAX program of this process compiles into the persistent cache, from the
-    import of the checks on (`from autograder import check`, a notebook's first cells).
-
-    JAX reads the cache settings once, at its first compilation: set only when a check ran,
-    they came after the chapter's demonstrations had compiled, so the cache stayed off in
-    notebooks and a learner's JAX answer compiled afresh in every kernel (chapter 05's first
-    check: about 7 s, most of it compiling the answer for each case's shapes).
-    """
-    if "jax" in sys.modules:
-        jax_module()
-        return
-    try:
-        cache_dir().mkdir(parents=True, exist_ok=True)
-    except (OSError, RuntimeError):  # RuntimeError: no home directory at all
-        return  # read-only home: compile without a cache
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(cache_dir()))
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-
-
 def tensorflow_references(
     reference: Callable[[Any, Case], Outputs], cases: Sequence[Case]
 ) -> list[Outputs]:
@@ -90,6 +59,8 @@ def jax_references(
     reference: Callable[[Any, dict[str, Any], dict[str, Any]], Outputs], cases: Sequence[Case]
 ) -> list[Outputs]:
     """All cases in one compiled program: static parameters are closed over, arrays traced.
+    The program runs once and is tiny: what a learner waits for is its compilation, done
+    quickly (harness/compiling.py; 0.4 s instead of 2.5-3.8 s for chapter 03's matmul cases).
 
     It runs on the CPU device at the highest matmul precision, whatever the default device
     and the learner's settings: on a GPU the default float32 matmul is TF32.
