@@ -81,3 +81,21 @@ def test_a_learner_runs_at_highest_precision_and_gets_their_setting_back(bfloat1
     assert report.passed, str(report)
     assert set(seen) == {"highest"}
     assert jax.config.jax_default_matmul_precision == "bfloat16"
+
+
+def test_a_checks_fast_compiled_program_runs_on_the_gpu_with_plain_jits_values():
+    """`fast_jit`'s options are probed on the CPU device but also compile the programs a
+    check builds around a learner's function on the GPU: the GPU's compiler must accept them
+    and give the values plain `jax.jit` gives there."""
+    from autograder.harness.compiling import fast_compile_options, fast_jit
+
+    def jacobian(x):
+        return jax.jacfwd(lambda v: jnp.tanh(v @ v.T).sum(0) * jnp.sin(v[0]))(x)
+
+    x = jnp.asarray(np.random.default_rng(1).standard_normal((6, 6)), jnp.float32)
+    with jax.default_matmul_precision("highest"):
+        fast = fast_jit(jacobian)(x)
+        plain = jax.jit(jacobian)(x)
+    print("fast compile options:", fast_compile_options())
+    assert {d.platform for d in fast.devices()} == {"gpu"}
+    np.testing.assert_allclose(np.asarray(fast), np.asarray(plain), rtol=1e-6, atol=1e-6)
