@@ -1,6 +1,6 @@
-"""Every exercise of the chapters rewritten so far is stated as Goal / Given / Return / Checked
-by, in this order, in both editions, with one Chinese heading for each (目标, 已知, 返回,
-检查方式: docs/zh-CN/terminology.toml). Chapters 02 and 08 are not rewritten yet."""
+"""Every exercise with a cell of its own is stated as Goal / Given / Return / Checked by, in this
+order, in both editions, with one Chinese heading for each (目标, 已知, 返回, 检查方式:
+docs/zh-CN/terminology.toml). Chapter 02's nineteen rules share one statement, above the first."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ HEADINGS = {
     "en": ["**Goal.**", "**Given.**", "**Return.**", "**Checked by.**"],
     "zh-CN": ["**目标。**", "**已知。**", "**返回。**", "**检查方式。**"],
 }
-CHAPTERS = ("00", "01", "03", "04", "05", "06", "07")
+CHAPTERS = ("00", "01", "02", "03", "04", "05", "06", "07", "08")
 EDITIONS = {"en": ROOT / "solutions", "zh-CN": ROOT / "solutions" / "zh-CN"}
 
 
