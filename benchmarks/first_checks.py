@@ -25,9 +25,13 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST_CHECK_TARGET_SECONDS = 1.0
-# A check cell calls the course's check of an exercise; check.hint and check.reset are not
-# checks, and a call inside a function or a loop is part of a demonstration.
-CHECK_CALL = re.compile(r"^check\.(?!hint\b|reset\b|progress\b)(\w+)\(", re.MULTILINE)
+# A check cell calls the course's check of an exercise. check.hint, check.reset and
+# check.progress are not checks; neither are check.predict (it records a guess) and
+# check.reveal (it compares the guess with what the demonstration above it in the same cell
+# computed, so that cell's time is the demonstration's). A call inside a function or a loop is
+# part of a demonstration.
+NOT_CHECKS = ("hint", "reset", "progress", "predict", "reveal")
+CHECK_CALL = re.compile(r"^check\.(?!(?:" + "|".join(NOT_CHECKS) + r")\b)(\w+)\(", re.MULTILINE)
 
 
 def check_cells(notebook: nbformat.NotebookNode) -> dict[int, str]:

@@ -554,6 +554,8 @@ def test_first_checks_finds_the_check_cells_not_hints_or_demos():
             new_code_cell("for f in fs:\n    check.unbroadcast(f)"),
             new_markdown_cell("check.matmul_vjp(matmul_vjp)"),
             new_code_cell("# a comment\ncheck.matmul_vjp(matmul_vjp)\ncheck.reset('x')"),
+            new_code_cell('prediction = "a"\ncheck.predict("ch03_guess", prediction)'),
+            new_code_cell("shown = demo()\ncheck.reveal('ch03_guess', shown)"),
         ]
     )
     assert first_checks.check_cells(notebook) == {2: "unbroadcast", 5: "matmul_vjp"}
