@@ -110,6 +110,12 @@ def language(code: str | None = None) -> str | None:
 def __getattr__(name: str) -> Callable[[Any], Report]:
     if name in EXERCISES:
         return _checker(name)
+    if name.startswith("_"):
+        # Tools probe a module for dunder and private names: TensorFlow's autograph reads
+        # `__module__` of every global of a function it converts (`check` among a notebook's),
+        # IPython asks for `_repr_*_`. No exercise starts with "_", and the message below
+        # imports nbformat, over a second that the learner's cell would wait for.
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from autograder.authoring.reset import no_such_exercise
 
     raise AttributeError(no_such_exercise(name, EXERCISES))

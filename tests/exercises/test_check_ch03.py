@@ -4,6 +4,9 @@ learners write fails with the hint that names it."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +18,8 @@ from autograder.judging.derived import two_references
 from autograder.judging.engine import check_function
 from autograder.judging.references import ReferenceDisagreement
 from coursekit.broadcasting import broadcast_plan
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- right answers, several ways
 
@@ -249,6 +254,24 @@ def test_reports_are_deterministic_for_nbval():
 def test_unknown_exercise_names_the_known_ones():
     with pytest.raises(AttributeError, match="unbroadcast"):
         check.unbroadcst  # noqa: B018
+
+
+def test_a_tool_probing_check_for_dunder_names_imports_nothing_more():
+    """TensorFlow's autograph reads `__module__` of each global of a function it converts; in a
+    notebook `check` is one. The probe once imported nbformat (over a second, in the learner's
+    first tf.function cell or custom-gradient check); in a fresh interpreter it imports nothing."""
+    probe = (
+        "import sys\n"
+        "from autograder import check\n"
+        "before = set(sys.modules)\n"
+        "assert getattr(check, '__module__', None) is None\n"
+        "assert not hasattr(check, '_repr_html_')\n"
+        "print(sorted(set(sys.modules) - before))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]", done.stdout
 
 
 # ---------------------------------------------------------------- the cases themselves
