@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder.exercises import EXERCISES
+from autograder.exercises import EXERCISES, no_such_exercise
 from autograder.harness.compiling import cache_compiled_programs
 from autograder.judging.engine import check_function, notebook_case_count
 from autograder.judging.report import Report
@@ -116,8 +116,6 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
         # IPython asks for `_repr_*_`. No exercise starts with "_", and the message below
         # imports nbformat, over a second that the learner's cell would wait for.
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from autograder.authoring.reset import no_such_exercise
-
     raise AttributeError(no_such_exercise(name, EXERCISES))
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import html
 import json
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,18 +239,9 @@ def saved_notebook(chapter: str) -> Path | None:
     return found[0] if len(found) == 1 else None
 
 
-def no_such_exercise(name: str, exercises: Iterable[str]) -> str:
-    """What a name that is no exercise's gets: the names there are (check, hint, reset)."""
-    return say(
-        "There is no exercise called {name}. Exercises: {known}.",
-        name=repr(name),
-        known=", ".join(sorted(exercises)),
-    )
-
-
 def chapter_of(exercise: str) -> str:
     """The exercise's chapter ("03"), or a ResetError naming the exercises there are."""
-    from autograder.exercises import EXERCISES
+    from autograder.exercises import EXERCISES, no_such_exercise
 
     if exercise not in EXERCISES:
         raise ResetError(no_such_exercise(exercise, EXERCISES))

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 
 from autograder.judging.declaration import declaration_problems
 from autograder.judging.exercise import Exercise
 from autograder.judging.prediction import Prediction
+from autograder.locale import say
 
 
 def _chapter_modules() -> list:
@@ -73,3 +75,13 @@ PREDICTIONS: dict[str, Prediction] = _predictions(EXERCISES)
 def for_chapter(chapter: str) -> list[Exercise]:
     """The exercises of one chapter ("03"), in the order the notebook asks them."""
     return [exercise for exercise in _ALL if exercise.chapter == chapter]
+
+
+def no_such_exercise(name: str, exercises: Iterable[str] | None = None) -> str:
+    """What a name that is no exercise's gets (`check.<name>`, `check.hint`, `reset`): the
+    names there are. Here, beside EXERCISES, so that saying it imports nothing more."""
+    return say(
+        "There is no exercise called {name}. Exercises: {known}.",
+        name=repr(name),
+        known=", ".join(sorted(EXERCISES if exercises is None else exercises)),
+    )

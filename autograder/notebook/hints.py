@@ -17,8 +17,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-from autograder.authoring.reset import no_such_exercise
-from autograder.exercises import EXERCISES
+from autograder.exercises import EXERCISES, no_such_exercise
 from autograder.judging.cases import NOTEBOOK
 from autograder.judging.counterexamples import remembered
 from autograder.judging.report import PROSE

@@ -274,6 +274,25 @@ def test_a_tool_probing_check_for_dunder_names_imports_nothing_more():
     assert done.stdout.strip() == "[]", done.stdout
 
 
+def test_a_first_hint_and_a_mistyped_name_import_no_notebook_library():
+    """The "no exercise called ..." message and a hint need no notebook file: they once
+    imported nbformat and nbclient (1.3 s before a learner's first hint appeared)."""
+    probe = (
+        "import sys\n"
+        "from autograder import check\n"
+        "check.hint('unbroadcast')\n"
+        "try:\n"
+        "    check.unbroadcst\n"
+        "except AttributeError as error:\n"
+        "    assert 'unbroadcast' in str(error)\n"
+        "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('nbformat', 'nbclient')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 # ---------------------------------------------------------------- the cases themselves
 
 
