@@ -256,6 +256,14 @@ def test_unknown_exercise_names_the_known_ones():
         check.unbroadcst  # noqa: B018
 
 
+def printed_by_a_fresh_interpreter(probe: str) -> str:
+    """What `probe` prints, run in a new Python (its own `sys.modules`, nothing imported yet)."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return done.stdout.strip()
+
+
 def test_a_tool_probing_check_for_dunder_names_imports_nothing_more():
     """TensorFlow's autograph reads `__module__` of each global of a function it converts; in a
     notebook `check` is one. The probe once imported nbformat (over a second, in the learner's
@@ -268,10 +276,7 @@ def test_a_tool_probing_check_for_dunder_names_imports_nothing_more():
         "assert not hasattr(check, '_repr_html_')\n"
         "print(sorted(set(sys.modules) - before))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert done.stdout.strip() == "[]", done.stdout
+    assert printed_by_a_fresh_interpreter(probe) == "[]"
 
 
 def test_a_first_hint_and_a_mistyped_name_import_no_notebook_library():
@@ -287,10 +292,7 @@ def test_a_first_hint_and_a_mistyped_name_import_no_notebook_library():
         "    assert 'unbroadcast' in str(error)\n"
         "print(sorted(m for m in sys.modules if m.partition('.')[0] in ('nbformat', 'nbclient')))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert done.stdout.strip() == "[]", done.stdout
+    assert printed_by_a_fresh_interpreter(probe) == "[]"
 
 
 # ---------------------------------------------------------------- the cases themselves
