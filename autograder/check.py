@@ -116,7 +116,7 @@ def __getattr__(name: str) -> Callable[[Any], Report]:
         # IPython asks for `_repr_*_`. No exercise starts with "_", and the message below
         # imports nbformat, over a second that the learner's cell would wait for.
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    raise AttributeError(no_such_exercise(name, EXERCISES))
+    raise AttributeError(no_such_exercise(name))
 
 
 def __dir__() -> list[str]:

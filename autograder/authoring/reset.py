@@ -244,7 +244,7 @@ def chapter_of(exercise: str) -> str:
     from autograder.exercises import EXERCISES, no_such_exercise
 
     if exercise not in EXERCISES:
-        raise ResetError(no_such_exercise(exercise, EXERCISES))
+        raise ResetError(no_such_exercise(exercise))
     return EXERCISES[exercise].chapter
 
 

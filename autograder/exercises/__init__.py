@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable
 
 from autograder.judging.declaration import declaration_problems
 from autograder.judging.exercise import Exercise
@@ -77,11 +76,11 @@ def for_chapter(chapter: str) -> list[Exercise]:
     return [exercise for exercise in _ALL if exercise.chapter == chapter]
 
 
-def no_such_exercise(name: str, exercises: Iterable[str] | None = None) -> str:
+def no_such_exercise(name: str) -> str:
     """What a name that is no exercise's gets (`check.<name>`, `check.hint`, `reset`): the
     names there are. Here, beside EXERCISES, so that saying it imports nothing more."""
     return say(
         "There is no exercise called {name}. Exercises: {known}.",
         name=repr(name),
-        known=", ".join(sorted(EXERCISES if exercises is None else exercises)),
+        known=", ".join(sorted(EXERCISES)),
     )

@@ -27,7 +27,7 @@ from autograder.locale import say
 def exercise_hints(name: str) -> tuple[str, ...]:
     """The distinct hints of the exercise's declared mistakes, in the order declared."""
     if name not in EXERCISES:
-        raise KeyError(no_such_exercise(name, EXERCISES))
+        raise KeyError(no_such_exercise(name))
     return tuple(dict.fromkeys(mistake.hint for mistake in EXERCISES[name].mistakes))
 
 

@@ -6,7 +6,8 @@
 #
 # For a machine whose python3 has JAX with CUDA but no internet: pure-Python dependencies the
 # image lacks come as wheels in $WHEELS (`pip download nbformat nbclient babel -d DIR`
-# elsewhere, for the machine's Python version and platform). TensorFlow is not installed there (see jax_only_references.py).
+# elsewhere, for the machine's Python version and platform). TensorFlow is not installed
+# there (see jax_only_references.py).
 # -p no:benchmark: the image's pytest-benchmark warns under xdist, and warnings are errors here.
 # The tests that ask TensorFlow itself are deselected: chapter 07's test_tf_* and test_tape_*,
 # chapter 02's two that compare JAX's and TensorFlow's derivatives at a tie and at relu's kink.
