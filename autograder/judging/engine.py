@@ -266,6 +266,13 @@ def warm_up(exercises: Iterable[Exercise], profile: Profile = NOTEBOOK) -> int:
     return sum(len(_notebook_table(exercise, profile)[0]) for exercise in exercises)
 
 
+@cache
+def _remember_table(exercise: Exercise, profile: Profile) -> None:
+    """Once per exercise and profile: the table's references, for the shrinker's replay."""
+    cases, outputs, _ = _notebook_table(exercise, profile)
+    references.remember_tensorflow(exercise.tf_reference, cases, outputs)
+
+
 class _Failed(Exception):
     def __init__(self, case: Case) -> None:
         super().__init__("a failing case")
@@ -288,17 +295,18 @@ def shrink_with_references(
     """
 
     def body(case: Case) -> None:
-        expected = references.tensorflow_references(exercise.tf_reference, [case])[0]
+        expected = references.tensorflow_reference(exercise.tf_reference, case)
         if fails(exercise, call_learner(fn, case, exercise), expected):
             raise _Failed(case)
 
+    _remember_table(exercise, profile)
     try:
         run_property(
             exercise.strategy(profile), body, profile, phases=(Phase.generate, Phase.shrink)
         )
     except _Failed as found:
         case = found.case
-        expected = reference_outputs(exercise, [case])[0]
+        expected = references.confirmed_reference(exercise, case)
         confirmed = judge(
             exercise, case, call_learner(fn, case, exercise), expected, others_than(case, evidence)
         )

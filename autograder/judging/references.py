@@ -12,7 +12,8 @@ TensorFlow and JAX are imported on first use, so `from autograder import check` 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,65 @@ def jax_references(
         arrays = jax.device_put([case.arrays() for case in cases], cpu_device())
         compiled = jax.jit(batch).lower(arrays).compile(compiler_options=fast_compile_options())
         return [tuple(np.asarray(o) for o in outputs) for outputs in compiled(arrays)]
+
+
+# Shrinking a failure asks for the references of hundreds of candidate cases, and a learner's
+# next wrong attempt at the same exercise (or another declared mistake, in the tests) is shrunk
+# from the same seed through many of the same candidates: their references are kept for the
+# process, up to a memory budget, the least recently used dropped first. A reference depends
+# on its function and its case alone, and a kept one is read-only, so reusing it can change
+# no verdict.
+REMEMBERED_BYTES = 64 * 2**20
+_remembered: OrderedDict[tuple[Hashable, ...], Outputs] = OrderedDict()
+_remembered_bytes = 0
+
+
+def _recall(key: tuple[Hashable, ...], compute: Callable[[], Outputs]) -> Outputs:
+    """The outputs kept under `key`, else `compute`'s, kept read-only."""
+    global _remembered_bytes
+    outputs = _remembered.get(key)
+    if outputs is not None:
+        _remembered.move_to_end(key)
+        return outputs
+    outputs = compute()
+    for array in outputs:
+        array.setflags(write=False)
+    _remembered[key] = outputs
+    _remembered_bytes += sum(array.nbytes for array in outputs)
+    while _remembered_bytes > REMEMBERED_BYTES and len(_remembered) > 1:
+        _, dropped = _remembered.popitem(last=False)
+        _remembered_bytes -= sum(array.nbytes for array in dropped)
+    return outputs
+
+
+def forget_remembered() -> None:
+    """Drop every remembered reference (tests: a shrink measured from nothing kept)."""
+    global _remembered_bytes
+    _remembered.clear()
+    _remembered_bytes = 0
+
+
+def tensorflow_reference(reference: Callable[[Any, Case], Outputs], case: Case) -> Outputs:
+    """TensorFlow's reference for one case (a shrinking candidate), remembered."""
+    return _recall(
+        ("tensorflow", reference, case.key()),
+        lambda: tensorflow_references(reference, [case])[0],
+    )
+
+
+def remember_tensorflow(
+    reference: Callable[[Any, Case], Outputs], cases: Sequence[Case], outputs: Sequence[Outputs]
+) -> None:
+    """Keep references already known (a check's table) for tensorflow_reference: shrinking
+    first replays the table's generated cases, from the same seed."""
+    for case, known in zip(cases, outputs, strict=True):
+        _recall(("tensorflow", reference, case.key()), lambda known=known: known)
+
+
+def confirmed_reference(exercise: Exercise, case: Case) -> Outputs:
+    """reference_outputs for one case (a shrunk counterexample), remembered."""
+    key = ("both", exercise.tf_reference, exercise.jax_reference, exercise.outputs, case.key())
+    return _recall(key, lambda: reference_outputs(exercise, [case])[0])
 
 
 def ensure_agreement(

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autograder.exercises.ch03_unbroadcasting import MATMUL_VJP, UNBROADCAST
-from autograder.judging import engine
+from autograder.judging import engine, references
 from autograder.judging.counterexamples import forget_counterexamples, key, remembered
 from autograder.judging.engine import check_function
 from autograder.judging.fingerprint import fingerprint
@@ -162,3 +162,31 @@ def test_a_namesake_with_other_cases_never_gets_the_counterexample():
     assert remembered(UNBROADCAST, engine.NOTEBOOK) is not None
     assert remembered(namesake, engine.NOTEBOOK) is None
     assert key(own_helpers_copy, engine.NOTEBOOK) == key(UNBROADCAST, engine.NOTEBOOK)
+
+
+def test_the_next_wrong_function_is_shrunk_through_references_already_computed(monkeypatch):
+    """Shrinking replays the table's cases and then tries candidates that another wrong
+    function's shrink tried too: their TensorFlow references are remembered, not recomputed,
+    and what the learner is told is the same as from a fresh process."""
+    computed = []
+    original = references.tensorflow_references
+
+    def counted(reference, cases):
+        computed.append(len(cases))
+        return original(reference, cases)
+
+    monkeypatch.setattr(references, "tensorflow_references", counted)
+    references.forget_remembered()
+    check_function(UNBROADCAST, forgets_keepdims)
+    computed.clear()
+    after = check_function(UNBROADCAST, leading_axes_only)
+    after_another = sum(computed)
+    forget_counterexamples()
+    engine._remember_table.cache_clear()
+    references.forget_remembered()
+    computed.clear()
+    fresh = check_function(UNBROADCAST, leading_axes_only)
+    assert str(after) == str(fresh)
+    assert after_another < sum(computed), (after_another, sum(computed))
+    kept = next(iter(references._remembered.values()))
+    assert not kept[0].flags.writeable  # a kept reference cannot be changed by its reader

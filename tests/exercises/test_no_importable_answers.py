@@ -48,6 +48,7 @@ import importlib
 import importlib.util
 import inspect
 import io
+import operator
 import pkgutil
 import signal
 import sys
@@ -326,12 +327,16 @@ class _State:
 
 
 def _changed(now: Any, saved: Any) -> bool:
+    """Whether a namespace, dict, list or set differs from its saved copy: the same keys
+    holding the very same objects (compared in C, as restore runs after every call)."""
     if len(now) != len(saved):
         return True
     if isinstance(now, dict):
-        return any(now.get(key, _changed) is not value for key, value in saved.items())
+        return now.keys() != saved.keys() or not all(
+            map(operator.is_, now.values(), saved.values())
+        )
     if isinstance(now, list):
-        return any(a is not b for a, b in zip(now, saved, strict=True))
+        return not all(map(operator.is_, now, saved))
     return now != saved
 
 
@@ -501,3 +506,27 @@ def test_a_planted_answer_is_found(tmp_path: Any, monkeypatch: pytest.MonkeyPatc
         "fake_course.answers.unbroadcast as unbroadcast: passed",
         "fake_course.answers._private as unbroadcast: passed",
     ]
+
+
+def test_the_walked_modules_state_is_put_back_after_a_candidate() -> None:
+    """What a candidate rebinds, adds, deletes or appends in a walked module is undone; a
+    namespace holding the very same objects (an equal but new one is a change) is left as is."""
+    module = types.ModuleType("fake_course.state")
+    registry: list[Any] = [1, 2]
+    first = np.zeros(2)
+    table = {"a": first}
+    module.__dict__.update(registry=registry, table=table, value=np.ones(3))
+    original = dict(vars(module))
+    state = _State([module])
+    assert not any(_changed(now, saved) for now, saved in state.namespaces)
+    module.value = np.ones(3)  # equal, but another object
+    module.added = "x"
+    del module.table
+    registry.append(3)
+    table["a"] = np.zeros(2)
+    state.restore()
+    assert vars(module).keys() == original.keys()
+    assert all(vars(module)[k] is v for k, v in original.items())
+    assert registry == [1, 2] and module.registry is registry
+    assert table["a"] is first
+    assert not _changed(dict(b=1, a=2), dict(b=1, a=2)) and _changed({"a": 1}, {"b": 1})
