@@ -232,8 +232,8 @@ def solutions_cell_zh(root: Path, name: str) -> str:
     github, colab = _links(root, notebook)
     return (
         "## 参考答案\n\n"
-        f"本章每个练习的解答（都已通过检查）在 [{notebook}](../../{notebook}) "
-        f"（[GitHub 上查看]({github})，[在 Colab 中打开]({colab})）。请先自己做；"
+        f"本章每个练习的解答（都已通过检查）在 [{notebook}](../../{notebook})"
+        f"（[在 GitHub 上查看]({github})，[在 Colab 中打开]({colab})）。请先自己做；"
         '卡住时，`check.hint("<练习名>")` 会指出学习者常犯的一个错误，'
         f"`python -m autograder reset course/zh-CN/{name} <练习名>` 可以把一个练习单元格恢复原样。"
         "`check.progress()` 显示你在整个课程中已通过的练习。"

@@ -219,7 +219,9 @@ def _full_check(exercise: Exercise, fn: Any, profile: Profile, source: str | Non
         return verdict(exercise, name, len(cases), method)
     evidence = [(case, result_of(attempt)) for case, attempt, _ in failing]
     shrunk = (
-        shrink_with_references(exercise, fn, profile, evidence) if generated is not None else None
+        shrink_with_references(exercise, fn, profile, evidence, known=(cases, outputs))
+        if generated is not None
+        else None
     )
     failure, expected = shrunk or _shown_with_expected(exercise, failing, generated)
     return _remember(exercise, name, profile, source, len(cases), failure, expected)
@@ -266,13 +268,6 @@ def warm_up(exercises: Iterable[Exercise], profile: Profile = NOTEBOOK) -> int:
     return sum(len(_notebook_table(exercise, profile)[0]) for exercise in exercises)
 
 
-@cache
-def _remember_table(exercise: Exercise, profile: Profile) -> None:
-    """Once per exercise and profile: the table's references, for the shrinker's replay."""
-    cases, outputs, _ = _notebook_table(exercise, profile)
-    references.remember_tensorflow(exercise.tf_reference, cases, outputs)
-
-
 class _Failed(Exception):
     def __init__(self, case: Case) -> None:
         super().__init__("a failing case")
@@ -284,6 +279,7 @@ def shrink_with_references(
     fn: Callable[..., Any],
     profile: Profile,
     evidence: Sequence[Evidence] = (),
+    known: tuple[Sequence[Case], Sequence[Outputs]] | None = None,
 ) -> tuple[Failure, Outputs] | None:
     """Let Hypothesis find the smallest failing case; confirm it with both frameworks.
 
@@ -292,6 +288,9 @@ def shrink_with_references(
     case, after JAX agrees, naming a mistake only if that mistake also reproduces the
     `evidence` (other failing cases). Returns None if shrinking could not reproduce a
     failure (a function that is not deterministic), so the caller keeps the failure it found.
+    Candidates' references are remembered for the process (references.py); `known` (the
+    check's table, cases and references) is remembered first, since the shrinker's search
+    replays the table's cases from the same seed.
     """
 
     def body(case: Case) -> None:
@@ -299,7 +298,8 @@ def shrink_with_references(
         if fails(exercise, call_learner(fn, case, exercise), expected):
             raise _Failed(case)
 
-    _remember_table(exercise, profile)
+    if known is not None:  # the table's references: shrinking first replays its cases
+        references.remember_tensorflow(exercise.tf_reference, *known)
     try:
         run_property(
             exercise.strategy(profile), body, profile, phases=(Phase.generate, Phase.shrink)

@@ -55,8 +55,17 @@ class Prediction:
             return tuple(value) == self.answer
         return value == self.answer
 
+    def guess_text(self, value: Any) -> str:
+        """A guess or an answer as the learner wrote it: a choice's key as the options print
+        it ('a' in English, （a） in Chinese), anything else as Python writes it."""
+        if self.choices and value in self.choices:
+            return say("'{key}'", key=value)
+        return repr(value)
+
     def answer_text(self, value: Any = None) -> str:
         value = self.answer if value is None else value
         if self.choices and value in self.choices:
-            return say("{value} ({choice})", value=repr(value), choice=say(self.choices[value]))
+            return say(
+                "{key} ({choice})", key=self.guess_text(value), choice=say(self.choices[value])
+            )
         return repr(value)

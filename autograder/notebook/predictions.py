@@ -91,7 +91,7 @@ def reveal(name: str, observed: Any) -> Shown:
     return Shown(
         say(
             "Not quite: you guessed {guess}. The run shows {answer}. {why}",
-            guess=repr(guess),
+            guess=prediction.guess_text(guess),
             answer=answer,
             why=say(prediction.why),
         )

@@ -146,3 +146,18 @@ def test_badges_follow_the_repository_setting(tmp_path):
     assert "github/me/fork/blob/" in first.source and old not in first.source
     assert first.source.count(coursemap.BADGES_START) == 1  # replaced, not added again
     assert not coursemap.notebook_links_changed(tmp_path, notebook, chapter_notebooks()[0].name)
+
+
+def test_a_chinese_notebook_carries_one_set_of_badges_and_they_open_chinese_copies():
+    """The Chinese edition's badges are generated per edition: a translation that carries
+    the English ones too (08 once did) showed two sets, one opening the English notebook."""
+    import nbformat
+
+    for folder in ("solutions/zh-CN", "course/zh-CN"):
+        for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
+            cells = nbformat.read(path, as_version=4).cells
+            first = next(cell for cell in cells if cell.cell_type == "markdown").source
+            assert first.count("<!-- badges:start -->") == 1, path
+            badges = first.split("<!-- badges:start -->")[1].split("<!-- badges:end -->")[0]
+            opened = re.findall(r"course(?:/|%2F)(?:zh-CN(?:/|%2F))?\d\d_\w+\.ipynb", badges)
+            assert opened and all("zh-CN" in link for link in opened), (path, opened)

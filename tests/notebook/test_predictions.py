@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autograder import check
+from autograder.locale import speaking
 from autograder.exercises import EXERCISES, PREDICTIONS
 from autograder.judging.prediction import Prediction
 from autograder.notebook import predictions
@@ -36,6 +37,18 @@ def test_a_right_and_a_wrong_guess_are_told_apart_after_the_run():
     assert repr(check.reveal("test_choice", "b")).startswith("Right.")
     check.predict("test_choice", "a")
     assert "Not quite: you guessed 'a'" in repr(check.reveal("test_choice", "b"))
+
+
+def test_a_choice_prints_as_the_options_do_in_each_language():
+    """The key of a choice is shown as the option list shows it: 'a' in English, （a） in
+    Chinese (no ASCII quotes in a Chinese sentence)."""
+    with speaking("zh-CN"):
+        options = repr(check.predict("test_choice", None))
+        check.predict("test_choice", "a")
+        revealed = repr(check.reveal("test_choice", "b"))
+    assert "（a）" in options and "（a）" in revealed and "（b）" in revealed, revealed
+    assert "'a'" not in revealed and "'b'" not in revealed, revealed
+    assert "The run shows 'b' (the second)" in repr(check.reveal("test_choice", "b"))
 
 
 def test_a_number_is_right_within_its_tolerance():
