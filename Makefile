@@ -1,4 +1,7 @@
 # Every target installs what it needs into .venv first (only Python 3 and make are assumed).
+# pip compiles the packages' bytecode on one core (half of a fresh install: TensorFlow has
+# thousands of modules); compileall writes the same .pyc files on every core. Like pip's, its
+# failures on a package's odd file (a template, a Python 2 test) are not an install failure.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,7 +13,8 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 $(STAMP): requirements.txt pyproject.toml etc/ipython/ipython_kernel_config.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-compile -r requirements.txt
+	$(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true
 	$(PY) -m pip install --quiet --no-deps -e .
 	mkdir -p $(VENV)/etc/ipython
 	cp etc/ipython/ipython_kernel_config.py $(VENV)/etc/ipython/
