@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from autograder import check
-from autograder.locale import speaking
 from autograder.exercises import EXERCISES, PREDICTIONS
 from autograder.judging.prediction import Prediction
+from autograder.locale import speaking
 from autograder.notebook import predictions
 
 CHOICE = Prediction(
