@@ -81,10 +81,11 @@ def jax_references(
 # Shrinking a failure asks for the references of hundreds of candidate cases, and a learner's
 # next wrong attempt at the same exercise (or another declared mistake, in the tests) is shrunk
 # from the same seed through many of the same candidates: their references are kept for the
-# process, up to a memory budget, the least recently used dropped first. A reference depends
-# on its function and its case alone, and a kept one is read-only, so reusing it can change
-# no verdict.
+# process, up to a memory budget and a count (small outputs cost more than their bytes), the
+# least recently used dropped first. A reference depends on its function and its case alone,
+# and a kept one is read-only, so reusing it can change no verdict.
 REMEMBERED_BYTES = 64 * 2**20
+REMEMBERED_CASES = 20_000
 _remembered: OrderedDict[tuple[Hashable, ...], Outputs] = OrderedDict()
 _remembered_bytes = 0
 
@@ -101,7 +102,9 @@ def _recall(key: tuple[Hashable, ...], compute: Callable[[], Outputs]) -> Output
         array.setflags(write=False)
     _remembered[key] = outputs
     _remembered_bytes += sum(array.nbytes for array in outputs)
-    while _remembered_bytes > REMEMBERED_BYTES and len(_remembered) > 1:
+    while len(_remembered) > 1 and (
+        _remembered_bytes > REMEMBERED_BYTES or len(_remembered) > REMEMBERED_CASES
+    ):
         _, dropped = _remembered.popitem(last=False)
         _remembered_bytes -= sum(array.nbytes for array in dropped)
     return outputs

@@ -189,3 +189,23 @@ def test_the_next_wrong_function_is_shrunk_through_references_already_computed(m
     assert after_another < sum(computed), (after_another, sum(computed))
     kept = next(iter(references._remembered.values()))
     assert not kept[0].flags.writeable  # a kept reference cannot be changed by its reader
+
+
+def test_remembered_references_are_bounded_and_the_least_recently_used_go_first(monkeypatch):
+    monkeypatch.setattr(references, "REMEMBERED_CASES", 2)
+    references.forget_remembered()
+    made = []
+
+    def outputs(name):
+        made.append(name)
+        return (np.zeros(3),)
+
+    for name in ("a", "b"):
+        references._recall((name,), lambda name=name: outputs(name))
+    references._recall(("a",), lambda: outputs("a again"))  # kept: "a" is now the newest
+    references._recall(("c",), lambda: outputs("c"))  # over the count: "b" goes
+    assert list(references._remembered) == [("a",), ("c",)] and made == ["a", "b", "c"]
+    monkeypatch.setattr(references, "REMEMBERED_BYTES", 30)  # two arrays of 24 bytes: one stays
+    references._recall(("d",), lambda: outputs("d"))
+    assert list(references._remembered) == [("d",)]
+    references.forget_remembered()
