@@ -25,6 +25,8 @@ from autograder.grading.submissions import read_submissions
 from autograder.sandbox import sandbox
 from autograder.sandbox.confined import confine
 
+from ..reference_entries import seed_reference_cache
+
 pytestmark = pytest.mark.e2e  # grades batches through the sandbox, as an instructor does
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,7 +127,7 @@ def plain_grade(paths: list[Path], out: Path, cache: Path) -> subprocess.Complet
             "--out",
             str(out),
             "--seed",
-            "21",
+            "11",
             "--reference-cache",
             str(cache),
         ],
@@ -141,11 +143,15 @@ def test_the_first_plain_grade_prepares_once_and_the_next_reads_it(tmp_path):
     if not confine.landlock_abi() and not sandbox.bubblewrap():
         pytest.skip("no sandbox on this machine")
     cache = tmp_path / "cache"
+    # The references alone come from the user's cache: what the first grade must add is the
+    # known mistakes, the compiled programs and the costs (references: test_grading.py).
+    seed_reference_cache(cache, "05", 11, mistakes=False)
+    entry = refcache.entry_path(cache, "05", 11)
+    assert entry.is_file() and not refcache.mistakes_path(entry).exists()
     paths = notebooks(tmp_path, "05", 1)
     first = plain_grade(paths, tmp_path / "first", cache)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "preparing once" in first.stderr, first.stderr[-3000:]
-    entry = refcache.entry_path(cache, "05", 21)
     assert refcache.mistakes_path(entry).is_file()
     costs = json.loads(refcache.costs_path(entry).read_text())
     assert set(costs) >= {"soft_threshold", "softmax_entropy"}, costs

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import queue
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,13 +22,15 @@ import nbformat
 import pytest
 
 from autograder.exercises import for_chapter
-from autograder.grading import cache_folders, parts, preparation, refcache, rounds
 from autograder.grading import command as batch
+from autograder.grading import parts, preparation, rounds
 from autograder.grading import start as early
 from autograder.grading.parts import parts_and_workers
 from autograder.grading.warm_groups import warm_groups
 from autograder.sandbox import children, warm_children
 from autograder.sandbox.pools import Sandbox
+
+from ..reference_entries import seed_reference_cache
 
 pytestmark = pytest.mark.e2e  # grades through the sandbox's warm children
 
@@ -185,7 +186,9 @@ def folder(tmp_path_factory):
     """With its own reference cache, prepared as the first `grade` of seed 11 prepares it
     (its runs of the solution are not the submission's children counted below)."""
     folder = tmp_path_factory.mktemp("warm-06")
-    _seeded_from_the_user_cache(folder / "cache", "06", 11)
+    # Its references and known mistakes come from the user's cache (the same entry
+    # test_chapters_graded grades with): these tests are about the warm children.
+    seed_reference_cache(folder / "cache", "06", 11, mistakes=True)
     assert (
         preparation.prepare_cache(
             chapters=["06"], seed=11, reference_cache=folder / "cache", warm_with=[SOLUTION_06]
@@ -193,23 +196,6 @@ def folder(tmp_path_factory):
         == 0
     )
     return folder
-
-
-def _seeded_from_the_user_cache(cache: Path, chapter: str, seed: int) -> None:
-    """The chapter's references and known mistakes for this seed, copied from the user's cache
-    where a run of this code left them (test_chapters_graded grades seed 11 there): these
-    tests are about the warm children, and computing both again costs about 20 CPU-seconds.
-    Copied with their permissions (only the grader may read references); the compiled
-    programs and costs are still made by the fixture's own `prepare_cache`."""
-    user = refcache.entry_path(cache_folders.reference_cache(), chapter, seed)
-    mine = refcache.entry_path(cache, chapter, seed)
-    cache.mkdir(parents=True, exist_ok=True)
-    for source, target in [
-        (user, mine),
-        (refcache.mistakes_path(user), refcache.mistakes_path(mine)),
-    ]:
-        if source.is_file():
-            shutil.copy2(source, target)
 
 
 def test_a_lone_jax_submission_runs_in_its_warm_child_and_its_workers(folder, monkeypatch):
