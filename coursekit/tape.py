@@ -10,8 +10,9 @@ set). The grader never imports this module; notebooks and tests do.
 
 from __future__ import annotations
 
-import statistics
+import math
 import time
+import timeit
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -246,12 +247,16 @@ def step_through(root: Node, toposort: Order, run: Callable[[Node], Any]):
 # ---------------------------------------------------------------- timing
 
 
-def median_seconds(fn: Callable[[], Any], repeats: int) -> float:
-    """The median wall time of `repeats` calls of fn (after one call to warm it up)."""
+def seconds_per_call(fn: Callable[[], Any], repeats: int, at_least: float = 0.02) -> float:
+    """Seconds per call of fn: the fastest of `repeats` timings (after one call to warm it up),
+    each of as many calls as last `at_least` seconds. A compiled gradient of a few numbers takes
+    tens of microseconds: one call timed alone, or the median of such timings, varied two- to
+    threefold between runs (the clock, the scheduler, XLA's threads), enough to fail chapter
+    02's assertions now and then. The fastest is the steadiest, as timeit's documentation says:
+    slower timings are other work getting in the way."""
     fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    start = time.perf_counter()
+    fn()
+    once = time.perf_counter() - start
+    number = max(1, math.ceil(at_least / max(once, 1e-9)))
+    return min(timeit.Timer(fn).repeat(repeat=repeats, number=number)) / number

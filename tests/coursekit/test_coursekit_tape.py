@@ -3,6 +3,7 @@ backward pass as the widget records them, the graph drawing, the step-through wi
 timer. The helpers differentiate nothing themselves."""
 
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -112,5 +113,15 @@ def test_step_through_has_one_slider_position_per_step():
     plt.close("all")
 
 
-def test_median_seconds_times_a_call():
-    assert 0 < tape.median_seconds(lambda: sum(range(100)), repeats=3) < 1
+def test_seconds_per_call_times_a_call():
+    assert 0 < tape.seconds_per_call(lambda: sum(range(100)), repeats=3) < 1
+
+
+def test_seconds_per_call_times_a_fast_call_many_times_and_divides():
+    """A call of microseconds is timed in runs of many calls (one alone is clock noise)."""
+    calls = []
+    seconds = tape.seconds_per_call(lambda: calls.append(1), repeats=3, at_least=0.01)
+    assert len(calls) > 3 * 100  # each of the three timings ran hundreds of calls
+    assert 0 < seconds < 1e-4  # per call, not per timing
+    slow = tape.seconds_per_call(lambda: time.sleep(0.002), repeats=3, at_least=0.001)
+    assert 0.002 <= slow < 0.02  # a call longer than `at_least` is timed once per timing
