@@ -148,3 +148,52 @@ def test_framework_messages_in_outputs_are_not_counted():
         "differentiation) for 'sin' not implemented\n",
     }
     assert not code_text.english_prose(output_text(printed))
+
+
+# Two words (or names) joined by an ASCII ", " on a printed Chinese line: a list the code built
+# with `", ".join(...)`, which Chinese writes with 、 (the translation pairs ", " with "、").
+# Inside brackets, quotes and backticks it is a shape, a tuple or code, and is left alone.
+ASCII_LIST = re.compile(r"[A-Za-z\u4e00-\u9fff][\w\u4e00-\u9fff]*, [A-Za-z\u4e00-\u9fff]")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+QUOTED = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}|'[^']*'|\"[^\"]*\"|`[^`]*`")
+
+
+def ascii_lists(text: str) -> list[str]:
+    """The Chinese lines of `text` that join words with an ASCII comma outside brackets."""
+    found = []
+    for line in text.splitlines():
+        bare, previous = line, None
+        while bare != previous:  # nested brackets, innermost first
+            previous, bare = bare, QUOTED.sub("", bare)
+        if CJK.search(line) and ASCII_LIST.search(bare):
+            found.append(line)
+    return found
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_chinese_notebook_prints_its_lists_with_the_chinese_comma(chapter):
+    found = [
+        f"{path.relative_to(ROOT)} cell {number}: {line}"
+        for folder in FOLDERS
+        for path in sorted(folder.glob(f"{chapter}_*.ipynb"))
+        for number, cell in enumerate(nbformat.read(path, as_version=4).cells)
+        for output in cell.get("outputs", [])
+        for line in ascii_lists(output_text(output))
+    ]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("line", "flagged"),
+    [
+        ("已训练 你的引擎, JAX, TensorFlow", True),
+        ("损失和四个梯度在 JAX, TensorFlow 之间一致", True),
+        ("已训练 你的引擎、JAX、TensorFlow", False),
+        ("训练集 (1437, 64) (1437, 10) float64", False),  # shapes
+        ("尚未计入 Tensor, backward, grad", True),
+        ("x 的形状 (2, 3), 而 g 的是 (3,)", False),  # after a bracket: no word before the comma
+        ("trained: your engine, JAX", False),  # an English edition's line
+    ],
+)
+def test_the_list_rule_finds_ascii_commas_between_words_only(line, flagged):
+    assert bool(ascii_lists(line)) == flagged
