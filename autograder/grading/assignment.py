@@ -54,11 +54,16 @@ def prepare(chapter: str, seed: int, cache: Path | None = None) -> Assignment:
     if not exercises:
         raise ValueError(f"Chapter {chapter!r} has no graded exercises.")
     path = refcache.entry_path(cache_folders.reference_cache(cache), chapter, seed)
+    counts = {e.name: len(e.outputs) for e in exercises}
     try:
-        cases, refs = refcache.load(path, {e.name: len(e.outputs) for e in exercises})
+        cases, refs = refcache.load(path, counts)
     except refcache.Invalid:
-        cases, refs = compute_references(exercises, seed)
-        _save_quietly(path, cases, refs)
+        with refcache.entry_lock(path, "references"):
+            try:  # another run may have written it while this one waited
+                cases, refs = refcache.load(path, counts)
+            except refcache.Invalid:
+                cases, refs = compute_references(exercises, seed)
+                _save_quietly(path, cases, refs)
     stored = refcache.KnownMistakes(refcache.mistakes_path(path))
     known = {
         e.name: _stored_mistakes(e, cases[e.name], stored)
@@ -104,15 +109,18 @@ def save_known_mistakes(assignment: Assignment, seed: int, cache: Path | None = 
     exercises = [e for e in assignment.exercises if e.frameworks and e.mistakes]
     if not exercises or path.is_file():
         return 0
-    table = {
-        e.name: {
-            m.name: [_storable(e, e.run_mistake(m, case)) for case in assignment.cases[e.name]]
-            for m in e.mistakes
+    with refcache.entry_lock(entry, "mistakes"):
+        if path.is_file():  # another run stored them while this one waited
+            return 0
+        table = {
+            e.name: {
+                m.name: [_storable(e, e.run_mistake(m, case)) for case in assignment.cases[e.name]]
+                for m in e.mistakes
+            }
+            for e in exercises
         }
-        for e in exercises
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    refcache.save_mistakes(path, table)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        refcache.save_mistakes(path, table)
     return sum(len(mistakes) for mistakes in table.values())
 
 

@@ -35,19 +35,29 @@ def prepare_first_time(
             continue  # a numpy chapter has nothing more to prepare
         entry = refcache.entry_path(cache_folders.reference_cache(reference_cache), chapter, seed)
         solution = trusted_solution(chapter)
-        to_warm = solution is not None and not refcache.costs_path(entry).is_file()
-        if refcache.mistakes_path(entry).is_file() and not to_warm:
+        if not _first_time(entry, solution):
             continue
-        print(
-            f"chapter {chapter}, seed {seed}: preparing once (what `prepare` does; later "
-            "runs read it)",
-            file=sys.stderr,
-        )
-        with contextlib.redirect_stdout(sys.stderr):
-            save_known_mistakes(assignment, seed, reference_cache)
-            if to_warm:
-                warm_compile_cache({chapter: assignment}, seed, reference_cache, [solution])
-                _use_compile_cache(sandbox, reference_cache)
+        with refcache.entry_lock(entry, "first-grade"):  # runs sharing the cache: one does it
+            left = _first_time(entry, solution)  # "": done by a run this one waited for
+            if left:
+                print(
+                    f"chapter {chapter}, seed {seed}: preparing once (what `prepare` does; "
+                    "later runs read it)",
+                    file=sys.stderr,
+                )
+                with contextlib.redirect_stdout(sys.stderr):
+                    save_known_mistakes(assignment, seed, reference_cache)
+                    if left == "warm":
+                        warm_compile_cache({chapter: assignment}, seed, reference_cache, [solution])
+            _use_compile_cache(sandbox, reference_cache)  # this run's, or the one it waited for
+
+
+def _first_time(entry: Path, solution: Path | None) -> str:
+    """What a chapter's first grade has left to do: "warm" (compile the solution's programs
+    and measure the costs, with the known mistakes if missing), "mistakes", or "" (done)."""
+    if solution is not None and not refcache.costs_path(entry).is_file():
+        return "warm"
+    return "" if refcache.mistakes_path(entry).is_file() else "mistakes"
 
 
 def trusted_solution(chapter: str) -> Path | None:

@@ -22,7 +22,8 @@ import os
 import tempfile
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -207,6 +208,33 @@ def _array(arrays: dict[str, np.ndarray], key: str) -> np.ndarray:
     if array is None or array.dtype.kind not in "fiub":
         raise Invalid(f"missing or non-numeric array {key}")
     return array
+
+
+# ---------------------------------------------------------------- preparing once
+
+
+@contextmanager
+def entry_lock(entry: Path, part: str) -> Iterator[None]:
+    """Hold `part`'s lock of an entry (a file beside it) while preparing that part: grading
+    runs that share a reference cache (a Slurm array's tasks, a Job's pods on one volume, two
+    commands at once) then prepare it once, and the others wait for it and read what it
+    wrote instead of each computing the same numbers. The lock is the operating system's
+    (flock): a run that dies releases it. Where there is no flock (Windows) or the folder
+    takes no file (read-only: nothing is written there either), nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        handle = entry.with_name(f"{entry.stem}.{part}.lock").open("a")
+    except OSError:
+        yield
+        return
+    with handle:  # closing the file releases the lock
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 # ---------------------------------------------------------------- measured costs

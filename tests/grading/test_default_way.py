@@ -15,14 +15,19 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from autograder.exercises import for_chapter
 from autograder.grading import preparation, refcache
 from autograder.grading import start as early
+from autograder.grading.assignment import Assignment
 from autograder.grading.submissions import read_submissions
 from autograder.sandbox import sandbox
+from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
 
 from ..reference_entries import seed_reference_cache
@@ -163,3 +168,35 @@ def test_the_first_plain_grade_prepares_once_and_the_next_reads_it(tmp_path):
         (results,) = (tmp_path / run).glob("*/results.json")
         graded = json.loads(results.read_text())
         assert graded["score"] == sum(t["max_score"] for t in graded["tests"]), graded
+
+
+def test_runs_sharing_a_cache_do_the_first_grade_s_preparation_once(tmp_path, monkeypatch):
+    """Grading runs started together on one cache (a Slurm array, a Job's pods): one grades
+    the solution to compile and measure; the others wait for it and do not do it again."""
+    warmed = []
+
+    def warm(assignments, seed, cache, notebooks):
+        warmed.append(seed)
+        threading.Event().wait(0.3)  # long enough for the others to find nothing done
+        refcache.save_costs(refcache.costs_path(refcache.entry_path(cache, "05", seed)), {})
+        return 0
+
+    def mistakes(assignment, seed, cache):
+        refcache.save_mistakes(refcache.mistakes_path(refcache.entry_path(cache, "05", seed)), {})
+
+    monkeypatch.setattr(preparation, "warm_compile_cache", warm)
+    monkeypatch.setattr(preparation, "save_known_mistakes", mistakes)
+    box = SimpleNamespace(offered=Capabilities(), close_fork_servers=lambda: None)
+    assignments = {"05": Assignment("05", for_chapter("05"), {}, {})}
+    start = threading.Barrier(3)
+
+    def grade_run() -> None:
+        start.wait()
+        preparation.prepare_first_time(box, assignments, 7, tmp_path)
+
+    threads = [threading.Thread(target=grade_run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert warmed == [7]

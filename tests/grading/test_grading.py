@@ -38,6 +38,7 @@ from autograder.grading.verdicts import (
 )
 from autograder.judging.attempts import INPUT_INDEPENDENT
 from autograder.judging.cases import Case
+from autograder.judging.exercise import Exercise, Raised
 from autograder.sandbox import capacity, children, errors, sandbox
 from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
@@ -478,7 +479,58 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
     assert assignment.cases["unbroadcast"][0].arg("shape") == (1, 3)  # a tuple again
     assert prepare("03", 9, tmp_path).references.keys() == refs.keys()
     assert calls == [9], "the rewritten entry was not read back"
-    assert [p.name for p in tmp_path.iterdir()] == [entry.name]  # no partial files left
+    left = [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")]
+    assert left == [entry.name]  # no partial files left
+
+
+def _at_once(count: int, work) -> list:
+    """`work()` in `count` threads started together; their results."""
+    results: list = [None] * count
+    start = threading.Barrier(count)
+
+    def run(index: int) -> None:
+        start.wait()
+        results[index] = work()
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results
+
+
+def test_runs_sharing_a_cache_compute_an_entry_once(tmp_path, monkeypatch):
+    """A Slurm array's tasks, or a Job's pods on one volume, start together on an empty
+    cache: one computes the references, the others wait for it and read them."""
+    calls = []
+
+    def slow(exercises, seed):
+        calls.append(seed)
+        threading.Event().wait(0.3)  # long enough for the others to find no entry
+        return fake_references(exercises, seed)
+
+    monkeypatch.setattr(assignment_module, "compute_references", slow)
+    assignments = _at_once(3, lambda: prepare("03", 9, tmp_path))
+    assert calls == [9]
+    first = assignments[0].cases["unbroadcast"]
+    assert all(same_cases(a.cases["unbroadcast"], first) for a in assignments)
+
+
+def test_runs_sharing_a_cache_store_the_known_mistakes_once(tmp_path, monkeypatch):
+    assignment = Assignment("04", for_chapter("04"), {}, {})
+    assignment.cases = {e.name: [Case((("x", np.ones(2)),))] for e in assignment.exercises}
+    runs = []
+
+    def slow(exercise, mistake, case, known=None):
+        runs.append(mistake.name)
+        threading.Event().wait(0.01)
+        return Raised("ValueError")
+
+    monkeypatch.setattr(Exercise, "run_mistake", slow)
+    stored = _at_once(3, lambda: save_known_mistakes(assignment, 5, tmp_path))
+    mistakes = sum(len(e.mistakes) for e in assignment.exercises if e.frameworks)
+    assert sorted(stored) == [0, 0, mistakes] and len(runs) == mistakes
 
 
 def test_the_child_and_the_grader_stop_on_the_same_errors():
