@@ -219,22 +219,40 @@ def entry_lock(entry: Path, part: str) -> Iterator[None]:
     runs that share a reference cache (a Slurm array's tasks, a Job's pods on one volume, two
     commands at once) then prepare it once, and the others wait for it and read what it
     wrote instead of each computing the same numbers. The lock is the operating system's
-    (flock): a run that dies releases it. Where there is no flock (Windows) or the folder
-    takes no file (read-only: nothing is written there either), nothing is locked."""
+    (flock): a run that dies releases it; its file is removed when the work is done, so the
+    cache holds entries only. Where there is no flock (Windows) or the folder takes no file
+    (read-only: nothing is written there either), nothing is locked."""
     try:
         import fcntl
     except ImportError:  # not POSIX
         yield
         return
-    try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        handle = entry.with_name(f"{entry.stem}.{part}.lock").open("a")
-    except OSError:
-        yield
-        return
-    with handle:  # closing the file releases the lock
+    path = entry.with_name(f"{entry.stem}.{part}.lock")
+    while True:
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            handle = path.open("a")
+        except OSError:
+            yield
+            return
         fcntl.flock(handle, fcntl.LOCK_EX)
+        if _still_there(path, handle):
+            break
+        handle.close()  # its holder removed it: lock the one there now
+    try:
         yield
+    finally:  # the cache keeps entries only: removed while held, then released
+        path.unlink(missing_ok=True)
+        handle.close()
+
+
+def _still_there(path: Path, handle: Any) -> bool:
+    """Whether the lock file just locked is still the one at `path` (not removed by the run
+    that held it before)."""
+    try:
+        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
 
 
 # ---------------------------------------------------------------- measured costs

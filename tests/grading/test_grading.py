@@ -479,8 +479,7 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
     assert assignment.cases["unbroadcast"][0].arg("shape") == (1, 3)  # a tuple again
     assert prepare("03", 9, tmp_path).references.keys() == refs.keys()
     assert calls == [9], "the rewritten entry was not read back"
-    left = [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")]
-    assert left == [entry.name]  # no partial files left
+    assert [p.name for p in tmp_path.iterdir()] == [entry.name]  # no partial files left
 
 
 def _at_once(count: int, work) -> list:
@@ -515,6 +514,7 @@ def test_runs_sharing_a_cache_compute_an_entry_once(tmp_path, monkeypatch):
     assert calls == [9]
     first = assignments[0].cases["unbroadcast"]
     assert all(same_cases(a.cases["unbroadcast"], first) for a in assignments)
+    assert [p.name for p in tmp_path.iterdir()] == [refcache.entry_path(tmp_path, "03", 9).name]
 
 
 def test_runs_sharing_a_cache_store_the_known_mistakes_once(tmp_path, monkeypatch):
@@ -531,6 +531,7 @@ def test_runs_sharing_a_cache_store_the_known_mistakes_once(tmp_path, monkeypatc
     stored = _at_once(3, lambda: save_known_mistakes(assignment, 5, tmp_path))
     mistakes = sum(len(e.mistakes) for e in assignment.exercises if e.frameworks)
     assert sorted(stored) == [0, 0, mistakes] and len(runs) == mistakes
+    assert not list(tmp_path.glob("*.lock"))  # the lock's file goes with the work done
 
 
 def test_the_child_and_the_grader_stop_on_the_same_errors():
