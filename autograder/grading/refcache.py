@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
@@ -222,37 +222,37 @@ def entry_lock(entry: Path, part: str) -> Iterator[None]:
     (flock): a run that dies releases it; its file is removed when the work is done, so the
     cache holds entries only. Where there is no flock (Windows) or the folder takes no file
     (read-only: nothing is written there either), nothing is locked."""
+    path = entry.with_name(f"{entry.stem}.{part}.lock")
+    handle = _locked(path)
+    try:
+        yield
+    finally:  # the cache keeps entries only: the file is removed while held, then released
+        if handle is not None:
+            path.unlink(missing_ok=True)
+            handle.close()
+
+
+def _locked(path: Path) -> TextIO | None:
+    """The lock file at `path`, open and locked (flock, exclusive); None where no lock can be
+    had. A file that its holder removed while this run waited for it is not the lock any
+    more: the one at `path` now is locked instead."""
     try:
         import fcntl
     except ImportError:  # not POSIX
-        yield
-        return
-    path = entry.with_name(f"{entry.stem}.{part}.lock")
+        return None
     while True:
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             handle = path.open("a")
         except OSError:
-            yield
-            return
+            return None
         fcntl.flock(handle, fcntl.LOCK_EX)
-        if _still_there(path, handle):
-            break
-        handle.close()  # its holder removed it: lock the one there now
-    try:
-        yield
-    finally:  # the cache keeps entries only: removed while held, then released
-        path.unlink(missing_ok=True)
+        try:
+            if os.path.samestat(os.fstat(handle.fileno()), os.stat(path)):
+                return handle
+        except FileNotFoundError:
+            pass
         handle.close()
-
-
-def _still_there(path: Path, handle: Any) -> bool:
-    """Whether the lock file just locked is still the one at `path` (not removed by the run
-    that held it before)."""
-    try:
-        return os.path.samestat(os.fstat(handle.fileno()), os.stat(path))
-    except FileNotFoundError:
-        return False
 
 
 # ---------------------------------------------------------------- measured costs
