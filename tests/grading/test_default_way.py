@@ -30,7 +30,7 @@ from autograder.sandbox import sandbox
 from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.confined import confine
 
-from ..reference_entries import seed_reference_cache
+from ..reference_entries import at_once, seed_reference_cache
 
 pytestmark = pytest.mark.e2e  # grades batches through the sandbox, as an instructor does
 
@@ -188,15 +188,5 @@ def test_runs_sharing_a_cache_do_the_first_grade_s_preparation_once(tmp_path, mo
     monkeypatch.setattr(preparation, "save_known_mistakes", mistakes)
     box = SimpleNamespace(offered=Capabilities(), close_fork_servers=lambda: None)
     assignments = {"05": Assignment("05", for_chapter("05"), {}, {})}
-    start = threading.Barrier(3)
-
-    def grade_run() -> None:
-        start.wait()
-        preparation.prepare_first_time(box, assignments, 7, tmp_path)
-
-    threads = [threading.Thread(target=grade_run) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
+    at_once(3, lambda: preparation.prepare_first_time(box, assignments, 7, tmp_path))
     assert warmed == [7]

@@ -45,6 +45,7 @@ from autograder.sandbox.confined import confine
 from autograder.sandbox.confined.wire import STOPPING_ERRORS, validated_report
 from autograder.sandbox.pools import Sandbox
 
+from ..reference_entries import at_once
 from ..submissions import ROOT, write_all
 
 pytestmark = pytest.mark.e2e  # the grade command on whole submissions, through the sandbox
@@ -482,23 +483,6 @@ def test_a_damaged_entry_is_recomputed_and_rewritten(tmp_path, monkeypatch, dama
     assert [p.name for p in tmp_path.iterdir()] == [entry.name]  # no partial files left
 
 
-def _at_once(count: int, work) -> list:
-    """`work()` in `count` threads started together; their results."""
-    results: list = [None] * count
-    start = threading.Barrier(count)
-
-    def run(index: int) -> None:
-        start.wait()
-        results[index] = work()
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
-
-
 def test_runs_sharing_a_cache_compute_an_entry_once(tmp_path, monkeypatch):
     """A Slurm array's tasks, or a Job's pods on one volume, start together on an empty
     cache: one computes the references, the others wait for it and read them."""
@@ -510,7 +494,7 @@ def test_runs_sharing_a_cache_compute_an_entry_once(tmp_path, monkeypatch):
         return fake_references(exercises, seed)
 
     monkeypatch.setattr(assignment_module, "compute_references", slow)
-    assignments = _at_once(3, lambda: prepare("03", 9, tmp_path))
+    assignments = at_once(3, lambda: prepare("03", 9, tmp_path))
     assert calls == [9]
     first = assignments[0].cases["unbroadcast"]
     assert all(same_cases(a.cases["unbroadcast"], first) for a in assignments)
@@ -528,7 +512,7 @@ def test_runs_sharing_a_cache_store_the_known_mistakes_once(tmp_path, monkeypatc
         return Raised("ValueError")
 
     monkeypatch.setattr(Exercise, "run_mistake", slow)
-    stored = _at_once(3, lambda: save_known_mistakes(assignment, 5, tmp_path))
+    stored = at_once(3, lambda: save_known_mistakes(assignment, 5, tmp_path))
     mistakes = sum(len(e.mistakes) for e in assignment.exercises if e.frameworks)
     assert sorted(stored) == [0, 0, mistakes] and len(runs) == mistakes
     assert not list(tmp_path.glob("*.lock"))  # the lock's file goes with the work done
