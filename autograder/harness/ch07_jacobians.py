@@ -22,7 +22,7 @@ import numpy as np
 
 from . import english, method
 from .ch05_custom_derivatives_jax import double_precision
-from .compiling import fast_jit
+from .compiling import device_arrays, fast_jit
 from .course_helpers import refuse_course_helpers
 
 BATCH_NORM_EPS = 0.1
@@ -166,7 +166,7 @@ def _builder_in_trace(fn: Fn, f: Fn, x: np.ndarray) -> str:
     the eager run is watched too)."""
     try:
         with method.watching(fn) as usage, _precision_for((x,)):
-            jax.make_jaxpr(lambda a: fn(f, a))(jnp.asarray(x))
+            jax.make_jaxpr(lambda a: fn(f, a))(*device_arrays(x))
     except Exception:
         return ""
     return usage.builders[0] if usage.builders else ""
@@ -193,7 +193,7 @@ def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any
     if key not in _JITTED:
         _JITTED[key] = fast_jit(lambda *a: fn(f, *a))
     with _precision_for(arrays):
-        args = [jnp.asarray(a) for a in arrays]
+        args = device_arrays(*arrays)
         try:
             return _as_numpy(_JITTED[key](*args))
         except Exception:
@@ -201,7 +201,7 @@ def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any
 
 
 def _precision_for(arrays: tuple[np.ndarray, ...]) -> contextlib.AbstractContextManager:
-    """x64 for a float64 case, else JAX's default: under the default, jnp.asarray would
+    """x64 for a float64 case, else JAX's default: under the default, device_arrays would
     silently make a float64 case float32, and with x64 on for a float32 case, one-hot
     vectors built without dtype= would be float64 and fail a float32 check that the same
     code passes in the learner's notebook."""
@@ -254,7 +254,7 @@ def _call_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarr
     if key not in _GN_JITTED:
         _GN_JITTED[key] = fast_jit(lambda a, b: fn(f, loss_fn, a, b))
     with _precision_for((x, v)):
-        args = [jnp.asarray(x), jnp.asarray(v)]
+        args = device_arrays(x, v)
         try:
             return _as_numpy(_GN_JITTED[key](*args))
         except Exception:
@@ -275,16 +275,14 @@ def _matrix_built(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -
     f, loss_fn = vector_function(model), loss_function(loss)
     try:
         with method.watching(fn) as usage, _precision_for((x, v)):
-            closed = jax.make_jaxpr(lambda a, b: fn(f, loss_fn, a, b))(
-                jnp.asarray(x), jnp.asarray(v)
-            )
+            closed = jax.make_jaxpr(lambda a, b: fn(f, loss_fn, a, b))(*device_arrays(x, v))
     except Exception:  # not traceable: the builders are still watched in the eager run
         return ""
     if usage.builders:
         return english("it used {builder}", builder=usage.builders[0])
     if x.size < 2:  # with one entry, the Jacobian is no larger than f's output
         return ""
-    z_size = int(np.prod(jax.eval_shape(f, jnp.asarray(x)).shape, dtype=np.int64))
+    z_size = int(np.prod(jax.eval_shape(f, *device_arrays(x)).shape, dtype=np.int64))
     shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
     shapes += list(_shapes(closed.jaxpr))
     big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= z_size * x.size]

@@ -14,7 +14,7 @@ import pytest
 from autograder import check
 from autograder.exercises import ch07_jacobians as ch
 from autograder.harness import ch07_jacobians as harness
-from autograder.judging.cases import NOTEBOOK, draw_cases
+from autograder.judging.cases import NOTEBOOK, draw_cases, grading_profile
 from coursekit.jacobians import measure_modes, measure_second_order
 
 from ..submissions import ROOT
@@ -111,6 +111,51 @@ def test_right_answers_pass(checker, fn):
     report = checker(fn)
     assert report.passed, str(report)
     assert report.cases_checked >= 20
+
+
+def _compiled(programs: dict, fn) -> int:
+    """How many programs the harness compiled for the learner's fn (one per signature)."""
+    return sum(program._cache_size() for key, program in programs.items() if key[0] is fn)
+
+
+@pytest.mark.parametrize(
+    ("checker", "right", "programs", "edges", "names"),
+    [
+        (check.jacobian_via_vjp, jacobian_vmap_vjp, "_JITTED", ch.VECTOR_EDGES, 1),
+        (check.batch_jacobian, batch_jacobian_indexing, "_JITTED", ch.BATCH_EDGES, 1),
+        (
+            check.gauss_newton_product,
+            gauss_newton_jvp_then_vjp,
+            "_GN_JITTED",
+            ch.GAUSS_NEWTON_EDGES,
+            2,
+        ),
+    ],
+    ids=["jacobian_via_vjp", "batch_jacobian", "gauss_newton_product"],
+)
+def test_a_notebook_check_compiles_one_program_per_edge_case_signature(
+    checker, right, programs, edges, names
+):
+    """A first check's time is mostly compiling the learner's program, once per (test
+    function, shape, dtype) its cases meet: the drawn cases of a notebook take the edge
+    cases' signatures, so it compiles 5 to 7 programs (12 to 16 before, over 1 s)."""
+
+    def fresh(*args):  # a function this process has not compiled yet
+        return right(*args)
+
+    report = checker(fresh)
+    assert report.passed, str(report)
+    signatures = ch._signatures(edges, names)
+    assert len(signatures) == len(edges)
+    assert _compiled(getattr(harness, programs), fresh) == len(signatures)
+
+
+def test_grading_cases_meet_signatures_beyond_the_edge_cases():
+    """Only the notebook keeps to the edge signatures: grading draws from the whole menus."""
+    profile = grading_profile(1)
+    cases = draw_cases(ch.BATCH_JACOBIAN.strategy(profile), profile)
+    drawn = {(c.arg("name"), c.arg("x").shape, c.arg("x").dtype) for c in cases}
+    assert len(drawn - set(ch._signatures(ch.BATCH_EDGES, 1))) >= 5
 
 
 # ---------------------------------------------------------------- wrong answers learners write
@@ -433,7 +478,8 @@ def test_tf_gauss_newton_reference_is_the_whole_matrices_product(case):
 
 
 def test_cases_are_float32_and_float64_with_multi_axis_inputs_and_outputs():
-    cases = draw_cases(ch.JACOBIAN_VIA_VJP.strategy(NOTEBOOK), NOTEBOOK)
+    exercise = ch.JACOBIAN_VIA_VJP
+    cases = exercise.edge_cases() + draw_cases(exercise.strategy(NOTEBOOK), NOTEBOOK)
     assert {case.arg("x").dtype for case in cases} == set(ch.FLOAT_DTYPES)
     assert {case.arg("x").shape for case in cases if case.arg("x").dtype == ch.FLOAT64} <= set(
         ch.FLOAT64_SHAPES["vector"]
