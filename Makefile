@@ -31,10 +31,12 @@ $(VENV)/.warm: $(STAMP) $(wildcard autograder/exercises/*.py autograder/judging/
 lab: $(VENV)/.warm
 	$(VENV)/bin/jupyter lab course/
 
-# ruff's lint rules, then its formatter in check mode (notebooks excepted: pyproject.toml).
+# ruff's lint rules, then its formatter in check mode (notebooks excepted: pyproject.toml), then
+# the release workflow against GitHub's workflow schema (check-jsonschema bundles it).
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m check_jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
 # Workers for pytest-xdist. A test module, or a notebook (nbval runs its cells in order in one
 # kernel), stays on one worker (--dist loadfile), so module fixtures are built once; a few

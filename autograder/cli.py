@@ -68,8 +68,8 @@ def course_map(*, root: Path) -> int:
 
     for name, changed in coursemap.update_readmes(root):
         print(f"{name} course map " + ("updated" if changed else "already up to date"))
-    for path in coursemap.update_colab_cells(root):
-        print(f"updated the Colab cell of {path}")
+    for path in coursemap.update_install_cells(root):
+        print(f"updated the install cell of {path}")
     for path in coursemap.update_notebook_links(root):
         print(f"updated the badges and solutions link of {path}")
     return 0
@@ -153,6 +153,15 @@ def parser() -> argparse.ArgumentParser:
     )
     bundle.add_argument("--out", type=Path, default=ROOT / "dist" / "autodiff-course.zip")
     bundle.add_argument("--root", type=Path, default=ROOT)
+    release = commands.add_parser(
+        "release",
+        help="build what a release publishes (the wheel for PyPI, the zip, their SHA-256 "
+        "list) into an empty folder, refusing a tag that is not v<pyproject version>; the "
+        "release workflow runs it",
+    )
+    release.add_argument("--tag", required=True, help="the git tag, e.g. v0.1.0")
+    release.add_argument("--out", type=Path, required=True)
+    release.add_argument("--root", type=Path, default=ROOT)
     commands.add_parser(
         "messages",
         help="update autograder/locale/zh-CN/*.po with every "
@@ -302,6 +311,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from autograder.authoring.bundle import main as bundle
 
         return bundle(**args)
+    if command == "release":
+        from autograder.authoring.release import main as release
+
+        return release(**args)
     if command == "messages":
         from autograder.catalogue import update
 

@@ -1,10 +1,11 @@
-"""After the Colab install cell's `%pip install`: must the runtime restart?
+"""After the first cell's install (where the course was missing): must the runtime restart?
 
-A Colab runtime comes with its own numpy, TensorFlow, JAX and more, and may have imported some
-of them before the first cell runs. When pip replaces a package that is already imported, the
-old version stays in memory beside the new files on disk; later imports then mix the two and
-fail in ways that have nothing to do with the exercise. Python cannot unload a module, so the
-only cure is a restart, and the learner has to be told so at once, not three cells later.
+A hosted runtime (Colab's above all) comes with its own numpy, TensorFlow, JAX and more, and
+may have imported some of them before the first cell runs. When pip replaces a package that
+is already imported, the old version stays in memory beside the new files on disk; later
+imports then mix the two and fail in ways that have nothing to do with the exercise. Python
+cannot unload a module, so the only cure is a restart, and the learner has to be told so at
+once, not three cells later.
 """
 
 from __future__ import annotations
@@ -16,9 +17,14 @@ from importlib import metadata
 from types import ModuleType
 
 RESTART_HOW = (
-    "Restart the runtime (Colab: Runtime > Restart session), then run the notebook "
-    "again from the top; the install cell is then quick and this message goes away."
+    "Restart the runtime (Colab: Runtime > Restart session; Jupyter: Kernel > Restart "
+    "Kernel), then run the notebook again from the top; the install cell then does nothing "
+    "and this message goes away."
 )
+RESTART_NEEDED = (
+    "The install replaced packages this runtime had already imported ({replaced}). {how}"
+)
+READY = "The course's packages are installed; no restart needed."
 
 
 class RestartNeeded(RuntimeError):
@@ -63,13 +69,18 @@ def _installed_versions(distributions: list[str]) -> set[str]:
     return versions
 
 
-def stop_if_restart_needed(modules: Mapping[str, ModuleType] | None = None) -> None:
+def stop_if_restart_needed(
+    modules: Mapping[str, ModuleType] | None = None, *, language: str = "en"
+) -> None:
     """Raise RestartNeeded, naming the replaced packages, when the runtime must restart;
-    otherwise say that the course is ready."""
-    replaced = replaced_packages(modules)
-    if replaced:
-        raise RestartNeeded(
-            f"The install replaced packages this runtime had already imported "
-            f"({'; '.join(replaced)}). {RESTART_HOW}"
-        )
-    print("The course's packages are installed; no restart needed.")
+    otherwise say that the course is ready. In `language`, the notebook's: the install cell
+    runs before the chapter's `check.language(...)`, so it passes the language itself."""
+    from autograder.locale import say, speaking
+
+    with speaking(language):
+        replaced = replaced_packages(modules)
+        if replaced:
+            raise RestartNeeded(
+                say(RESTART_NEEDED, replaced="; ".join(replaced), how=say(RESTART_HOW))
+            )
+        print(say(READY))

@@ -259,9 +259,14 @@ def _skeleton(source: str) -> list[tokenize.TokenInfo]:
     return [token for token in _tokens(source) if token.type not in skipped]
 
 
+# A language code as a literal: the edition passes its own (the install cell's
+# `stop_if_restart_needed(language="en")`, which runs before the chapter's check.language).
+LANGUAGE_LITERALS = {'"en"', '"zh-CN"'}
+
+
 def same_code(english: str, edition: str) -> bool:
     """Whether two cells run the same code: the same tokens but comments, and each string the
-    same or, in the edition, a Chinese literal of the same kind."""
+    same or, in the edition, a Chinese literal of the same kind (or its language code)."""
     ours, theirs = _skeleton(english), _skeleton(edition)
     if len(ours) != len(theirs):
         return False
@@ -269,7 +274,11 @@ def same_code(english: str, edition: str) -> bool:
         if a.type != b.type:
             return False
         if a.string != b.string and not (
-            a.type == tokenize.STRING and CJK.search(b.string) and _same_kind(a.string, b.string)
+            a.type == tokenize.STRING
+            and (
+                (CJK.search(b.string) and _same_kind(a.string, b.string))
+                or {a.string, b.string} <= LANGUAGE_LITERALS
+            )
         ):
             return False
     return True

@@ -47,29 +47,79 @@ def colab_url(repository: str, branch: str, notebook: str) -> str:
 
 
 def install_spec(root: Path) -> str:
-    """What pip installs on Colab: the package from the repository's configured branch."""
+    """The course's package from the repository's configured branch, as pip names it."""
     config = settings(root)
     return f"autodiff-course @ git+{config['repository'].rstrip('/')}@{config['branch']}"
 
 
-def colab_cell(root: Path) -> str:
-    """The first code cell of every chapter: on Colab (only), install this repository.
+def install_sources(root: Path) -> list[str]:
+    """What the first cell asks pip for, in turn, where the course is missing (after the
+    course's own files, where the notebook sits among them).
 
-    Elsewhere (JupyterLab after `make lab`, Binder) the packages are already installed, so the
-    cell does nothing. Its address and branch come from the same settings as the README's
-    links. After the install it stops the run, saying so, when pip replaced a package the
-    runtime had already imported (only a restart cures that).
+    `[tool.course] install-from`: "repository" (the branch, from its git host) until the
+    package is published, since a name on the index that the project does not own yet is
+    anyone's to upload; then "index": this version from the index pip is set to use (a
+    mirror, where the learner set one), the repository if that fails (a mirror that has not
+    synced the release yet).
     """
+    config = settings(root)
+    if config.get("install-from", "repository") == "repository":
+        return [install_spec(root)]
+    with (root / "pyproject.toml").open("rb") as file:
+        version = tomllib.load(file)["project"]["version"]
+    return [f"autodiff-course=={version}", install_spec(root)]
+
+
+def install_cell(root: Path) -> str:
+    """The first code cell of every chapter: where the course's packages are missing (Colab,
+    ModelScope, Kaggle, any hosted Jupyter, a kernel without them), pip installs them.
+
+    First from the course's own files when the notebook sits among them (the zip unpacked on
+    ModelScope, or a clone): its pinned requirements from the index pip is set to use (a
+    mirror too), no git host needed; else from `install_sources`. Where they are installed
+    (JupyterLab after `make lab`, Binder) it does nothing and shows nothing. It is plain
+    Python, not `%pip`, so that it can try the next source when pip fails and say so, and
+    imports nothing the grader refuses in a submission (`importlib`: it asks by importing
+    `autograder`; the grader never runs it, autograder/grading/submissions.py). After
+    the install it stops the run, saying so, when pip replaced a package the runtime had
+    already imported (only a restart cures that). The Chinese edition's translation gives
+    its comments and sentences in Chinese.
+    """
+    sources = "".join(f'        ["{source}"],\n' for source in install_sources(root))
     return (
-        "# On Colab only: install the course's packages (checks and helpers) from its repository.\n"
+        "# Install the course's packages (checks and helpers) where they are missing: on Colab,\n"
+        "# ModelScope, Kaggle or any hosted Jupyter. Where they are installed, nothing happens.\n"
+        "import pathlib\n"
+        "import subprocess\n"
         "import sys\n"
         "\n"
-        'if "google.colab" in sys.modules:\n'
-        f'    course = "{install_spec(root)}"\n'
-        '    %pip install --quiet "{course}"\n'
+        "try:\n"
+        "    import autograder\n"
+        "except ModuleNotFoundError:\n"
+        "    sources = [\n"
+        f"{sources}"
+        "    ]\n"
+        "    # The course's own files around this notebook (its zip unpacked) come first.\n"
+        "    for folder in [pathlib.Path.cwd(), *pathlib.Path.cwd().parents]:\n"
+        '        requirements = folder / "requirements-learner.txt"\n'
+        '        if requirements.is_file() and (folder / "autograder").is_dir():\n'
+        '            sources.insert(0, ["-r", str(requirements), str(folder)])\n'
+        "            break\n"
+        "    for source in sources:\n"
+        "        print(f\"Installing the course: `pip install {' '.join(source)}`\")\n"
+        '        pip = [sys.executable, "-m", "pip", "install", "--quiet", *source]\n'
+        "        done = subprocess.run(pip, capture_output=True, text=True)\n"
+        "        if done.returncode == 0:\n"
+        "            break\n"
+        "        print(done.stdout[-2000:] + done.stderr[-2000:])\n"
+        "    else:\n"
+        "        raise RuntimeError(\n"
+        '            "pip could not install the course (its messages are above). Check the "\n'
+        '            "network, or set a package mirror (README), then run this cell again."\n'
+        "        )\n"
         "    from coursekit.runtime import stop_if_restart_needed\n"
         "\n"
-        "    stop_if_restart_needed()  # tells you when the runtime must restart"
+        '    stop_if_restart_needed(language="en")  # tells you when the runtime must restart'
     )
 
 
@@ -154,26 +204,73 @@ def readme_with_map(readme: str, table: str) -> str:
     return f"{before}{START}\n{table}\n{END}{after}"
 
 
-def update_colab_cells(root: Path) -> list[Path]:
-    """Rewrite the Colab cell (tagged colab-setup) of every chapter; return those changed.
+def update_install_cells(root: Path) -> list[Path]:
+    """Rewrite the install cell (tagged colab-setup, its first home) of every chapter, in
+    both editions; return the files changed.
 
-    Both solutions/ and course/: the cell shows no output outside Colab, so the learner copies'
-    stored outputs stay what `make course` would store, without re-executing every chapter.
+    Both solutions/ and course/: the cell shows no output where the course is installed, so
+    the learner copies' stored outputs stay what `make course` would store, without
+    re-executing every chapter. A chapter's Chinese copies follow when the cell's translation
+    still covers all its prose (only a source it installs from changed: a version, an
+    address), with the section's fingerprint; else the drift test names what to translate.
     """
-    expected, changed = colab_cell(root), []
+    expected, changed = install_cell(root), []
     for folder in ("solutions", "course"):
         for path in sorted((root / folder).glob("[0-9][0-9]_*.ipynb")):
-            notebook = nbformat.read(path, as_version=4)
-            cells = [
-                cell
-                for cell in notebook.cells
-                if "colab-setup" in cell.metadata.get("tags", []) and cell.source != expected
-            ]
-            for cell in cells:
-                cell.source = expected
-            if cells:
-                nbformat.write(notebook, path)
+            if _set_install_cell(path, expected):
                 changed.append(path)
+    for solution in sorted((root / "solutions").glob("[0-9][0-9]_*.ipynb")):
+        changed += _update_translated_install_cell(root, solution, expected)
+    return changed
+
+
+def _install_cell_id(notebook_path: Path) -> str | None:
+    notebook = nbformat.read(notebook_path, as_version=4)
+    cells = [c for c in notebook.cells if "colab-setup" in c.metadata.get("tags", [])]
+    return cells[0].id if cells else None
+
+
+def _set_install_cell(path: Path, source: str) -> bool:
+    """Give the notebook's install cell `source`; whether it changed."""
+    notebook = nbformat.read(path, as_version=4)
+    cells = [
+        cell
+        for cell in notebook.cells
+        if "colab-setup" in cell.metadata.get("tags", []) and cell.source != source
+    ]
+    for cell in cells:
+        cell.source = source
+    if cells:
+        nbformat.write(notebook, path)
+    return bool(cells)
+
+
+def _update_translated_install_cell(root: Path, solution: Path, english: str) -> list[Path]:
+    """The chapter's Chinese install cells and its section's fingerprint, where every prose
+    piece of `english` has its Chinese in the section (nothing for a translator to review)."""
+    from autograder.authoring import code_text, translations
+
+    cell_id = _install_cell_id(solution)
+    path = translations.translation_path(root, solution.name)
+    section = translations.read_sections(path).get(cell_id) if cell_id else None
+    if section is None:
+        return []
+    pairs = code_text.parse_pairs(section.text, f"{path.name}: code cell {cell_id}")
+    prose = {piece.text for piece in code_text.prose_pieces(english)}
+    if code_text.unused(english, pairs) or not prose <= set(pairs):
+        return []
+    changed = []
+    fingerprint = code_text.fingerprint(english)
+    if section.translates != fingerprint:
+        sections = translations.read_sections(path)
+        sections[cell_id] = translations.Section(cell_id, fingerprint, section.text)
+        translations.write_sections(path, list(sections.values()))
+        changed.append(path)
+    chinese = code_text.translate(english, pairs, f"{path.name}: code cell {cell_id}")
+    for folder in ("solutions", "course"):
+        edition = root / folder / translations.CHINESE / solution.name
+        if edition.exists() and _set_install_cell(edition, chinese):
+            changed.append(edition)
     return changed
 
 

@@ -28,6 +28,9 @@ READ_LIMIT = 64 * 1024**2
 # memory per submission near 100 MiB where READ_LIMIT alone allowed 1.6 GiB.
 VALUE_LIMIT = 500_000
 SKIPPED_TAGS = {"display-only"}
+# The install cell (autograder/authoring/coursemap.py): it stays in place, so cells keep their
+# numbers in the feedback, but runs nothing: in the grader the course is the grader itself.
+NOT_RUN_TAGS = {"colab-setup"}
 STEM_BYTES = 100  # a cleaned stem's most UTF-8 bytes: well under the usual 255 per name
 
 
@@ -164,7 +167,8 @@ def chapter_in(metadata: dict) -> str | None:
 
 def program_cells(notebook: Any) -> tuple[list[str], set[int]]:
     """The code cells that define things (display-only cells such as plots and timings are
-    skipped), and the 1-based positions among them of the exercise cells."""
+    skipped, the install cell is left empty), and the 1-based positions among them of the
+    exercise cells."""
     kept = [
         cell
         for cell in notebook.cells
@@ -175,7 +179,10 @@ def program_cells(notebook: Any) -> tuple[list[str], set[int]]:
         for index, cell in enumerate(kept, start=1)
         if "exercise" in cell.metadata.get("tags", [])
     }
-    return [cell.source for cell in kept], exercise_cells
+    sources = [
+        "" if NOT_RUN_TAGS & set(cell.metadata.get("tags", [])) else cell.source for cell in kept
+    ]
+    return sources, exercise_cells
 
 
 def notable_cell_problems(problems: list[dict], exercise_cells: set[int]) -> list[dict]:

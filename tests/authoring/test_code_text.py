@@ -47,6 +47,15 @@ def test_only_the_pieces_change_and_the_code_stays_the_same():
     assert code_text.translate(CELL, {}) == CELL
 
 
+def test_an_edition_may_pass_its_own_language_code_and_nothing_else():
+    """The install cell tells the restart check the notebook's language (it runs before
+    check.language): `"en"` in English is the edition's code there, and no other string."""
+    cell = 'stop_if_restart_needed(language="en")'
+    assert code_text.same_code(cell, cell.replace('"en"', '"zh-CN"'))
+    assert not code_text.same_code(cell, cell.replace('"en"', '"fr"'))
+    assert not code_text.same_code('f("x")', 'f("zh-CN")')
+
+
 def test_a_comment_run_is_translated_whole_or_line_by_line():
     lines = {
         "# the forward pass records each operation,": "# 前向计算记下每个运算，",

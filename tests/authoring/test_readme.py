@@ -100,16 +100,56 @@ def test_links_follow_the_repository_setting():
     assert f"colab.research.google.com/github/{setting}/" in readme()
 
 
-def test_every_chapter_starts_with_the_colab_install_cell():
+def test_every_chapter_starts_with_the_install_cell():
     import nbformat
 
-    expected = coursemap.colab_cell(ROOT)
+    expected = coursemap.install_cell(ROOT)
     for folder in ("solutions", "course"):
         for path in sorted((ROOT / folder).glob("[0-9][0-9]_*.ipynb")):
             cells = nbformat.read(path, as_version=4).cells
             first_code = next(cell for cell in cells if cell.cell_type == "code")
-            assert first_code.source == expected, f"{path}: run the Colab cell update"
-            assert "google.colab" in first_code.source  # does nothing outside Colab
+            assert first_code.source == expected, f"{path}: run `python -m autograder course-map`"
+            assert not first_code.get("outputs")  # where the course is installed, it is silent
+
+
+def test_switching_to_the_package_index_rewrites_both_editions_install_cells(tmp_path):
+    """After the first release, a maintainer sets `install-from = "index"` and runs
+    course-map: every English and Chinese install cell then names the version, and the
+    translation's fingerprint follows (only a source changed, no prose to translate)."""
+    import shutil
+
+    import nbformat
+
+    from autograder.authoring import code_text, translations
+
+    chapter = "00_start_here.ipynb"
+    for relative in [
+        f"solutions/{chapter}",
+        f"course/{chapter}",
+        f"solutions/zh-CN/{chapter}",
+        f"course/zh-CN/{chapter}",
+        "translations/zh-CN/00_start_here.md",
+    ]:
+        (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / relative, tmp_path / relative)
+    text = (ROOT / "pyproject.toml").read_text()
+    (tmp_path / "pyproject.toml").write_text(
+        text.replace('install-from = "repository"', 'install-from = "index"')
+    )
+    changed = coursemap.update_install_cells(tmp_path)
+    assert len(changed) == 5  # four notebooks and the translation
+
+    english = coursemap.install_cell(tmp_path)
+    assert '["autodiff-course==' in english
+    solution = nbformat.read(tmp_path / "solutions" / chapter, as_version=4)
+    sections = translations.read_sections(tmp_path / "translations" / "zh-CN" / "00_start_here.md")
+    assert translations.code_drift(solution, sections, chapter) == []
+    cell_id = next(c.id for c in solution.cells if "colab-setup" in c.metadata.get("tags", []))
+    chinese = code_text.translate(english, code_text.parse_pairs(sections[cell_id].text, chapter))
+    for folder in ("solutions/zh-CN", "course/zh-CN"):
+        cells = nbformat.read(tmp_path / folder / chapter, as_version=4).cells
+        assert next(c for c in cells if c.cell_type == "code").source == chinese
+    assert coursemap.update_install_cells(tmp_path) == []  # once is enough
 
 
 def chapter_notebooks():

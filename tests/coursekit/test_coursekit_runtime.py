@@ -1,4 +1,5 @@
-"""The Colab install cell's restart check: it names a replaced package, and only a replaced one."""
+"""The install cell's restart check: it names a replaced package, and only a replaced one, in the
+notebook's language."""
 
 from __future__ import annotations
 
@@ -59,3 +60,11 @@ def test_the_install_cell_stops_and_says_restart(replaced_package):
 def test_the_install_cell_says_when_no_restart_is_needed(capsys):
     stop_if_restart_needed()
     assert "no restart needed" in capsys.readouterr().out
+
+
+def test_the_install_cell_speaks_the_notebooks_language(replaced_package, capsys):
+    """It runs before the chapter's check.language(...): the cell passes the language."""
+    stop_if_restart_needed({}, language="zh-CN")
+    assert capsys.readouterr().out == "本课程的软件包已安装好，不需要重启。\n"
+    with pytest.raises(RestartNeeded, match=r"（stalepkg 1\.0 -> 2\.0）。请重启运行时"):
+        stop_if_restart_needed({"stalepkg": replaced_package}, language="zh-CN")

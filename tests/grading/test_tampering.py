@@ -83,6 +83,24 @@ def test_no_notebook_of_the_course_is_flagged():
         assert read_findings(program_cells(notebook)[0]) == [], path
 
 
+def test_the_install_cell_keeps_its_place_but_never_runs_in_the_grader():
+    """In the grader the course is the grader: the first cell (it would run pip) is left
+    empty, and the cells after it keep the numbers the feedback gives them. A copy that lost
+    its tag (some hosts drop metadata) is still not refused by the reading: no `importlib`."""
+    from autograder.authoring import coursemap
+
+    notebook = nbformat.read(LEARNER_COPY, as_version=4)
+    sources, _ = program_cells(notebook)
+    kept = [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "display-only" not in cell.metadata.get("tags", [])
+    ]
+    assert "colab-setup" in kept[0].metadata["tags"] and kept[0].source.strip()
+    assert sources == ["", *(cell.source for cell in kept[1:])]
+    assert read_findings([coursemap.install_cell(ROOT)]) == []
+
+
 def test_code_too_large_to_read_is_flagged():
     (finding,) = read_findings(["a = 1\n" * 200_000])
     assert not finding.refused and "too large" in finding.used
