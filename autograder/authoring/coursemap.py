@@ -94,7 +94,7 @@ def install_cell(root: Path) -> str:
         "import sys\n"
         "\n"
         "try:\n"
-        "    import autograder\n"
+        "    import autograder  # noqa: F401\n"
         "except ModuleNotFoundError:\n"
         "    sources = [\n"
         f"{sources}"
@@ -114,8 +114,9 @@ def install_cell(root: Path) -> str:
         "        print(done.stdout[-2000:] + done.stderr[-2000:])\n"
         "    else:\n"
         "        raise RuntimeError(\n"
-        '            "pip could not install the course (its messages are above). Check the "\n'
-        '            "network, or set a package mirror (README), then run this cell again."\n'
+        '            "pip could not install the course (pip\'s messages are above). Check the "\n'
+        '            "network, or set a package mirror (README), then run this cell again; "\n'
+        '            "if GitHub is unreachable, open this notebook from the unzipped course."\n'
         "        )\n"
         "    from coursekit.runtime import stop_if_restart_needed\n"
         "\n"

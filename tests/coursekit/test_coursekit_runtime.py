@@ -66,5 +66,5 @@ def test_the_install_cell_speaks_the_notebooks_language(replaced_package, capsys
     """It runs before the chapter's check.language(...): the cell passes the language."""
     stop_if_restart_needed({}, language="zh-CN")
     assert capsys.readouterr().out == "本课程的软件包已安装好，不需要重启。\n"
-    with pytest.raises(RestartNeeded, match=r"（stalepkg 1\.0 -> 2\.0）。请重启运行时"):
+    with pytest.raises(RestartNeeded, match=r"（stalepkg 1\.0 -> 2\.0）。请重启内核"):
         stop_if_restart_needed({"stalepkg": replaced_package}, language="zh-CN")

@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -894,3 +895,46 @@ def test_a_submission_is_read_once_within_the_limit_and_may_be_a_link(tmp_path, 
     monkeypatch.setattr(submissions_module, "READ_LIMIT", solution.stat().st_size - 1)
     (large,) = read_submissions([solution])
     assert large.notebook is None and "Clear its outputs" in large.problem
+
+
+# The notebook side of the package: modules a grading run never imports.
+NOTEBOOK_SIDE = {"authoring", "notebook", "check.py", "cli.py", "__main__.py"}
+
+
+def _imports_authoring(path: Path) -> bool:
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [("." * node.level) + (node.module or "")]
+            names += [f"{names[0]}.{alias.name}" for alias in node.names]
+        if any(name.startswith("autograder.authoring") or ".authoring" in name for name in names):
+            return True
+    return False
+
+
+def test_the_reference_digest_leaves_out_only_what_the_grader_never_imports(tmp_path, monkeypatch):
+    """A change to how notebooks are built (sync, translations, the install cell) keeps every
+    chapter's prepared references; a change to what grades does not."""
+    package = ROOT / "autograder"
+    graders = [
+        path
+        for path in package.rglob("*.py")
+        if path.relative_to(package).parts[0] not in NOTEBOOK_SIDE
+    ]
+    assert graders and not [p for p in graders if _imports_authoring(p)]
+    assert refcache.NOT_GRADING <= NOTEBOOK_SIDE
+
+    copy = tmp_path / "autograder"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(refcache, "PACKAGE", copy)
+    before = refcache.digest()
+    with (copy / "authoring" / "coursemap.py").open("a") as file:
+        file.write("\n# a new way to build the install cell\n")
+    assert refcache.digest() == before
+    with (copy / "judging" / "engine.py").open("a") as file:
+        file.write("\n# a change to the checks\n")
+    assert refcache.digest() != before
