@@ -23,9 +23,10 @@ import nbformat
 import pytest
 
 from autograder.exercises import for_chapter
+from autograder.grading.submissions import program_cells
 from autograder.sandbox import children, errors, forkserver, sandbox
 from autograder.sandbox.capabilities import Capabilities
-from autograder.sandbox.confined import confine
+from autograder.sandbox.confined import confine, submitted
 from autograder.sandbox.pools import Sandbox
 
 pytestmark = pytest.mark.e2e  # grades through the fork server
@@ -237,3 +238,23 @@ def test_a_forked_childs_exit_signal_is_its_monitors_status_pipe():
     finally:
         child.close()
         os.close(status_write)
+
+
+def test_the_course_s_own_setup_cells_do_not_count_as_setting_the_environment():
+    """Every chapter's setup cell defaults TensorFlow's log level and oneDNN switch before
+    importing it; the child's environment holds both already. Counting them sent every
+    submission of chapters 01, 04 and 07 to a fresh child that imported TensorFlow itself
+    (about 2 s a submission) instead of one forked from the server that had."""
+    notebooks = sorted(ROOT.glob("solutions/[0-9][0-9]_*.ipynb"))
+    notebooks += sorted(ROOT.glob("course/[0-9][0-9]_*.ipynb"))
+    assert len(notebooks) >= 18
+    for path in notebooks:
+        cells, _ = program_cells(nbformat.read(path, as_version=4))
+        assert not submitted.sets_environment(cells), path
+    assert not submitted.sets_environment(['os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"'])
+    for changing in (
+        'os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"',
+        'os.environ.setdefault("JAX_ENABLE_X64", "1")',
+        'os.putenv("XLA_FLAGS", "")',
+    ):
+        assert submitted.sets_environment([changing]), changing

@@ -73,14 +73,20 @@ def fresh_main() -> dict:
 
 
 ENVIRONMENT = re.compile(r"\b(?:environ|putenv|unsetenv)\b")
-# The course's notebooks quiet TensorFlow's C++ logging before importing it; the child's
-# environment already sets it (to 3), and it changes nothing but logging.
-QUIET_LOGGING = re.compile(r"""environ(?:\.setdefault\(|\[)\s*["']TF_CPP_MIN_LOG_LEVEL["']""")
+# What the course's notebooks set before importing TensorFlow, and a child needs no late
+# import for: its log level, set or defaulted (it changes nothing but logging; the child's
+# environment sets 3), and oneDNN's switch defaulted (`setdefault` only: the child's
+# environment already sets it to "0", so the default changes nothing there).
+UNCHANGING_SETTINGS = re.compile(
+    r"""environ(?:\.setdefault\(|\[)\s*["']TF_CPP_MIN_LOG_LEVEL["']"""
+    r"""|environ\.setdefault\(\s*["']TF_ENABLE_ONEDNN_OPTS["']"""
+)
 
 
 def sets_environment(cells: list[str]) -> bool:
-    """Whether the submission's code touches the environment (but for TensorFlow's log
-    level). TensorFlow and JAX read settings from it when imported (JAX_ENABLE_X64,
-    XLA_FLAGS), so such code imports them itself, after its own settings, as its notebook
-    did."""
-    return any(ENVIRONMENT.search(QUIET_LOGGING.sub("", cell)) for cell in cells)
+    """Whether the submission's code changes the environment (beyond UNCHANGING_SETTINGS).
+    TensorFlow and JAX read settings from it when imported (JAX_ENABLE_X64, XLA_FLAGS), so
+    such code imports them itself, after its own settings, as its notebook did: in a fresh
+    child, which pays the framework's import (seconds), never in one forked from a server
+    that imported it already."""
+    return any(ENVIRONMENT.search(UNCHANGING_SETTINGS.sub("", cell)) for cell in cells)
