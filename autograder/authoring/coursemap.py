@@ -205,6 +205,11 @@ def readme_with_map(readme: str, table: str) -> str:
     return f"{before}{START}\n{table}\n{END}{after}"
 
 
+# The install cell's tag (named when it installed on Colab only); the grader leaves the cell
+# empty by it (grading/submissions.py, which may not import this module).
+INSTALL_TAG = "colab-setup"
+
+
 def update_install_cells(root: Path) -> list[Path]:
     """Rewrite the install cell (tagged colab-setup, its first home) of every chapter, in
     both editions; return the files changed.
@@ -227,7 +232,7 @@ def update_install_cells(root: Path) -> list[Path]:
 
 def _install_cell_id(notebook_path: Path) -> str | None:
     notebook = nbformat.read(notebook_path, as_version=4)
-    cells = [c for c in notebook.cells if "colab-setup" in c.metadata.get("tags", [])]
+    cells = [c for c in notebook.cells if INSTALL_TAG in c.metadata.get("tags", [])]
     return cells[0].id if cells else None
 
 
@@ -237,7 +242,7 @@ def _set_install_cell(path: Path, source: str) -> bool:
     cells = [
         cell
         for cell in notebook.cells
-        if "colab-setup" in cell.metadata.get("tags", []) and cell.source != source
+        if INSTALL_TAG in cell.metadata.get("tags", []) and cell.source != source
     ]
     for cell in cells:
         cell.source = source
@@ -253,7 +258,8 @@ def _update_translated_install_cell(root: Path, solution: Path, english: str) ->
 
     cell_id = _install_cell_id(solution)
     path = translations.translation_path(root, solution.name)
-    section = translations.read_sections(path).get(cell_id) if cell_id else None
+    sections = translations.read_sections(path)
+    section = sections.get(cell_id) if cell_id else None
     if section is None:
         return []
     pairs = code_text.parse_pairs(section.text, f"{path.name}: code cell {cell_id}")
@@ -263,7 +269,6 @@ def _update_translated_install_cell(root: Path, solution: Path, english: str) ->
     changed = []
     fingerprint = code_text.fingerprint(english)
     if section.translates != fingerprint:
-        sections = translations.read_sections(path)
         sections[cell_id] = translations.Section(cell_id, fingerprint, section.text)
         translations.write_sections(path, list(sections.values()))
         changed.append(path)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -119,19 +121,21 @@ def fresh_venv(tmp_path: Path) -> Install:
     return make_venv(work_folder(tmp_path, f"first-cell-{tmp_path.name}") / "venv")
 
 
-def run_cell(install: Install, cell: str, env: dict[str, str], tmp_path: Path):
-    """The cell as a script in the venv's Python (it is plain Python: no magics)."""
-    script = tmp_path / "first_cell.py"
+def run_cell(python: Path | str, cell: str, env: dict[str, str], cwd: Path):
+    """The cell as a script in `python`, run in `cwd` (the notebook's folder); it is plain
+    Python, no magics."""
+    script = cwd.parent / f"first_cell_{cwd.name}.py"
     script.write_text(cell)
+    return subprocess.run(
+        [str(python), str(script)], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def content(tmp_path: Path) -> Path:
+    """A folder for the notebook, outside the course's files."""
     folder = tmp_path / "content"
     folder.mkdir(exist_ok=True)
-    return run_unchecked([str(install.python), str(script)], folder, env)
-
-
-def run_unchecked(command: list[str], cwd: Path, env: dict[str, str]):
-    import subprocess
-
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return folder
 
 
 def imported_from(install: Install, env: dict[str, str], tmp_path: Path) -> Path:
@@ -151,7 +155,7 @@ def test_the_first_cell_installs_the_course_from_the_package_index_in_the_notebo
     install = fresh_venv(tmp_path)
     env = pip_environment(package_index(tmp_path / "mirror", wheel))
     cell = in_chinese(coursemap.install_cell(with_install_from("index", tmp_path)))
-    done = run_cell(install, cell, env, tmp_path)
+    done = run_cell(install.python, cell, env, content(tmp_path))
     assert done.returncode == 0, done.stderr
     version = wheel.name.split("-")[1]
     assert done.stdout.splitlines() == [
@@ -169,7 +173,7 @@ def test_the_first_cell_falls_back_to_the_repository_when_the_index_lacks_the_co
     install = fresh_venv(tmp_path)
     env = pip_environment(package_index(tmp_path / "mirror"))
     cell = offline(coursemap.install_cell(with_install_from("index", tmp_path)), wheel)
-    done = run_cell(install, cell, env, tmp_path)
+    done = run_cell(install.python, cell, env, content(tmp_path))
     assert done.returncode == 0, done.stderr
     tried = [line for line in done.stdout.splitlines() if line.startswith("Installing")]
     assert tried == [
@@ -191,9 +195,8 @@ def test_among_the_courses_files_the_first_cell_installs_from_them(tmp_path):
     (unpacked / "course" / "zh-CN").mkdir(parents=True)
     # The index holds no setuptools to build the folder with: the venv's own builds it.
     env = pip_environment(package_index(tmp_path / "mirror"), PIP_NO_BUILD_ISOLATION="0")
-    script = tmp_path / "first_cell.py"
-    script.write_text(in_chinese(coursemap.install_cell(ROOT)))
-    done = run_unchecked([str(install.python), str(script)], unpacked / "course" / "zh-CN", env)
+    cell = in_chinese(coursemap.install_cell(ROOT))
+    done = run_cell(install.python, cell, env, unpacked / "course" / "zh-CN")
     assert done.returncode == 0, done.stdout + done.stderr
     requirements = unpacked / "requirements-learner.txt"
     assert done.stdout.splitlines() == [
@@ -209,7 +212,7 @@ def test_the_first_cell_says_what_to_do_when_no_source_installs(tmp_path):
     env = pip_environment(package_index(tmp_path / "mirror"))
     missing = tmp_path / "autodiff_course-0.1.0-py3-none-any.whl"  # never built
     cell = offline(coursemap.install_cell(ROOT), missing)
-    done = run_cell(install, cell, env, tmp_path)
+    done = run_cell(install.python, cell, env, content(tmp_path))
     assert done.returncode != 0
     assert str(missing) in done.stdout  # pip names the file it could not find
     assert "RuntimeError: pip could not install the course (pip's messages are above)" in (
@@ -221,11 +224,7 @@ def test_the_first_cell_says_what_to_do_when_no_source_installs(tmp_path):
 def test_where_the_course_is_installed_the_first_cell_does_nothing(tmp_path):
     """JupyterLab after `make lab`, Binder: no pip, no output (the stored outputs stay empty)."""
     env = pip_environment((tmp_path / "nowhere").as_uri())
-    script = tmp_path / "first_cell.py"
-    script.write_text(coursemap.install_cell(ROOT))
-    import sys
-
-    done = run_unchecked([sys.executable, str(script)], tmp_path, env)
+    done = run_cell(sys.executable, coursemap.install_cell(ROOT), env, content(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
 
