@@ -21,6 +21,7 @@ import sys
 import tempfile
 import tomllib
 import zipfile
+from email.parser import BytesHeaderParser
 from pathlib import Path
 
 from autograder.authoring.bundle import build_bundle, tracked_files
@@ -69,15 +70,12 @@ def build_wheel(root: Path, out: Path) -> Path:
 
 
 def wheel_metadata(wheel: Path) -> dict[str, str]:
-    """The wheel's METADATA header fields (the first of each), as PyPI reads them."""
+    """The wheel's METADATA header fields (the first of each), read as the email headers
+    they are (the core metadata format), as PyPI reads them."""
     with zipfile.ZipFile(wheel) as archive:
         name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
-        header = archive.read(name).decode().split("\n\n", 1)[0]
-    fields: dict[str, str] = {}
-    for line in header.splitlines():
-        key, _, value = line.partition(": ")
-        fields.setdefault(key, value)
-    return fields
+        headers = BytesHeaderParser().parsebytes(archive.read(name))
+    return {key: str(headers[key]) for key in headers}
 
 
 def check_wheel(wheel: Path, version: str) -> None:
