@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -101,9 +102,24 @@ def loss_function(name: str) -> Fn:
 
 # ---------------------------------------------------------------- invokes
 
-BUILDERS = {"vector": vector_function, "batch": batch_function}
+BUILDERS = {"vector": vector_function, "batch": batch_function, "loss": loss_function}
 _TEST_FUNCTIONS: dict[tuple[str, str], Fn] = {}
-_JITTED: dict[tuple[Fn, str, str], Fn] = {}
+
+
+@dataclass(frozen=True)
+class Traced:
+    """What the trace of the learner's program for one signature saw: the Jacobian builders
+    its code called, and the program (None where the code could not be traced and ran as
+    written, watched as it ran)."""
+
+    builders: tuple[str, ...]
+    jaxpr: Any
+
+
+# The learner's programs, and what tracing each signature saw, per check: a program kept from
+# an earlier check would run without its Python, so a later check would see no builder.
+_PROGRAMS: dict[tuple[Any, ...], Any] = method.per_check({})
+_TRACES: dict[tuple[Any, ...], Traced] = method.per_check({})
 
 
 JACOBIAN_METHOD = (
@@ -111,7 +127,6 @@ JACOBIAN_METHOD = (
     "(a loop, or jax.vmap over them), but it used {builder}, which builds the whole Jacobian "
     "for you."
 )
-_BUILDER_USED: dict[tuple[Fn, str, tuple[int, ...], str], str] = method.per_check({})
 
 
 # (fn, exercise) whose code was read for the course's helpers, per check: read once, not per case
@@ -136,17 +151,11 @@ def invoke_jacobian_jvp(fn: Fn, name: str, x: np.ndarray) -> Any:
 
 
 def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, str]) -> Any:
-    """The learner's Jacobian, refused when a builder made it. The builders are looked for in
-    one trace per function, shape and dtype, with every call seen (a jitted part runs its
-    Python), then in the run itself (code that cannot be traced runs eagerly)."""
+    """The learner's Jacobian, refused when a builder made it (looked for as _run says)."""
     refuse_helpers_once(fn, words[0])
-    key = (fn, name, x.shape, str(x.dtype))
-    if key not in _BUILDER_USED:
-        _BUILDER_USED[key] = _builder_in_trace(fn, vector_function(name), x)
-    with method.watching(fn, every_call=False) as usage:
-        result = _invoke("vector", fn, name, (x,))
-    builder = usage.builders[0] if usage.builders else _BUILDER_USED[key]
-    if builder:
+    (f,) = _test_functions(("vector", name))
+    result, seen = _run(fn, ("vector", name), lambda a: fn(f, a), (x,), watched=True)
+    if seen.builders:
         exercise, primitive, vector = words
         raise method.MethodNotFollowed(
             english(
@@ -154,50 +163,72 @@ def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, s
                 exercise=exercise,
                 primitive=primitive,
                 vector=vector,
-                builder=builder,
+                builder=seen.builders[0],
             ),
             result,
         )
     return result
 
 
-def _builder_in_trace(fn: Fn, f: Fn, x: np.ndarray) -> str:
-    """The first Jacobian builder fn(f, x) calls while traced, or "" (also when untraceable:
-    the eager run is watched too)."""
-    try:
-        with method.watching(fn) as usage, _precision_for((x,)):
-            jax.make_jaxpr(lambda a: fn(f, a))(*device_arrays(x))
-    except Exception:
-        return ""
-    return usage.builders[0] if usage.builders else ""
-
-
 def invoke_batch(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
     """The learner's fn(f, *arrays) for the batch test function `name`."""
     refuse_helpers_once(fn, "batch_jacobian")
-    return _invoke("batch", fn, name, arrays)
+    (f,) = _test_functions(("batch", name))
+    return _run(fn, ("batch", name), lambda *a: fn(f, *a), arrays, watched=False)[0]
 
 
-def _invoke(kind: str, fn: Fn, name: str, arrays: tuple[np.ndarray, ...]) -> Any:
-    """Build the named function, call the learner, return numpy.
+def _test_functions(*named: tuple[str, str]) -> list[Fn]:
+    """The named test functions, each under jax.jit (built once): where the learner's code
+    runs as written, a call compiles one program, not one per operation."""
+    for kind, name in named:
+        if (kind, name) not in _TEST_FUNCTIONS:
+            _TEST_FUNCTIONS[kind, name] = jax.jit(BUILDERS[kind](name))
+    return [_TEST_FUNCTIONS[key] for key in named]
+
+
+def _run(
+    fn: Fn,
+    names: tuple[str, ...],
+    call: Callable[..., Any],
+    arrays: tuple[np.ndarray, ...],
+    watched: bool,
+) -> tuple[Any, Traced]:
+    """call(*arrays) as numpy, and what its trace saw.
 
     Eager JAX compiles every operation separately for every new shape, which would make a
-    check of ~35 cases slow. So the learner's function is first tried under jax.jit (one
-    compilation per case); if that raises (numpy calls on traced values, `bool(...)` of an
-    array), it is simply called as written.
+    check of ~35 cases slow. So the learner's code runs under jax.jit, traced once per check
+    and signature (test functions, shapes, dtypes) and compiled; that one trace is also where
+    a `watched` call's Jacobian builders are looked for, with every call of its own code seen
+    (a jitted part runs its Python). If tracing or the program raises (numpy calls on traced
+    values, `bool(...)` of an array), the code is simply called as written, and watched.
     """
-    if (kind, name) not in _TEST_FUNCTIONS:
-        _TEST_FUNCTIONS[kind, name] = jax.jit(BUILDERS[kind](name))
-    f = _TEST_FUNCTIONS[kind, name]
-    key = (fn, kind, name)
-    if key not in _JITTED:
-        _JITTED[key] = fast_jit(lambda *a: fn(f, *a))
+    key = (fn, *names)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = fast_jit(_every_call_seen(call) if watched else call)
+    program = _PROGRAMS[key]
+    signature = (*key, *((np.shape(a), str(np.asarray(a).dtype)) for a in arrays))
     with _precision_for(arrays):
-        args = device_arrays(*arrays)
-        try:
-            return _as_numpy(_JITTED[key](*args))
+        try:  # the numpy arrays go to the program as they are: jit copies them itself
+            if signature not in _TRACES:
+                with method.watching(fn, every_call=False) as usage:
+                    traced = program.trace(*arrays)
+                _TRACES[signature] = Traced(tuple(usage.builders), traced.jaxpr)
+            return _as_numpy(program(*arrays)), _TRACES[signature]
         except Exception:
-            return _as_numpy(fn(f, *args))
+            with method.watching(fn, every_call=False) as usage:
+                result = call(*device_arrays(*arrays))
+            return _as_numpy(result), Traced(tuple(usage.builders), None)
+
+
+def _every_call_seen(call: Callable[..., Any]) -> Callable[..., Any]:
+    """call, tracing with every call of the code it runs seen (method.every_call_seen):
+    entered inside the program's own trace, so that program is still compiled once."""
+
+    def seen(*args: Any) -> Any:
+        with method.every_call_seen():
+            return call(*args)
+
+    return seen
 
 
 def _precision_for(arrays: tuple[np.ndarray, ...]) -> contextlib.AbstractContextManager:
@@ -225,64 +256,38 @@ GAUSS_NEWTON_METHOD = (
 )
 # (fn, model, loss, shape, dtype) -> what is as large as the Jacobian ("" if nothing), per check
 _MATRIX_FREE: dict[tuple[Fn, str, str, tuple[int, ...], str], str] = method.per_check({})
-_GN_JITTED: dict[tuple[Fn, str, str], Fn] = {}
 
 
 def invoke_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -> Any:
     """The learner's fn(f, loss, x, v) for the named model f and loss, and the method: no
     Jacobian or Hessian builder, and no array with as many entries as the Jacobian of f in
-    the computation (traced once per function, shape and dtype)."""
+    the computation (read from the trace of each function, shape and dtype)."""
     refuse_helpers_once(fn, "gauss_newton_product")
-    key = (fn, model, loss, x.shape, str(x.dtype))
-    if key not in _MATRIX_FREE:
-        if len(_MATRIX_FREE) > 256:
-            _MATRIX_FREE.clear()
-        _MATRIX_FREE[key] = _matrix_built(fn, model, loss, x, v)
-    with method.watching(fn, every_call=False) as usage:  # the trace above saw every call
-        result = _call_gauss_newton(fn, model, loss, x, v)
-    found = _MATRIX_FREE[key]
-    found = english("it used {builder}", builder=usage.builders[0]) if usage.builders else found
+    f, loss_fn = _test_functions(("vector", model), ("loss", loss))
+    names = ("vector", model, "loss", loss)
+    result, seen = _run(fn, names, lambda a, b: fn(f, loss_fn, a, b), (x, v), watched=True)
+    signature = (fn, model, loss, x.shape, str(x.dtype))
+    if seen.builders:
+        found = english("it used {builder}", builder=seen.builders[0])
+    elif seen.jaxpr is None:  # ran as written: the builders were watched, sizes unknown
+        found = ""
+    else:
+        if signature not in _MATRIX_FREE:
+            _MATRIX_FREE[signature] = matrix_in(seen.jaxpr, model, x)
+        found = _MATRIX_FREE[signature]
     if found:
         raise method.MethodNotFollowed(english(GAUSS_NEWTON_METHOD, found=found), result)
     return result
 
 
-def _call_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -> Any:
-    """fn(f, loss, x, v), under jax.jit when it traces (as _invoke), else as written."""
-    f, loss_fn = _named_pair(model, loss)
-    key = (fn, model, loss)
-    if key not in _GN_JITTED:
-        _GN_JITTED[key] = fast_jit(lambda a, b: fn(f, loss_fn, a, b))
-    with _precision_for((x, v)):
-        args = device_arrays(x, v)
-        try:
-            return _as_numpy(_GN_JITTED[key](*args))
-        except Exception:
-            return _as_numpy(fn(f, loss_fn, *args))
-
-
-def _named_pair(model: str, loss: str) -> tuple[Fn, Fn]:
-    """The jitted model and loss, built once each."""
-    for kind, name, build in (("vector", model, vector_function), ("loss", loss, loss_function)):
-        if (kind, name) not in _TEST_FUNCTIONS:
-            _TEST_FUNCTIONS[kind, name] = jax.jit(build(name))
-    return _TEST_FUNCTIONS["vector", model], _TEST_FUNCTIONS["loss", loss]
-
-
-def _matrix_built(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndarray) -> str:
-    """The builder the traced computation used, or what in it is as large as the Jacobian of
-    f ("" if neither). The test models compute nothing that large themselves."""
-    f, loss_fn = vector_function(model), loss_function(loss)
-    try:
-        with method.watching(fn) as usage, _precision_for((x, v)):
-            closed = jax.make_jaxpr(lambda a, b: fn(f, loss_fn, a, b))(*device_arrays(x, v))
-    except Exception:  # not traceable: the builders are still watched in the eager run
+def matrix_in(closed: Any, model: str, x: np.ndarray) -> str:
+    """What in the traced program `closed` (None: not traced) is as large as the Jacobian of
+    the model at x ("" if nothing). The test models compute nothing that large themselves."""
+    if closed is None or x.size < 2:  # with one entry, J is no larger than f's output
         return ""
-    if usage.builders:
-        return english("it used {builder}", builder=usage.builders[0])
-    if x.size < 2:  # with one entry, the Jacobian is no larger than f's output
-        return ""
-    z_size = int(np.prod(jax.eval_shape(f, *device_arrays(x)).shape, dtype=np.int64))
+    with _precision_for((x,)):
+        z_shape = jax.eval_shape(vector_function(model), *device_arrays(x)).shape
+    z_size = int(np.prod(z_shape, dtype=np.int64))
     shapes = [tuple(c.shape) for c in closed.consts if hasattr(c, "shape")]
     shapes += list(_shapes(closed.jaxpr))
     big = [s for s in shapes if int(np.prod(s, dtype=np.int64)) >= z_size * x.size]

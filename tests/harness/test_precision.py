@@ -72,8 +72,50 @@ def test_accepted_compile_options_are_probed_once(monkeypatch, fresh_compile_pro
     monkeypatch.setattr(compiling, "_accepted", lambda *a: calls.append(a) or probe(*a))
     first = compiling.fast_compile_options()
     assert compiling.fast_compile_options() == first
-    assert len(calls) == len(compiling.FAST_COMPILE)
+    if first == compiling.FAST_COMPILE:  # this XLA takes every option: one probe of them all
+        assert calls == [(compiling.FAST_COMPILE,)]
+    else:  # then each on its own
+        assert len(calls) == 1 + len(compiling.FAST_COMPILE)
     assert set(first) <= set(compiling.FAST_COMPILE)
+
+
+def test_options_are_probed_one_by_one_when_one_is_refused(monkeypatch, fresh_compile_probe):
+    bogus = {"xla_no_such_option_for_this_test": True}
+    every = {**compiling.FAST_COMPILE, **bogus}
+    monkeypatch.setattr(compiling, "FAST_COMPILE", every)
+    calls = []
+    probe = compiling._accepted
+    monkeypatch.setattr(compiling, "_accepted", lambda *a: calls.append(a) or probe(*a))
+    kept = compiling.fast_compile_options()
+    assert calls[0] == (every,) and len(calls) == 1 + len(every)
+    assert set(kept) == {name for (options,) in calls[1:] if probe(options) for name in options}
+    assert "xla_no_such_option_for_this_test" not in kept
+
+
+def test_the_programs_of_a_check_share_one_mlir_context(monkeypatch):
+    """Making a context per program cost a quarter of lowering it; shared, every program
+    lowers to the very module JAX lowers by itself (so its compilation-cache key is too)."""
+    from jax._src.interpreters import mlir
+
+    made = []
+    fresh = mlir.make_ir_context
+    counted = lambda: made.append(1) or fresh()  # noqa: E731
+    monkeypatch.setattr(mlir, "make_ir_context", counted)
+    monkeypatch.setattr(compiling._Context, "context", None)
+    x = np.linspace(-1, 1, 3, dtype=np.float32)
+    for scale in (2.0, 3.0, 4.0):
+        compiling.fast_jit(lambda a, scale=scale: jnp.sin(a) * scale)(x)
+    assert len(made) == 1
+    assert mlir.make_ir_context is counted  # JAX's own again after each program
+
+    def program(a):
+        return jnp.cumsum(jnp.tanh(a) * 5.0)
+
+    alone = jax.jit(program).lower(x).as_text()
+    with compiling.shared_ir_context():
+        shared = jax.jit(program).lower(x).as_text()
+    assert shared == alone
+    assert len(made) == 2  # the lowering outside the block made its own context
 
 
 def test_a_check_s_program_computes_what_the_default_compilation_does(fresh_compile_probe):
