@@ -20,11 +20,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import english
-from .compiling import fast_jit
+from .compiling import device_arrays, fast_jit
 from .method import MethodNotFollowed
 
 Fn = Callable[..., Any]
@@ -279,7 +278,7 @@ def _argmax_ste_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
 
 def invoke_soft_threshold(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        x, t, g = jnp.asarray(x), jnp.asarray(t), jnp.asarray(g)
+        x, t, g = device_arrays(x, t, g)
         values = numpy_arrays(
             stage(
                 "running the compiled jit/jvp/vjp/grad program",
@@ -296,7 +295,7 @@ def invoke_soft_threshold(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, .
 
 def invoke_softmax_entropy(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        logits, g = jnp.asarray(logits), jnp.asarray(g)
+        logits, g = device_arrays(logits, g)
         values = numpy_arrays(
             stage("running the compiled jit/vjp/vmap program", lambda: _row_program(fn, logits, g))
         )
@@ -311,7 +310,7 @@ def invoke_softmax_entropy(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...
 
 def invoke_argmax_ste(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        logits, g = jnp.asarray(logits), jnp.asarray(g)
+        logits, g = device_arrays(logits, g)
         return numpy_arrays(
             stage(
                 "running the compiled jit/vjp program", lambda: _argmax_ste_program(fn, logits, g)

@@ -8,7 +8,6 @@ import weakref
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.extend.core import Literal
 
@@ -21,7 +20,7 @@ from .ch05_custom_derivatives_jax import (
     stage,
     vjp_of,
 )
-from .compiling import fast_jit
+from .compiling import device_arrays, fast_jit
 from .method import MethodNotFollowed
 
 
@@ -62,14 +61,15 @@ def _bessel_i0e_derivatives(fn: Fn, flat: Any, flat_t: Any) -> tuple[Any, ...]:
     )
 
 
-def bucketed(x: Any) -> Any:
+def bucketed(x: Any) -> np.ndarray:
     """x flattened and padded (repeating its last element) to DERIVATIVE_BUCKET elements, or
-    the next power of two above: few lengths, so few compiled programs."""
-    flat = x.reshape(-1)
+    the next power of two above: few lengths, so few compiled programs. In numpy: JAX would
+    compile a program for each new shape it pads."""
+    flat = np.asarray(x).reshape(-1)
     if flat.size == 0:
         return flat
     size = max(DERIVATIVE_BUCKET, 1 << (flat.size - 1).bit_length())
-    return jnp.pad(flat, (0, size - flat.size), mode="edge")
+    return np.pad(flat, (0, size - flat.size), mode="edge")
 
 
 # ---------------------------------------------------------------- one invoke per exercise
@@ -168,7 +168,7 @@ def refuse_reference_solver(fn: Fn) -> None:
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
     refuse_reference_solver(fn)
     with double_precision():
-        a, g = jnp.asarray(a), jnp.asarray(g)
+        a, g = device_arrays(a, g)
         values = numpy_arrays(
             stage(
                 "running the compiled jit/vjp/grad program", lambda: _fixed_point_program(fn, a, g)
@@ -185,13 +185,16 @@ def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
 
 def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        x, t = jnp.asarray(x), jnp.asarray(t)
+        shape, size = np.shape(x), np.size(x)
+        flat, flat_t = device_arrays(bucketed(x), bucketed(t))
+        x, t = device_arrays(x, t)
         value = stage("running the compiled jit program", lambda: _bessel_i0e_program(fn, x))
         derivatives = stage(
             "running the compiled jvp and grad program",
-            lambda: _bessel_i0e_derivatives(fn, bucketed(x), bucketed(t)),
+            lambda: _bessel_i0e_derivatives(fn, flat, flat_t),
         )
-        values = numpy_arrays((value, *(d[: x.size].reshape(x.shape) for d in derivatives)))
+        derivatives = (d[:size].reshape(shape) for d in numpy_arrays(derivatives))
+        values = (np.asarray(value), *derivatives)
         callbacks = stage(
             "counting the callbacks in jax.make_jaxpr(fn)(x)",
             lambda: verdict_once(_CALLBACKS, _callback_count, fn, x),
@@ -428,8 +431,8 @@ _remat_program = fast_jit(_remat_vjp, static_argnums=0)
 
 def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        w, x = jnp.asarray(w), jnp.asarray(x)
-        g = jnp.asarray(g, x.dtype)  # the loss's cotangent, a float, in the net's dtype
+        w, x = device_arrays(w, x)
+        (g,) = device_arrays(np.asarray(g, x.dtype))  # the loss's cotangent, in the net's dtype
         try:
             value, g_w, g_x = _remat_program(fn, w, x, g)
         except Exception:  # not traceable under jit (Python on values): run it as written
