@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from . import english
-from .compiling import device_arrays, fast_jit
+from .compiling import fast_jit
 from .method import MethodNotFollowed
 
 Fn = Callable[..., Any]
@@ -183,6 +183,8 @@ def numpy_arrays(values: Any) -> tuple[np.ndarray, ...]:
 # function, compiled once per (function, shape, dtype), instead of one program per
 # transformation (3-5 per case, each traced, lowered and looked up in JAX's compilation
 # cache on its own). `fn` is a static argument; the values are the learner's own outputs.
+# A case's numpy arrays are passed as they are: jit copies them to the device itself, with
+# less Python than jax.device_put, and compiles nothing for it (jnp.asarray did, per shape).
 
 
 @fast_jit(static_argnums=0)
@@ -278,7 +280,6 @@ def _argmax_ste_program(fn: Fn, logits: Any, g: Any) -> tuple[Any, ...]:
 
 def invoke_soft_threshold(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        x, t, g = device_arrays(x, t, g)
         values = numpy_arrays(
             stage(
                 "running the compiled jit/jvp/vjp/grad program",
@@ -295,7 +296,6 @@ def invoke_soft_threshold(fn: Fn, x: Any, t: Any, g: Any) -> tuple[np.ndarray, .
 
 def invoke_softmax_entropy(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        logits, g = device_arrays(logits, g)
         values = numpy_arrays(
             stage("running the compiled jit/vjp/vmap program", lambda: _row_program(fn, logits, g))
         )
@@ -310,7 +310,6 @@ def invoke_softmax_entropy(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...
 
 def invoke_argmax_ste(fn: Fn, logits: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        logits, g = device_arrays(logits, g)
         return numpy_arrays(
             stage(
                 "running the compiled jit/vjp program", lambda: _argmax_ste_program(fn, logits, g)

@@ -168,7 +168,6 @@ def refuse_reference_solver(fn: Fn) -> None:
 def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
     refuse_reference_solver(fn)
     with double_precision():
-        a, g = device_arrays(a, g)
         values = numpy_arrays(
             stage(
                 "running the compiled jit/vjp/grad program", lambda: _fixed_point_program(fn, a, g)
@@ -185,15 +184,12 @@ def invoke_fixed_point(fn: Fn, a: Any, g: Any) -> tuple[np.ndarray, ...]:
 
 def invoke_bessel_i0e(fn: Fn, x: Any, t: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        shape, size = np.shape(x), np.size(x)
-        flat, flat_t = device_arrays(bucketed(x), bucketed(t))
-        x, t = device_arrays(x, t)
         value = stage("running the compiled jit program", lambda: _bessel_i0e_program(fn, x))
         derivatives = stage(
             "running the compiled jvp and grad program",
-            lambda: _bessel_i0e_derivatives(fn, flat, flat_t),
+            lambda: _bessel_i0e_derivatives(fn, bucketed(x), bucketed(t)),
         )
-        derivatives = (d[:size].reshape(shape) for d in numpy_arrays(derivatives))
+        derivatives = (d[: np.size(x)].reshape(np.shape(x)) for d in numpy_arrays(derivatives))
         values = (np.asarray(value), *derivatives)
         callbacks = stage(
             "counting the callbacks in jax.make_jaxpr(fn)(x)",
@@ -431,12 +427,11 @@ _remat_program = fast_jit(_remat_vjp, static_argnums=0)
 
 def invoke_remat_net(fn: Fn, w: Any, x: Any, g: Any) -> tuple[np.ndarray, ...]:
     with double_precision():
-        w, x = device_arrays(w, x)
-        (g,) = device_arrays(np.asarray(g, x.dtype))  # the loss's cotangent, in the net's dtype
+        g = np.asarray(g, np.asarray(x).dtype)  # the loss's cotangent, in the net's dtype
         try:
             value, g_w, g_x = _remat_program(fn, w, x, g)
         except Exception:  # not traceable under jit (Python on values): run it as written
-            value, g_w, g_x = _remat_vjp(fn, w, x, g)
+            value, g_w, g_x = _remat_vjp(fn, *device_arrays(w, x, g))
         values = numpy_arrays((value, value, g_w, g_x))
         broken = stage(
             "counting what the backward pass saves and recomputes",
