@@ -98,18 +98,31 @@ class Late:
 NEVER = 10**9  # calls: a count the grader never reaches
 
 
-def late_point(cases: Sequence[Any]) -> Late:
+def late_point(cases: Sequence[Any], every_case: Sequence[tuple[int, ...]] = ()) -> Late:
     """The latest case that brings an array shape no earlier case has, and that shape (the
-    first argument's when it is new); else the count of calls before the last case."""
+    first argument's when it is new); else the count of calls before the last case. A shape
+    of `every_case`, which a check's own program gives the answer for every case, is never
+    the late one: an answer wrong on it would be wrong from the first case."""
     seen: set[tuple[int, ...]] = set()
     found: tuple[int, ...] | None = None
     for index, case in enumerate(cases):
         shapes = [tuple(array.shape) for array in case.arrays().values()]
-        new = [shape for shape in shapes if shape not in seen]
+        new = [shape for shape in shapes if shape not in seen and shape not in every_case]
         if index and new:
             found = new[0]
         seen.update(shapes)
     return Late(found, NEVER) if found is not None else Late(None, max(1, len(cases) - 1))
+
+
+def shapes_of_every_case(name: str) -> tuple[tuple[int, ...], ...]:
+    """The shapes an exercise's check gives the answer whatever the case: chapter 06 runs
+    bessel_i0e's derivatives on x flattened and padded to a bucket (DERIVATIVE_BUCKET
+    elements, or a larger power of two), in one program for every case."""
+    if name != "bessel_i0e":
+        return ()
+    from autograder.harness.ch06_implicit_callbacks_checkpointing import DERIVATIVE_BUCKET
+
+    return tuple((DERIVATIVE_BUCKET << k,) for k in range(8))
 
 
 def wrong_late_code(source: str, name: str, late: Late) -> str:
@@ -200,7 +213,8 @@ def late_points(chapter: str, seed: int, cache: Path) -> dict[str, Late]:
     read from its reference cache: no framework is imported when the cache is warm)."""
     from autograder.grading.assignment import prepare
 
-    return {name: late_point(cases) for name, cases in prepare(chapter, seed, cache).cases.items()}
+    hidden = prepare(chapter, seed, cache).cases
+    return {name: late_point(cases, shapes_of_every_case(name)) for name, cases in hidden.items()}
 
 
 def write_answered_batch(

@@ -844,10 +844,44 @@ def import_seconds(module: str) -> float:
     return time.perf_counter() - start
 
 
-def slow_notes(t: ChapterTimes, imports: dict[str, float] | None = None) -> list[str]:
+def eager_floor() -> dict[str, Any]:
+    """benchmarks/eager_floor.py in a fresh interpreter: chapter 04's solution run eagerly on
+    the hidden cases, forward and backward, and nothing else (the floor of its marginal)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.eager_floor", "--seed", str(GRADE_SEED)],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def floor_note(t: ChapterTimes, floor: dict[str, Any]) -> str:
+    """What no grader can take off chapter 04's marginal: the learner's own code."""
+    cases = sum(floor["cases"].values())
+    return (
+        f"ch {t.chapter}: marginal {t.marginal:.2f} s; the learner's code alone (the solution, "
+        f"eagerly, forward and backward on the {cases} hidden cases, in one warm process, "
+        f"benchmarks/eager_floor.py) takes {floor['floor']:.2f} s = "
+        f"{ratio(floor['floor'], t.nbconvert):.3f} of nbconvert, and the checks' own runs of "
+        f"those cases (graph runs and method checks included) {floor['invokes']:.2f} s = "
+        f"{ratio(floor['invokes'], t.nbconvert):.3f}: the marginal target is out of reach "
+        "without fewer hidden cases or another way of running them"
+    )
+
+
+def slow_notes(
+    t: ChapterTimes,
+    imports: dict[str, float] | None = None,
+    floors: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
     """What a missed target is made of, in measured seconds."""
     notes = []
     imports = imports or {}
+    if t.chapter in (floors or {}) and ratio(t.marginal, t.nbconvert) > MARGINAL_TARGET:
+        notes.append(floor_note(t, floors[t.chapter]))
     child = (
         "numpy only"
         if not t.frameworks
@@ -1034,7 +1068,12 @@ def bench_grading(chapters: Sequence[str]) -> bool:
             rows.append(bench_chapter(chapter, folder, Path(tmp) / "cache"))
             print(f"  chapter {chapter} done: {chapter_row(rows[-1])}", flush=True)
     imports = {name: import_seconds(name) for name in ("tensorflow", "jax")}
-    print("\n".join(grading_table(rows, imports)), flush=True)
+    floors = {
+        row.chapter: eager_floor()
+        for row in rows
+        if row.chapter == "04" and ratio(row.marginal, row.nbconvert) > MARGINAL_TARGET
+    }
+    print("\n".join(grading_table(rows, imports, floors)), flush=True)
     return grading_passed(rows)
 
 
@@ -1044,9 +1083,11 @@ def grading_passed(rows: Sequence[ChapterTimes]) -> bool:
 
 
 def grading_table(
-    rows: Sequence[ChapterTimes], imports: dict[str, float] | None = None
+    rows: Sequence[ChapterTimes],
+    imports: dict[str, float] | None = None,
+    floors: dict[str, dict[str, Any]] | None = None,
 ) -> list[str]:
-    notes = [note for row in rows for note in slow_notes(row, imports)]
+    notes = [note for row in rows for note in slow_notes(row, imports, floors)]
     if notes:
         notes.append(
             "A fresh child imports its framework for every submission: that "

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -159,11 +160,15 @@ class FastJit:
 PROGRAMS_PER_CONTEXT = 256
 
 
-class _Context:
-    """The MLIR context the check's programs share, and how many it has lowered."""
+class _Context(threading.local):
+    """The MLIR context the check's programs share in this thread, and how many it has
+    lowered (a learner's threads never build modules in one context at once)."""
 
     context: Any = None
     programs = 0
+
+
+_CONTEXT = _Context()
 
 
 @contextlib.contextmanager
@@ -186,10 +191,10 @@ def shared_ir_context() -> Iterator[None]:
         return
 
     def shared() -> Any:
-        if _Context.context is None or _Context.programs >= PROGRAMS_PER_CONTEXT:
-            _Context.context, _Context.programs = fresh(), 0
-        _Context.programs += 1
-        return _Context.context
+        if _CONTEXT.context is None or _CONTEXT.programs >= PROGRAMS_PER_CONTEXT:
+            _CONTEXT.context, _CONTEXT.programs = fresh(), 0
+        _CONTEXT.programs += 1
+        return _CONTEXT.context
 
     shared.shared = True  # type: ignore[attr-defined]
     mlir.make_ir_context = shared

@@ -78,6 +78,17 @@ def test_the_late_shape_is_the_one_that_is_new_latest():
     assert answered.late_point([Case(())]) == answered.Late(None, 1)
 
 
+def test_a_shape_the_check_gives_every_case_is_never_the_late_one():
+    """bessel_i0e's derivatives run on x padded to 16 elements for every case: an answer
+    wrong from shape (16,) on was wrong from the first case, and the bench said so."""
+    cases = [Case((6,)), Case((2, 3)), Case((16,)), Case((6,))]
+    assert answered.late_point(cases) == answered.Late((16,), answered.NEVER)
+    bucketed = answered.shapes_of_every_case("bessel_i0e")
+    assert (16,) in bucketed and (32,) in bucketed
+    assert answered.late_point(cases, bucketed) == answered.Late((2, 3), answered.NEVER)
+    assert answered.shapes_of_every_case("fixed_point") == ()
+
+
 def test_late_values_are_wrong_whatever_their_type():
     late = {"scale_vjp": answered.Late(None, 0)}
     wrong = run_cell(answered.wrong_late_cell(RULE, {"scale_vjp"}, late))

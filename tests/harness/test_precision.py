@@ -101,7 +101,7 @@ def test_the_programs_of_a_check_share_one_mlir_context(monkeypatch):
     fresh = mlir.make_ir_context
     counted = lambda: made.append(1) or fresh()  # noqa: E731
     monkeypatch.setattr(mlir, "make_ir_context", counted)
-    monkeypatch.setattr(compiling._Context, "context", None)
+    monkeypatch.setattr(compiling._CONTEXT, "context", None)
     x = np.linspace(-1, 1, 3, dtype=np.float32)
     for scale in (2.0, 3.0, 4.0):
         compiling.fast_jit(lambda a, scale=scale: jnp.sin(a) * scale)(x)

@@ -310,6 +310,34 @@ def test_the_table_explains_what_stays_slow_and_judges_every_chapter():
     assert bench.grading_targets([times(wrong_grades=2)])[0].endswith("2 wrong entries -> FAIL")
 
 
+def test_chapter_04_s_missed_marginal_is_set_beside_the_learner_s_own_code():
+    """The bench says how much of chapter 04's marginal no grader can take off."""
+    floor = {"floor": 0.9, "invokes": 1.6, "cases": {"a": 120, "b": 100}}
+    missed = times(chapter="04", nbconvert=9.0, serial=16.0)  # (16 - 6) / 5 = 2 s: 0.22
+    notes = "\n".join(bench.grading_table([missed], {}, {"04": floor}))
+    assert "the learner's code alone" in notes and "220 hidden cases" in notes
+    assert "takes 0.90 s = 0.100 of nbconvert" in notes and "1.60 s = 0.178" in notes
+    met = times(chapter="04", nbconvert=90.0, serial=10.0)
+    met_notes = "\n".join(bench.grading_table([met], {}, {"04": floor}))
+    assert "the learner's code alone" not in met_notes
+
+
+def test_the_eager_floor_runs_the_solution_on_every_hidden_case():
+    from benchmarks import eager_floor
+
+    measured = eager_floor.measure(bench.GRADE_SEED, rounds=1)
+    assert set(measured["cases"]) == {
+        "tanh_layer",
+        "logaddexp",
+        "safe_normalize",
+        "clip_cotangent_norm",
+        "quantize_ste",
+        "n_step_td_loss",
+    }
+    assert all(count >= 100 for count in measured["cases"].values())
+    assert 0 < measured["floor"] < measured["invokes"]  # the checks do more than the floor
+
+
 def test_the_targets_are_judged_on_the_readme_command_alone():
     """The other way's figures are shown for comparison; they cannot pass a chapter whose
     command misses a target (once, either way could)."""
