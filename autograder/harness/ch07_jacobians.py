@@ -154,7 +154,7 @@ def _jacobian_by_hand(fn: Fn, name: str, x: np.ndarray, words: tuple[str, str, s
     """The learner's Jacobian, refused when a builder made it (looked for as _run says)."""
     refuse_helpers_once(fn, words[0])
     (f,) = _test_functions(("vector", name))
-    result, seen = _run(fn, ("vector", name), lambda a: fn(f, a), (x,), watched=True)
+    result, seen = _run(fn, ("vector", name), lambda a: fn(f, a), (x,))
     if seen.builders:
         exercise, primitive, vector = words
         raise method.MethodNotFollowed(
@@ -174,7 +174,7 @@ def invoke_batch(fn: Fn, name: str, *arrays: np.ndarray) -> Any:
     """The learner's fn(f, *arrays) for the batch test function `name`."""
     refuse_helpers_once(fn, "batch_jacobian")
     (f,) = _test_functions(("batch", name))
-    return _run(fn, ("batch", name), lambda *a: fn(f, *a), arrays, watched=False)[0]
+    return _run(fn, ("batch", name), lambda *a: fn(f, *a), arrays)[0]
 
 
 def _test_functions(*named: tuple[str, str]) -> list[Fn]:
@@ -191,20 +191,21 @@ def _run(
     names: tuple[str, ...],
     call: Callable[..., Any],
     arrays: tuple[np.ndarray, ...],
-    watched: bool,
 ) -> tuple[Any, Traced]:
     """call(*arrays) as numpy, and what its trace saw.
 
     Eager JAX compiles every operation separately for every new shape, which would make a
     check of ~35 cases slow. So the learner's code runs under jax.jit, traced once per check
     and signature (test functions, shapes, dtypes) and compiled; that one trace is also where
-    a `watched` call's Jacobian builders are looked for, with every call of its own code seen
-    (a jitted part runs its Python). If tracing or the program raises (numpy calls on traced
+    the Jacobian builders are looked for, with every call of the code seen: a jitted part,
+    the test function's too, runs its Python inside the program (which also spares a grader's
+    child, whose caches start empty for every submission, a trace and a linearization of each
+    test function per shape). If tracing or the program raises (numpy calls on traced
     values, `bool(...)` of an array), the code is simply called as written, and watched.
     """
     key = (fn, *names)
     if key not in _PROGRAMS:
-        _PROGRAMS[key] = fast_jit(_every_call_seen(call) if watched else call)
+        _PROGRAMS[key] = fast_jit(_every_call_seen(call))
     program = _PROGRAMS[key]
     signature = (*key, *((np.shape(a), str(np.asarray(a).dtype)) for a in arrays))
     with _precision_for(arrays):
@@ -265,7 +266,7 @@ def invoke_gauss_newton(fn: Fn, model: str, loss: str, x: np.ndarray, v: np.ndar
     refuse_helpers_once(fn, "gauss_newton_product")
     f, loss_fn = _test_functions(("vector", model), ("loss", loss))
     names = ("vector", model, "loss", loss)
-    result, seen = _run(fn, names, lambda a, b: fn(f, loss_fn, a, b), (x, v), watched=True)
+    result, seen = _run(fn, names, lambda a, b: fn(f, loss_fn, a, b), (x, v))
     signature = (fn, model, loss, x.shape, str(x.dtype))
     if seen.builders:
         found = english("it used {builder}", builder=seen.builders[0])
