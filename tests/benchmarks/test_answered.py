@@ -87,6 +87,9 @@ def test_a_shape_the_check_gives_every_case_is_never_the_late_one():
     assert (16,) in bucketed and (32,) in bucketed
     assert answered.late_point(cases, bucketed) == answered.Late((2, 3), answered.NEVER)
     assert answered.shapes_of_every_case("fixed_point") == ()
+    from autograder.harness.ch06_implicit_callbacks_checkpointing import DERIVATIVE_BUCKET
+
+    assert answered.BESSEL_BUCKET == DERIVATIVE_BUCKET
 
 
 def test_late_values_are_wrong_whatever_their_type():
