@@ -16,38 +16,26 @@ Prints one JSON line: the fastest round of each, in seconds, and the cases per e
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
-import io
 import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-import nbformat
 import numpy as np
 
-from benchmarks.bench import GRADE_SEED, chapter_notebooks
+from benchmarks.bench import GRADE_SEED, solution_cells
 
 CHAPTER = "04"
 
 
 def solution_functions() -> dict[str, Any]:
-    """A fresh namespace of the solution's imports and function definitions (no demonstration,
-    no check): new function objects, as each submission brings."""
-    notebook = nbformat.read(chapter_notebooks()[CHAPTER][0], as_version=4)  # the solution
-    namespace: dict[str, Any] = {}
-    for cell in notebook.cells:
-        if cell.cell_type != "code" or "colab-setup" in cell.metadata.get("tags", []):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:  # IPython magics: nothing to define
-            continue
-        kept = (ast.Import, ast.ImportFrom, ast.FunctionDef)
-        tree.body = [node for node in tree.body if isinstance(node, kept)]
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(compile(tree, "<solution>", "exec"), namespace)
+    """The solution's exercise cells run in a fresh namespace after the notebook's imports
+    (bench.solution_cells): new function objects, as each submission brings."""
+    import tensorflow as tf
+
+    namespace: dict[str, Any] = {"__name__": f"solution_{CHAPTER}", "np": np, "tf": tf}
+    for source in dict.fromkeys(solution_cells(CHAPTER).values()):
+        exec(compile(source, f"<solutions {CHAPTER}>", "exec"), namespace)
     return namespace
 
 
