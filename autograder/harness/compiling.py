@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import sys
 import threading
@@ -95,12 +96,75 @@ def fast_compile_options() -> dict[str, Any]:
     Each option is tried on a tiny program on the CPU device; one that is refused (unknown
     to this XLA, or a value it rejects) is left out and XLA's default applies. A missing
     option costs compile time, never a check, and nothing is printed. They are tried all
-    together first: one probe where this XLA accepts every one (a grader's child decides
-    this for each submission it grades).
+    together first: one probe where this XLA accepts every one.
+
+    The answer is the same for every process of one JAX release, so it is kept beside JAX's
+    persistent cache, by whoever may write that folder: a notebook's kernel, and in grading
+    the grader's own warm-up (a child only reads the folder). A grader's child, which
+    decided this for each submission it graded (a tiny compilation, 10-40 ms of a JAX
+    submission), reads it there.
     """
+    stored = _stored_decision()
+    if stored is not None:
+        return stored
     if _accepted(FAST_COMPILE):
-        return dict(FAST_COMPILE)
-    return {name: value for name, value in FAST_COMPILE.items() if _accepted({name: value})}
+        accepted = dict(FAST_COMPILE)
+    else:
+        accepted = {name: value for name, value in FAST_COMPILE.items() if _accepted({name: value})}
+    _store_decision(accepted)
+    return accepted
+
+
+# The file beside JAX's persistent cache that keeps fast_compile_options' answer.
+DECISION_FILE = "fast-compile-options.json"
+
+
+def _decision_path() -> Path | None:
+    """Where the answer is kept: in JAX's persistent cache folder, if one is set."""
+    folder = jax_module().config.jax_compilation_cache_dir
+    return Path(folder) / DECISION_FILE if folder else None
+
+
+def _decision_key() -> dict[str, Any]:
+    """What the answer depends on: the JAX release, XLA's (jaxlib's), and the options asked."""
+    import jaxlib
+
+    jax = jax_module()
+    options = sorted((name, repr(value)) for name, value in FAST_COMPILE.items())
+    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "options": options}
+
+
+def _stored_decision() -> dict[str, Any] | None:
+    """The kept answer, if it was decided for this release and these options; None for no
+    file, another release's, or anything but a subset of FAST_COMPILE's own names (then the
+    probe decides, as without a file)."""
+    path = _decision_path()
+    try:
+        kept = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or kept.get("key") != json.loads(json.dumps(_decision_key())):
+        return None
+    names = kept.get("accepted")
+    if not isinstance(names, list) or not all(name in FAST_COMPILE for name in names):
+        return None
+    return {name: FAST_COMPILE[name] for name in FAST_COMPILE if name in names}
+
+
+def _store_decision(accepted: dict[str, Any]) -> None:
+    """Keep the answer where fast_compile_options looks first, if the folder can be written
+    (a grader's child's cannot: then nothing is kept, and nothing is said)."""
+    path = _decision_path()
+    if path is None:
+        return
+    text = json.dumps({"key": _decision_key(), "accepted": sorted(accepted)})
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        partial.write_text(text)
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def _accepted(options: dict[str, Any]) -> bool:

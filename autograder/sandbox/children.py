@@ -201,7 +201,9 @@ def start_child(
         return subprocess.Popen(
             command,
             cwd=folders.work,
-            env=scrubbed_environment(folders.work, offered.compile_cache),
+            env=scrubbed_environment(
+                folders.work, offered.compile_cache, offered.compile_cache_writable
+            ),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -236,7 +238,9 @@ def _run_forked(
         "ctrl": str(folders.ctrl),
         "work": str(folders.work),
         "uid": folders.uid,
-        "env": scrubbed_environment(folders.work, sandbox.offered.compile_cache),
+        "env": scrubbed_environment(
+            folders.work, sandbox.offered.compile_cache, sandbox.offered.compile_cache_writable
+        ),
         "namespaces": sandbox.offered.own_namespaces,
     }
     try:

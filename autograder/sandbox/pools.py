@@ -51,7 +51,12 @@ class Sandbox:
                 if server is not None:
                     server.close()
                 server = forkserver.ForkServer(
-                    allowed, scrubbed_environment(Path("/"), self.offered.compile_cache)
+                    allowed,
+                    scrubbed_environment(
+                        Path("/"),
+                        self.offered.compile_cache,
+                        self.offered.compile_cache_writable,
+                    ),
                 )
                 self.fork_servers[allowed] = server
             return server

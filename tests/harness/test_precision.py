@@ -8,6 +8,7 @@ TF32 switch, x64 as other threads see it), and that the learner's own settings c
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,10 +43,13 @@ def learner_settings():
 
 
 @pytest.fixture
-def fresh_compile_probe():
-    """Forget which compile options were accepted, before and after the test."""
+def fresh_compile_probe(monkeypatch, tmp_path):
+    """Forget which compile options were accepted, before and after the test; the answer is
+    kept in a folder of the test's own (none kept there yet)."""
+    decision = tmp_path / compiling.DECISION_FILE
+    monkeypatch.setattr(compiling, "_decision_path", lambda: decision)
     compiling.fast_compile_options.cache_clear()
-    yield
+    yield decision
     compiling.fast_compile_options.cache_clear()
 
 
@@ -90,6 +94,56 @@ def test_options_are_probed_one_by_one_when_one_is_refused(monkeypatch, fresh_co
     assert calls[0] == (every,) and len(calls) == 1 + len(every)
     assert set(kept) == {name for (options,) in calls[1:] if probe(options) for name in options}
     assert "xla_no_such_option_for_this_test" not in kept
+
+
+def test_the_answer_is_kept_and_read_back_without_a_probe(monkeypatch, fresh_compile_probe):
+    first = compiling.fast_compile_options()
+    assert fresh_compile_probe.is_file()
+    compiling.fast_compile_options.cache_clear()
+    monkeypatch.setattr(compiling, "_accepted", _no_probe)
+    assert compiling.fast_compile_options() == first
+
+
+def _no_probe(*options: Any) -> bool:
+    raise AssertionError(f"probed {options}, where the kept answer should have been read")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["another release", "an option of its own", "not json", "an option refused"],
+)
+def test_a_kept_answer_not_made_for_this_release_is_probed_again(
+    monkeypatch, fresh_compile_probe, damage
+):
+    """A file from another JAX, one naming what FAST_COMPILE does not ask, or one a refused
+    option was since added to (the key holds the options asked), is never trusted."""
+    first = compiling.fast_compile_options()
+    kept = json.loads(fresh_compile_probe.read_text())
+    if damage == "another release":
+        kept["key"]["jaxlib"] = "0.0.1"
+    elif damage == "an option of its own":
+        kept["accepted"].append("xla_dump_to")
+    fresh_compile_probe.write_text("{" if damage == "not json" else json.dumps(kept))
+    if damage == "an option refused":
+        bogus = {"xla_no_such_option_for_this_test": True}
+        monkeypatch.setattr(compiling, "FAST_COMPILE", {**compiling.FAST_COMPILE, **bogus})
+    compiling.fast_compile_options.cache_clear()
+    calls = []
+    probe = compiling._accepted
+    monkeypatch.setattr(compiling, "_accepted", lambda *a: calls.append(a) or probe(*a))
+    again = compiling.fast_compile_options()
+    assert calls, "a kept answer it should not trust was used"
+    assert again == first  # the refused option is dropped again
+    assert json.loads(fresh_compile_probe.read_text())["key"] == json.loads(
+        json.dumps(compiling._decision_key())
+    )
+
+
+def test_an_unwritable_folder_only_means_probing(monkeypatch, fresh_compile_probe):
+    unwritable = fresh_compile_probe.parent / "missing" / compiling.DECISION_FILE
+    monkeypatch.setattr(compiling, "_decision_path", lambda: unwritable)
+    assert set(compiling.fast_compile_options()) <= set(compiling.FAST_COMPILE)
+    assert not unwritable.parent.exists()
 
 
 def test_the_programs_of_a_check_share_one_mlir_context(monkeypatch):
