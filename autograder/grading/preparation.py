@@ -15,7 +15,7 @@ from autograder.grading.assignment import Assignment, prepare, save_known_mistak
 from autograder.grading.grade import grade_submission
 from autograder.grading.grading_run import GradingRun
 from autograder.grading.submissions import clean_stem, read_submission
-from autograder.grading.warm_groups import warm_groups
+from autograder.grading.warm_groups import warm_group
 from autograder.sandbox import children
 from autograder.sandbox.capabilities import Capabilities
 from autograder.sandbox.pools import Sandbox
@@ -31,7 +31,7 @@ def prepare_first_time(
     where the course's own solution notebook is at hand (a clone), JAX's compiled programs
     and each exercise's cost (else every child compiles, and parts are split blindly)."""
     for chapter, assignment in assignments.items():
-        if chapter not in warm_groups():
+        if warm_group(chapter) is None:
             continue  # a numpy chapter has nothing more to prepare
         entry = refcache.entry_path(cache_folders.reference_cache(reference_cache), chapter, seed)
         solution = trusted_solution(chapter)

@@ -19,7 +19,7 @@ from pathlib import Path
 from autograder.grading import cache_folders
 from autograder.grading.shards import Shard, ShardRun, read_shard
 from autograder.grading.submissions import Submission, read_submissions
-from autograder.grading.warm_groups import course_chapters, warm_groups
+from autograder.grading.warm_groups import course_chapters, warm_group
 from autograder.sandbox import capacity, errors
 from autograder.sandbox.pools import Sandbox
 from autograder.sandbox.sandbox import allow_fork_server_if_possible, detect
@@ -144,8 +144,8 @@ def forks_by_default(
     in bubblewrap, which start in a tenth of a second and scale better with --jobs."""
     if len(submissions) <= jobs or sandbox_mode == "bubblewrap":
         return False
-    chapters, groups = chapters_needed(submissions, assignment), warm_groups()
-    return bool(chapters) and all(chapter in groups for chapter in chapters)
+    chapters = chapters_needed(submissions, assignment)
+    return bool(chapters) and all(warm_group(chapter) is not None for chapter in chapters)
 
 
 def start_warm_children(
@@ -159,7 +159,7 @@ def start_warm_children(
     warm children were started."""
     if len(submissions) > jobs or len(chapters) != 1:
         return 0
-    if (allowed := warm_groups().get(next(iter(chapters)))) is None:
+    if (allowed := warm_group(next(iter(chapters)))) is None:
         return 0
     with contextlib.suppress(OSError, errors.SandboxFailure):
         if sandbox.offered.fork:

@@ -68,6 +68,28 @@ def can_leave_namespaces() -> bool:
     namespaces: root with CAP_SYS_ADMIN (refused in an unprivileged container)."""
     if os.geteuid() != 0 or sys.platform != "linux":
         return False
+    if len(os.listdir("/proc/self/task")) == 1:
+        return unshare_in_fork()
+    return unshare_in_python()
+
+
+def unshare_in_fork() -> bool:
+    """Ask a fork of this (single-threaded) process to leave the namespaces, as a child
+    would. Starting a Python for it took 30 ms of the 40 ms that choosing the sandbox takes,
+    which grading one submission waits out before its warm children start importing."""
+    pid = os.fork()
+    if pid == 0:  # nothing but the system call, then out: no cleanup, no atexit handlers
+        try:
+            os._exit(0 if confine.LIBC.unshare(confine.OWN_NAMESPACES) == 0 else 1)
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def unshare_in_python() -> bool:
+    """The same asked of a new Python: where this process has other threads, whose locks a
+    fork would copy held."""
     try:
         probe = subprocess.run(
             [

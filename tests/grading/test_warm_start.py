@@ -25,6 +25,7 @@ from autograder.exercises import for_chapter
 from autograder.grading import command as batch
 from autograder.grading import parts, preparation, rounds
 from autograder.grading import start as early
+from autograder.grading import warm_groups as warm_groups_module
 from autograder.grading.parts import parts_and_workers
 from autograder.grading.warm_groups import warm_groups
 from autograder.sandbox import children, warm_children
@@ -74,7 +75,7 @@ def test_start_reads_submissions_before_numpy_and_the_exercises_are_imported(tmp
     program = (
         "import sys\nfrom pathlib import Path\nfrom autograder.grading import start\n"
         f"read = start.read_submissions([Path({str(SOLUTION_06)!r})])\n"
-        "assert read[0].chapter == '06' and start.warm_groups()['06'] == ('jax',)\n"
+        "assert read[0].chapter == '06' and start.warm_group('06') == ('jax',)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('numpy', 'jax', 'tensorflow', 'hypothesis') or m.startswith("
         "('autograder.judging', 'autograder.exercises'))))"
@@ -84,6 +85,25 @@ def test_start_reads_submissions_before_numpy_and_the_exercises_are_imported(tmp
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_start_reads_the_declarations_of_the_batch_s_chapter_only(monkeypatch):
+    """Before its warm children start, `grade` reads one chapter module, not the course's."""
+    read_paths = []
+    declared = warm_groups_module._declared_frameworks
+    monkeypatch.setattr(
+        warm_groups_module,
+        "_declared_frameworks",
+        lambda path: read_paths.append(path.name) or declared(path),
+    )
+    warm_groups_module.warm_group.cache_clear()
+    try:
+        read = early.read_submissions([SOLUTION_06, SOLUTION_06])
+        assert early.forks_by_default(read, 1, "auto", None)
+        assert early.warm_group("06") == ("jax",)
+    finally:
+        warm_groups_module.warm_group.cache_clear()
+    assert read_paths and all(name.startswith("ch06_") for name in read_paths), read_paths
 
 
 class FakeWarmChild:
