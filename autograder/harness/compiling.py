@@ -127,11 +127,10 @@ def _decision_path() -> Path | None:
 
 def _decision_key() -> dict[str, Any]:
     """What the answer depends on: the JAX release, XLA's (jaxlib's), and the options asked."""
-    import jaxlib
-
     jax = jax_module()
+    jaxlib = getattr(getattr(jax, "lib", None), "__version__", "")
     options = sorted((name, repr(value)) for name, value in FAST_COMPILE.items())
-    return {"jax": jax.__version__, "jaxlib": jaxlib.__version__, "options": options}
+    return {"jax": jax.__version__, "jaxlib": jaxlib, "options": options}
 
 
 def _stored_decision() -> dict[str, Any] | None:
