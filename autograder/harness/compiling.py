@@ -126,10 +126,11 @@ def _decision_path() -> Path | None:
 
 
 def _decision_key() -> dict[str, Any]:
-    """What the answer depends on: the JAX release, XLA's (jaxlib's), and the options asked."""
+    """What the answer depends on: the JAX release, XLA's (jaxlib's), and the options asked;
+    in JSON's own types, so that it compares equal to the key read back."""
     jax = jax_module()
     jaxlib = getattr(getattr(jax, "lib", None), "__version__", "")
-    options = sorted((name, repr(value)) for name, value in FAST_COMPILE.items())
+    options = sorted([name, repr(value)] for name, value in FAST_COMPILE.items())
     return {"jax": jax.__version__, "jaxlib": jaxlib, "options": options}
 
 
@@ -142,7 +143,7 @@ def _stored_decision() -> dict[str, Any] | None:
         kept = json.loads(path.read_text()) if path is not None else None
     except (OSError, ValueError):
         return None
-    if not isinstance(kept, dict) or kept.get("key") != json.loads(json.dumps(_decision_key())):
+    if not isinstance(kept, dict) or kept.get("key") != _decision_key():
         return None
     names = kept.get("accepted")
     if not isinstance(names, list) or not all(name in FAST_COMPILE for name in names):
